@@ -1,0 +1,184 @@
+"""The OCI bundle a gVisor sandbox starts from: a read-only skeleton root, the
+interpreter's trees mounted read-only, tmpfs for everything writable, no
+capabilities, no network, uid 65534, rlimits and cgroup limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.contract import BASE_ENV, Limits
+from sandbox.interpreter import Interpreter
+
+INSIDE_DIR = Path(__file__).parent / "inside"
+SANDBOX_LIB = "/fixloop/lib"
+SANDBOX_WORKDIR = "/fixloop/work"
+NOBODY = 65534
+# Host threads of gVisor's own processes count against the pids cgroup; a low
+# value panics the sandbox, so guest processes are limited by RLIMIT_NPROC.
+HOST_PIDS_LIMIT = 1024
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything a sandbox is created with. Sandboxes with equal profiles are interchangeable."""
+
+    interpreter: Interpreter
+    memory_mb: int
+    cpus: float
+    pids: int
+    tmpfs_mb: int
+
+    @classmethod
+    def of(cls, interpreter: Interpreter, limits: Limits) -> Profile:
+        return cls(interpreter, limits.memory_mb, limits.cpus, limits.pids, limits.tmpfs_mb)
+
+
+def sandbox_path(interpreter: Interpreter) -> str:
+    dirs = [str(interpreter.bin_dir), "/usr/local/bin", "/usr/bin", "/bin"]
+    return ":".join(dict.fromkeys(dirs))
+
+
+def base_environment(interpreter: Interpreter) -> dict[str, str]:
+    """The whole environment of a job before the request's own variables."""
+    return {
+        **BASE_ENV,
+        "PATH": sandbox_path(interpreter),
+        "HOME": SANDBOX_WORKDIR,
+        "TMPDIR": "/tmp",
+        "USER": "nobody",
+    }
+
+
+def skeleton_root(base: Path, mount_points: list[str]) -> Path:
+    """A read-only root with just enough in it; shared by sandboxes with the same mounts."""
+    key = hashlib.sha256("\n".join(sorted(mount_points)).encode()).hexdigest()[:16]
+    root = base / f"rootfs-{key}"
+    if root.is_dir():
+        return root
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="rootfs-staging-", dir=base))
+    for name, target in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib")):
+        (staging / name).symlink_to(target)
+    if Path("/lib64").exists():
+        (staging / "lib64").symlink_to("usr/lib64")
+    etc = staging / "etc"
+    etc.mkdir()
+    (etc / "passwd").write_text(
+        f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+        f"nobody:x:{NOBODY}:{NOBODY}:nobody:{SANDBOX_WORKDIR}:/usr/sbin/nologin\n"
+    )
+    (etc / "group").write_text(f"root:x:0:\nnogroup:x:{NOBODY}:\n")
+    (etc / "hosts").write_text("127.0.0.1 localhost\n")
+    (etc / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files\n")
+    for name in ("ld.so.cache", "localtime"):
+        source = Path("/etc") / name
+        if source.is_file():
+            shutil.copyfile(source, etc / name)
+    for point in mount_points:
+        (staging / point.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for path in [staging, *staging.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)
+    try:
+        staging.rename(root)
+    except OSError:  # another process made it first
+        shutil.rmtree(staging, ignore_errors=True)
+    return root
+
+
+def _bind(path: str) -> dict[str, Any]:
+    return {
+        "destination": path,
+        "type": "bind",
+        "source": path,
+        "options": ["rbind", "ro", "nosuid", "nodev"],
+    }
+
+
+def _tmpfs(path: str, size_mb: int) -> dict[str, Any]:
+    return {
+        "destination": path,
+        "type": "tmpfs",
+        "source": "tmpfs",
+        "options": ["nosuid", "nodev", f"size={size_mb}m", "mode=1777"],
+    }
+
+
+def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: str | None) -> None:
+    """Write `config.json` for one sandbox whose first process is the zygote."""
+    interpreter = profile.interpreter
+    env = base_environment(interpreter)
+    binds = ["/usr", *(str(p) for p in interpreter.mounts)]
+    mounts = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        _tmpfs("/tmp", profile.tmpfs_mb),
+        _tmpfs("/dev/shm", 64),
+        *(_bind(path) for path in binds),
+        {
+            "destination": SANDBOX_LIB,
+            "type": "bind",
+            "source": str(INSIDE_DIR),
+            "options": ["rbind", "ro", "nosuid", "nodev"],
+        },
+        _tmpfs(SANDBOX_WORKDIR, profile.tmpfs_mb),
+    ]
+    rlimits = [
+        ("RLIMIT_AS", max(profile.memory_mb, 256) * MIB),
+        ("RLIMIT_NPROC", profile.pids),
+        ("RLIMIT_FSIZE", profile.tmpfs_mb * MIB),
+        ("RLIMIT_NOFILE", 1024),
+        ("RLIMIT_CORE", 0),
+    ]
+    period = 100_000
+    linux: dict[str, Any] = {
+        "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+        "resources": {
+            "memory": {"limit": profile.memory_mb * MIB},
+            "cpu": {"quota": int(profile.cpus * period), "period": period},
+            "pids": {"limit": HOST_PIDS_LIMIT},
+        },
+    }
+    if cgroup_path is not None:
+        linux["cgroupsPath"] = cgroup_path
+    config = {
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": False,
+            "user": {"uid": NOBODY, "gid": NOBODY},
+            "args": [
+                str(interpreter.executable),
+                "-I",
+                "-X",
+                "utf8",
+                f"{SANDBOX_LIB}/zygote.py",
+            ],
+            "env": [f"{k}={v}" for k, v in env.items()],
+            "cwd": SANDBOX_WORKDIR,
+            "capabilities": {
+                k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")
+            },
+            "rlimits": [{"type": t, "hard": v, "soft": v} for t, v in rlimits],
+            "noNewPrivileges": True,
+        },
+        "root": {"path": str(rootfs), "readonly": True},
+        "hostname": "fixloop-sandbox",
+        "mounts": mounts,
+        "linux": linux,
+    }
+    (directory / "config.json").write_text(json.dumps(config, indent=1))
+    os.chmod(directory, 0o700)
+
+
+def mount_points(profile: Profile) -> list[str]:
+    points = ["/proc", "/tmp", "/dev/shm", "/usr", SANDBOX_LIB, SANDBOX_WORKDIR]
+    points += [str(p) for p in profile.interpreter.mounts]
+    return points

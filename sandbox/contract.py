@@ -1,0 +1,95 @@
+"""The sandbox contract (DESIGN §4.3): what a job asks for and what comes back.
+
+Every backend takes an `ExecRequest` and returns an `ExecResult`; nothing else
+crosses the seam, so a job never depends on where or how it ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BackendName = Literal["gvisor", "docker", "unsafe-local"]
+
+# A minimal environment: the job gets these plus what the request names, never
+# anything inherited from the host process (API keys live there).
+BASE_ENV: dict[str, str] = {
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONHASHSEED": "0",
+}
+
+# Host-side names never worth copying into a job's workspace.
+DEFAULT_EXCLUDES: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".fixloop",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "node_modules",
+    }
+)
+
+
+class Limits(BaseModel):
+    """Resource limits of one job. Time is enforced from outside the sandbox."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(default=120.0, gt=0)
+    memory_mb: int = Field(default=1024, ge=64)
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=64, ge=8, description="processes the job may run at once")
+    tmpfs_mb: int = Field(default=256, ge=8, description="size of the writable workspace")
+    output_bytes: int = Field(default=1_000_000, ge=1024, description="cap per stream")
+
+
+class ExecRequest(BaseModel):
+    """One command to run in a fresh sandbox over a copy of `workdir`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argv: list[str] = Field(min_length=1)
+    workdir: Path | None = Field(
+        default=None, description="copied into the sandbox's writable workspace; never mounted"
+    )
+    env: dict[str, str] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    python: Path | None = Field(
+        default=None,
+        description="interpreter whose environment is mounted read-only (default: fixloop's own)",
+    )
+    excludes: frozenset[str] = DEFAULT_EXCLUDES
+    network: Literal[False] = False
+
+
+class ExecResult(BaseModel):
+    """What a job did. `exit_code` is the command's own; see the flags for why it ended."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_ms: int
+    timed_out: bool = False
+    oom_killed: bool = False
+    truncated: bool = False
+    backend: BackendName
+    workdir: str = Field(description="where the workspace was inside the sandbox")
+
+
+class Sandbox(Protocol):
+    """Runs untrusted commands. One fresh sandbox per job; nothing survives it."""
+
+    name: BackendName
+
+    async def run(self, request: ExecRequest) -> ExecResult: ...
+
+    async def close(self) -> None: ...

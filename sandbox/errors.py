@@ -1,0 +1,17 @@
+"""The root of fixloop's error family.
+
+It lives in the lowest layer so that every package (sandbox, engine, tui) can
+raise and catch one family without importing upwards.
+"""
+
+
+class FixloopError(Exception):
+    """An expected failure whose message tells the user what to do next."""
+
+
+class SandboxError(FixloopError):
+    """A sandbox could not be created, run or cleaned up."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The requested backend cannot work on this machine (missing runsc, not root, ...)."""

@@ -1,0 +1,354 @@
+"""The gvisor backend: runsc driven directly through an OCI bundle, no daemon.
+
+Each job gets a fresh gVisor sandbox whose first process is the zygote
+(`inside/zygote.py`); a warm pool may start sandboxes before jobs exist. A
+sandbox serves exactly one job and is then killed and deleted with its cgroup
+and bundle, even when the caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from sandbox import cgroups
+from sandbox.bundle import (
+    SANDBOX_WORKDIR,
+    Profile,
+    base_environment,
+    mount_points,
+    skeleton_root,
+    write_bundle,
+)
+from sandbox.contract import ExecRequest, ExecResult
+from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.interpreter import default_python, probe
+from sandbox.output import CappedStream
+from sandbox.pack import pack_directory
+from sandbox.pool import WarmPool
+
+READY = b"FIXLOOP-READY\n"
+START_TIMEOUT_S = 60.0
+DRAIN_GRACE_S = 2.0
+ID_PREFIX = "fixloop-"
+
+
+def runtime_dir() -> Path:
+    """Where bundles, skeleton roots and runsc state live (root-only)."""
+    return Path(os.environ.get("FIXLOOP_RUNTIME_DIR", "/run/fixloop"))
+
+
+def find_runsc() -> str:
+    found = shutil.which("runsc") or (
+        "/usr/bin/runsc" if Path("/usr/bin/runsc").exists() else None
+    )
+    if found is None:
+        raise SandboxUnavailable(
+            "runsc (gVisor) is not installed; install it with: apt-get install -y runsc"
+        )
+    return found
+
+
+def check_can_run() -> str:
+    """The runsc path, or SandboxUnavailable saying what to fix."""
+    runsc = find_runsc()
+    if os.geteuid() != 0:
+        raise SandboxUnavailable(
+            "the gvisor backend drives runsc directly and needs root; run fixloop as root "
+            "or choose --sandbox docker"
+        )
+    if not cgroups.writable():
+        raise SandboxUnavailable(
+            "/sys/fs/cgroup is not writable, so sandbox memory limits cannot be enforced; "
+            "run on a host (or a privileged container) with writable cgroups"
+        )
+    return runsc
+
+
+class Container:
+    """One gVisor sandbox, started with the zygote waiting for its single job."""
+
+    def __init__(self, runsc: str, profile: Profile) -> None:
+        self.runsc = runsc
+        self.profile = profile
+        self.id = f"{ID_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self.state = runtime_dir() / "runsc"
+        self.bundle = Path()
+        self.cgroup = cgroups.SandboxCgroup(
+            name=self.id,
+            memory_bytes=profile.memory_mb * 2**20,
+            cpus=profile.cpus,
+            pids=1024,
+        )
+        self.process: asyncio.subprocess.Process | None = None
+        self._stderr = CappedStream(64 * 1024)
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._destroyed = False
+
+    def _runsc(self, *args: str) -> list[str]:
+        return [self.runsc, "--root", str(self.state), "--network=none", *args]
+
+    async def start(self) -> Container:
+        base = runtime_dir()
+        self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        bundles = base / "bundles"
+        bundles.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            rootfs = skeleton_root(base, mount_points(self.profile))
+            self.bundle = Path(tempfile.mkdtemp(prefix=self.id + "-", dir=bundles))
+            self.cgroup.create()
+            write_bundle(self.bundle, rootfs, self.profile, self.cgroup.oci_path)
+            self.process = await asyncio.create_subprocess_exec(
+                *self._runsc("run", "--bundle", str(self.bundle), self.id),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+            assert self.process.stdout is not None and self.process.stderr is not None
+            self._stderr_task = asyncio.create_task(self._stderr.drain(self.process.stderr))
+            try:
+                line = await asyncio.wait_for(
+                    self.process.stdout.readline(), timeout=START_TIMEOUT_S
+                )
+            except TimeoutError:
+                line = b""
+            if line != READY:
+                await self._settle_stderr()
+                raise SandboxError(
+                    f"the gVisor sandbox did not start: {self._stderr.text().strip()[-400:]}"
+                    or "no output"
+                )
+        except BaseException:
+            await self.destroy()
+            raise
+        self._stderr = CappedStream(64 * 1024)
+        return self
+
+    async def _settle_stderr(self) -> None:
+        if self._stderr_task is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), DRAIN_GRACE_S)
+
+    async def execute(self, request: ExecRequest, payload: bytes | None) -> ExecResult:
+        """Hand the job to the zygote and wait for it, killing it at the timeout."""
+        process = self.process
+        assert process is not None and process.stdin is not None
+        assert process.stdout is not None and process.stderr is not None and self._stderr_task
+        limits = request.limits
+        env = {**base_environment(self.profile.interpreter), **request.env}
+        header = {"argv": request.argv, "env": env, "cwd": SANDBOX_WORKDIR,
+                  "has_files": payload is not None}
+        stdout = CappedStream(limits.output_bytes)
+        # Output the zygote wrote before the job is not the job's.
+        self._stderr = CappedStream(limits.output_bytes)
+        self._stderr_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stderr_task
+        readers = [
+            asyncio.create_task(stdout.drain(process.stdout)),
+            asyncio.create_task(self._stderr.drain(process.stderr)),
+        ]
+        started = time.monotonic()
+        timed_out = False
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                process.stdin.write(json.dumps(header).encode() + b"\n")
+                if payload is not None:
+                    process.stdin.write(payload)
+                await process.stdin.drain()
+                process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), timeout=limits.timeout_s)
+            except TimeoutError:
+                timed_out = True
+                await self.kill()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), timeout=5)
+            duration_ms = int((time.monotonic() - started) * 1000)
+            # A daemonized grandchild may still hold the pipes: end everything inside.
+            await self.kill()
+            _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
+            for task in pending:
+                task.cancel()
+        finally:
+            for task in readers:
+                task.cancel()
+        code = process.returncode if process.returncode is not None else -signal.SIGKILL
+        exit_code = 128 - code if code < 0 else code
+        oom = self.cgroup.oom_killed()
+        if timed_out:
+            exit_code = 124 if exit_code in (0, 128 + signal.SIGKILL) else exit_code
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=self._stderr.text(),
+            duration_ms=duration_ms,
+            timed_out=timed_out,
+            oom_killed=oom,
+            truncated=stdout.truncated or self._stderr.truncated,
+            backend="gvisor",
+            workdir=SANDBOX_WORKDIR,
+        )
+
+    async def kill(self) -> None:
+        await _quiet(*self._runsc("kill", "--all", self.id, "KILL"))
+
+    async def destroy(self) -> None:
+        """Kill, delete and clean up; safe to call twice and under cancellation."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        await asyncio.shield(self._destroy())
+
+    async def _destroy(self) -> None:
+        if self.process is not None:
+            await self.kill()
+            if self.process.returncode is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), timeout=5)
+            if self.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await self.process.wait()
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+        await _quiet(*self._runsc("delete", "--force", self.id))
+        await asyncio.to_thread(self.cgroup.remove)
+        if self.bundle != Path():
+            shutil.rmtree(self.bundle, ignore_errors=True)
+
+    def destroy_now(self) -> None:
+        """Synchronous cleanup for interpreter exit, when no event loop is left."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        for args in (("kill", "--all", self.id, "KILL"), ("delete", "--force", self.id)):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(self._runsc(*args), capture_output=True, timeout=10, check=False)
+        self.cgroup.remove()
+        if self.bundle != Path():
+            shutil.rmtree(self.bundle, ignore_errors=True)
+
+
+async def _quiet(*argv: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        await asyncio.wait_for(process.wait(), timeout=10)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
+class GvisorSandbox:
+    """The Sandbox protocol over runsc. `pool_size` > 0 keeps sandboxes warm per profile."""
+
+    name: Literal["gvisor"] = "gvisor"
+
+    def __init__(self, *, pool_size: int = 0, runsc: str | None = None) -> None:
+        self.runsc = runsc or check_can_run()
+        self.pool: WarmPool[Profile, Container] = WarmPool(
+            size=pool_size, start=self._start, discard=self._discard
+        )
+        reap_stale(self.runsc)
+
+    async def _start(self, profile: Profile) -> Container:
+        return await Container(self.runsc, profile).start()
+
+    @staticmethod
+    async def _discard(container: Container) -> None:
+        await container.destroy()
+
+    async def warm(self, request: ExecRequest) -> None:
+        """Start pooled sandboxes for requests like this one, before they arrive."""
+        self.pool.fill(self.profile(request))
+
+    def profile(self, request: ExecRequest) -> Profile:
+        return Profile.of(probe(request.python or default_python()), request.limits)
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        profile = await asyncio.to_thread(self.profile, request)
+        payload = None
+        if request.workdir is not None:
+            payload = await asyncio.to_thread(
+                pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * 2**20
+            )
+        container = await self.pool.take(profile)
+        try:
+            return await container.execute(request, payload)
+        finally:
+            await container.destroy()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+def list_containers(runsc: str) -> list[str]:
+    """fixloop's runsc containers that exist right now (any process's)."""
+    state = runtime_dir() / "runsc"
+    if not state.is_dir():
+        return []
+    try:
+        done = subprocess.run(
+            [runsc, "--root", str(state), "list", "-quiet"],
+            capture_output=True, text=True, timeout=20, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [name for name in done.stdout.split() if name.startswith(ID_PREFIX)]
+
+
+def reap_stale(runsc: str) -> list[str]:
+    """Remove sandboxes, cgroups and bundles left by fixloop processes that died."""
+    reaped: list[str] = []
+    for name in list_containers(runsc):
+        owner = _owner_pid(name)
+        if owner is None or _alive(owner):
+            continue
+        state = str(runtime_dir() / "runsc")
+        for args in (("kill", "--all", name, "KILL"), ("delete", "--force", name)):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run([runsc, "--root", state, *args],
+                               capture_output=True, timeout=10, check=False)
+        reaped.append(name)
+    for path in cgroups.leftovers():
+        owner = _owner_pid(path.name)
+        if owner is not None and not _alive(owner):
+            cgroups.SandboxCgroup(name=path.name, memory_bytes=0, cpus=1, pids=1,
+                                  created=[path]).remove(wait_s=1)
+    bundles = runtime_dir() / "bundles"
+    if bundles.is_dir():
+        for path in bundles.iterdir():
+            owner = _owner_pid(path.name)
+            if owner is not None and not _alive(owner):
+                shutil.rmtree(path, ignore_errors=True)
+    return reaped
+
+
+def _owner_pid(name: str) -> int | None:
+    parts = name.removeprefix(ID_PREFIX).split("-")
+    if not name.startswith(ID_PREFIX) or not parts[0].isdigit():
+        return None
+    return int(parts[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

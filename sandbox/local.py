@@ -1,0 +1,138 @@
+"""The unsafe-local backend: a plain subprocess with rlimits and a clean environment.
+
+No isolation from the host's files or network. It exists for machines where no
+sandbox works and is used only when chosen by name, with a warning every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Literal
+
+from sandbox.contract import BASE_ENV, ExecRequest, ExecResult, Limits
+from sandbox.interpreter import default_python
+from sandbox.output import CappedStream
+from sandbox.pack import pack_directory
+
+WARNING = (
+    "unsafe-local runs model-written code on this machine with your user's rights: "
+    "no file, network or process isolation"
+)
+
+
+class UnsafeLocalWarning(UserWarning):
+    pass
+
+
+def _limit(limits: Limits) -> None:
+    """Runs in the child between fork and exec."""
+    mib = 2**20
+    for kind, value in (
+        (resource.RLIMIT_AS, max(limits.memory_mb, 256) * mib),
+        (resource.RLIMIT_FSIZE, limits.tmpfs_mb * mib),
+        (resource.RLIMIT_NOFILE, 1024),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(kind, (value, value))
+
+
+class UnsafeLocalSandbox:
+    name: Literal["unsafe-local"] = "unsafe-local"
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        warnings.warn(WARNING, UnsafeLocalWarning, stacklevel=2)
+        limits = request.limits
+        python = request.python or default_python()
+        with tempfile.TemporaryDirectory(prefix="fixloop-local-") as scratch:
+            work = Path(scratch) / "work"
+            work.mkdir()
+            if request.workdir is not None:
+                payload = await asyncio.to_thread(
+                    pack_directory, request.workdir, request.excludes, limits.tmpfs_mb * 2**20
+                )
+                await asyncio.to_thread(_unpack, payload, work)
+            env = {
+                **BASE_ENV,
+                "PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(work),
+                "TMPDIR": scratch,
+                **request.env,
+            }
+            argv = list(request.argv)
+            if shutil.which(argv[0], path=env["PATH"]) is None:
+                return _result(127, b"", f"{argv[0]}: command not found\n".encode(), 0, str(work))
+            started = time.monotonic()
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=work,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=lambda: _limit(limits),
+            )
+            assert process.stdout is not None and process.stderr is not None
+            out, err = CappedStream(limits.output_bytes), CappedStream(limits.output_bytes)
+            readers = [
+                asyncio.create_task(out.drain(process.stdout)),
+                asyncio.create_task(err.drain(process.stderr)),
+            ]
+            timed_out = False
+            try:
+                await asyncio.wait_for(process.wait(), timeout=limits.timeout_s)
+            except TimeoutError:
+                timed_out = True
+            finally:
+                # The whole session: children that outlived the command go too.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+                _, pending = await asyncio.wait(readers, timeout=2)
+                for task in pending:
+                    task.cancel()
+            duration_ms = int((time.monotonic() - started) * 1000)
+            code = process.returncode or 0
+            exit_code = 124 if timed_out else (128 - code if code < 0 else code)
+            result = ExecResult(
+                exit_code=exit_code,
+                stdout=out.text(),
+                stderr=err.text(),
+                duration_ms=duration_ms,
+                timed_out=timed_out,
+                truncated=out.truncated or err.truncated,
+                backend="unsafe-local",
+                workdir=str(work),
+            )
+        return result
+
+    async def close(self) -> None:
+        return None
+
+
+def _unpack(payload: bytes, target: Path) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(payload), mode="r") as archive:
+        archive.extractall(target, filter="data")
+
+
+def _result(code: int, out: bytes, err: bytes, duration_ms: int, workdir: str) -> ExecResult:
+    return ExecResult(
+        exit_code=code,
+        stdout=out.decode(),
+        stderr=err.decode(),
+        duration_ms=duration_ms,
+        backend="unsafe-local",
+        workdir=workdir,
+    )

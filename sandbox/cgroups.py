@@ -8,7 +8,9 @@ remove it ourselves. cgroup v1 (hybrid) and v2 are both handled.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,10 +155,8 @@ def _kill_members(path: Path) -> None:
     except OSError:
         return
     for pid in pids:
-        try:
-            os.kill(int(pid), 9)
-        except (ProcessLookupError, PermissionError, ValueError):
-            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 def leftovers(root: Path = CGROUP_ROOT) -> list[Path]:

@@ -88,7 +88,8 @@ class ExecResult(BaseModel):
 class Sandbox(Protocol):
     """Runs untrusted commands. One fresh sandbox per job; nothing survives it."""
 
-    name: BackendName
+    @property
+    def name(self) -> BackendName: ...
 
     async def run(self, request: ExecRequest) -> ExecResult: ...
 

@@ -81,7 +81,8 @@ class UnsafeLocalSandbox:
                 start_new_session=True,
                 preexec_fn=lambda: _limit(limits),
             )
-            assert process.stdout is not None and process.stderr is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
             out, err = CappedStream(limits.output_bytes), CappedStream(limits.output_bytes)
             readers = [
                 asyncio.create_task(out.drain(process.stdout)),

@@ -7,8 +7,8 @@ job's files and processes), so taking one schedules its replacement.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
@@ -21,7 +21,7 @@ class WarmPool(Generic[K, T]):
         self,
         *,
         size: int,
-        start: Callable[[K], Awaitable[T]],
+        start: Callable[[K], Coroutine[Any, Any, T]],
         discard: Callable[[T], Awaitable[None]],
     ) -> None:
         self.size = size
@@ -64,7 +64,7 @@ class WarmPool(Generic[K, T]):
         for task in tasks:
             try:
                 item = await task
-            except BaseException:  # noqa: BLE001 - a failed start left nothing to discard
+            except BaseException:
                 continue
             await self._discard(item)
 

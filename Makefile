@@ -1,0 +1,36 @@
+# Two entry points that work on a fresh Debian 12 machine as root:
+#   make demo   set up, check the machine, run an example's tests in the sandbox
+#   make test   set up, lint, type-check and run the whole test suite
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTHON ?= python3
+
+.PHONY: system setup demo test lint
+
+system:
+	@command -v runsc >/dev/null && command -v git >/dev/null && command -v tmux >/dev/null || \
+	  { export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q runsc git tmux >/dev/null || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q runsc git tmux >/dev/null; }; }
+
+$(BIN)/fixloop-tui: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+setup: system $(BIN)/fixloop-tui
+
+demo: setup
+	$(BIN)/fixloop-tui doctor
+	@# the example has bugs on purpose: exit 1 (tests failed) is the expected answer
+	$(BIN)/fixloop-tui sandbox run --workdir examples/textstats -- python -m pytest -q -p no:cacheprovider; \
+	  status=$$?; [ $$status -le 1 ] || { echo "sandboxed run failed with exit $$status" >&2; exit 1; }
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q

@@ -1,0 +1,244 @@
+"""`fixloop-tui doctor`: what works on this machine, and the exact fix for what doesn't.
+
+Each check is a value (`Check`); printing is the command line's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from sandbox import ExecRequest, Limits, SandboxError
+from sandbox import cgroups as sandbox_cgroups
+from sandbox.gvisor import GvisorSandbox, find_runsc
+
+DOCKER_SOCKETS = (
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/run/fixloop/podman.sock",
+)
+
+
+class Check(BaseModel):
+    """One line of the doctor's report."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    needed: bool = True  # whether fixloop can work at all without it
+
+
+class Diagnosis(BaseModel):
+    checks: list[Check]
+
+    @property
+    def sandbox_works(self) -> bool:
+        return any(c.ok for c in self.checks if c.name in {"gvisor sandbox", "docker engine"})
+
+
+def project_python(project: Path) -> Path:
+    """The interpreter that runs the project's tests: its venv if it has one, else ours."""
+    for venv in (".venv", "venv"):
+        candidate = project / venv / "bin" / "python"
+        if candidate.exists():
+            return candidate
+    return Path(sys.executable)
+
+
+def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def check_runsc() -> Check:
+    try:
+        runsc = find_runsc()
+    except SandboxError as exc:
+        return Check(name="runsc", ok=False, detail="not installed", fix=_fix_of(exc))
+    done = _run([runsc, "--version"])
+    version = done.stdout.splitlines()[0] if done and done.stdout else "unknown version"
+    return Check(name="runsc", ok=True, detail=f"{runsc} ({version})")
+
+
+def check_cgroups() -> Check:
+    if sandbox_cgroups.writable():
+        kind = "v2" if sandbox_cgroups.is_v2() else "v1"
+        return Check(name="cgroups", ok=True, detail=f"{kind}, writable")
+    return Check(
+        name="cgroups",
+        ok=False,
+        detail="/sys/fs/cgroup is not writable: no memory limits, no OOM detection",
+        fix="run as root on a host or privileged container with writable cgroups",
+    )
+
+
+async def check_gvisor_sandbox(python: Path) -> Check:
+    """A real job through the gvisor backend, not just the binary's presence."""
+    try:
+        backend = GvisorSandbox()
+    except SandboxError as exc:
+        return Check(name="gvisor sandbox", ok=False, detail=str(exc), fix=_fix_of(exc))
+    try:
+        result = await backend.run(
+            ExecRequest(
+                argv=[
+                    "python",
+                    "-c",
+                    "import os; print('hello from', os.uname().sysname, os.getuid())",
+                ],
+                python=python,
+                limits=Limits(timeout_s=60),
+            )
+        )
+    except SandboxError as exc:
+        return Check(name="gvisor sandbox", ok=False, detail=str(exc), fix=_fix_of(exc))
+    finally:
+        await backend.close()
+    if result.exit_code != 0 or "hello from Linux 65534" not in result.stdout:
+        return Check(
+            name="gvisor sandbox",
+            ok=False,
+            detail=f"hello world exited {result.exit_code}: {result.stderr.strip()[-200:]}",
+            fix="run `fixloop-tui sandbox run -- python -c 'print(1)'` to see the whole error",
+        )
+    return Check(
+        name="gvisor sandbox",
+        ok=True,
+        detail=f"hello world ran as uid 65534 in {result.duration_ms} ms (job time)",
+    )
+
+
+def check_docker() -> Check:
+    """A Docker-compatible engine; optional (the gvisor backend needs none)."""
+    url = os.environ.get("DOCKER_HOST") or next(
+        (f"unix://{s}" for s in DOCKER_SOCKETS if Path(s).exists()), None
+    )
+    if url is None:
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail="none reachable (optional: the gvisor backend needs no daemon)",
+            fix="for the docker backend: start Docker or `podman system service` with runsc",
+            needed=False,
+        )
+    try:
+        import docker
+
+        client = docker.DockerClient(base_url=url, timeout=5)
+        info = client.info()
+    except Exception as exc:  # docker-py raises many unrelated types
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail=f"{url} not reachable: {str(exc).splitlines()[0][:160]}",
+            fix="start the engine, or unset DOCKER_HOST",
+            needed=False,
+        )
+    runtimes = sorted((info.get("Runtimes") or {}).keys())
+    gvisor = any("runsc" in r for r in runtimes) or "runsc" in str(info.get("DefaultRuntime"))
+    return Check(
+        name="docker engine",
+        ok=False,
+        detail=(
+            f"{url} reachable, runtimes {runtimes or 'unknown'}"
+            + ("" if gvisor else ", no gVisor runtime")
+            + "; the docker backend is not in this version"
+        ),
+        fix=None if gvisor else "install gVisor and register runsc as a runtime",
+        needed=False,
+    )
+
+
+def check_git() -> Check:
+    done = _run(["git", "--version"])
+    if done is None or done.returncode != 0:
+        return Check(name="git", ok=False, detail="not found", fix="apt-get install -y git")
+    return Check(name="git", ok=True, detail=done.stdout.strip())
+
+
+def check_python(project: Path) -> Check:
+    python = project_python(project)
+    done = _run(
+        [str(python), "-c", "import pytest, sys; print(sys.version.split()[0], pytest.__version__)"]
+    )
+    if done is None:
+        return Check(
+            name="project python",
+            ok=False,
+            detail=f"{python} does not run",
+            fix="create the project's venv, or pass --python PATH",
+        )
+    if done.returncode != 0:
+        return Check(
+            name="project python",
+            ok=False,
+            detail=f"{python} cannot import pytest",
+            fix=f"{python} -m pip install pytest",
+        )
+    version, pytest_version = done.stdout.split()
+    return Check(
+        name="project python",
+        ok=True,
+        detail=f"{python} (Python {version}, pytest {pytest_version})",
+    )
+
+
+def configured_model(project: Path) -> str | None:
+    """The model named by env, the project's pyproject or the user's config, if any."""
+    if model := os.environ.get("FIXLOOP_MODEL"):
+        return model
+    user_config = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
+    for path in (project / "pyproject.toml", user_config / "fixloop" / "config.toml"):
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        table = data.get("tool", {}).get("fixloop", {}) if path.name == "pyproject.toml" else data
+        if isinstance(table, dict) and isinstance(table.get("model"), str):
+            return str(table["model"])
+    return None
+
+
+def check_model(project: Path) -> Check:
+    model = configured_model(project)
+    if model:
+        return Check(name="model", ok=True, detail=model, needed=False)
+    if importlib.util.find_spec("xllamacpp") is not None:
+        return Check(
+            name="model", ok=True, detail="local/qwen2.5-coder-1.5b (embedded)", needed=False
+        )
+    return Check(
+        name="model",
+        ok=False,
+        detail="none configured",
+        fix="set FIXLOOP_MODEL (any litellm model name), or pip install 'fixloop-tui[local]'",
+        needed=False,
+    )
+
+
+def _fix_of(exc: Exception) -> str:
+    text = str(exc)
+    for marker in ("install it with: ", "; "):
+        if marker in text:
+            return text.split(marker, 1)[1]
+    return text
+
+
+async def diagnose(project: Path) -> Diagnosis:
+    python = project_python(project)
+    checks = [check_runsc(), check_cgroups()]
+    checks.append(await check_gvisor_sandbox(python))
+    checks += await asyncio.to_thread(
+        lambda: [check_docker(), check_git(), check_python(project), check_model(project)]
+    )
+    return Diagnosis(checks=checks)

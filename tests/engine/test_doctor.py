@@ -1,0 +1,71 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.doctor import Check, Diagnosis, check_model, check_python, project_python
+
+
+def fake_python(project: Path, script: str) -> Path:
+    python = project / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\n{script}\n")
+    python.chmod(0o755)
+    return python
+
+
+def test_project_venv_is_preferred_over_fixloops_python(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, "exit 0")
+    assert project_python(tmp_path) == python
+
+
+def test_without_a_venv_fixloops_own_python_runs_the_tests(tmp_path: Path) -> None:
+    assert project_python(tmp_path) == Path(sys.executable)
+
+
+def test_python_without_pytest_names_the_install_command(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, "echo 'No module named pytest' >&2; exit 1")
+    check = check_python(tmp_path)
+    assert not check.ok
+    assert check.fix == f"{python} -m pip install pytest"
+
+
+def test_python_with_pytest_reports_both_versions(tmp_path: Path) -> None:
+    check = check_python(tmp_path)
+    assert check.ok
+    assert "pytest" in check.detail
+
+
+def test_model_from_the_projects_pyproject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FIXLOOP_MODEL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "pyproject.toml").write_text('[tool.fixloop]\nmodel = "openai/gpt-4o-mini"\n')
+    assert check_model(tmp_path).detail == "openai/gpt-4o-mini"
+
+
+def test_model_from_the_environment_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIXLOOP_MODEL", "ollama/qwen2.5-coder")
+    (tmp_path / "pyproject.toml").write_text('[tool.fixloop]\nmodel = "openai/gpt-4o-mini"\n')
+    assert check_model(tmp_path).detail == "ollama/qwen2.5-coder"
+
+
+def test_broken_pyproject_does_not_break_the_doctor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FIXLOOP_MODEL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "pyproject.toml").write_text("[tool.fixloop\nmodel = ")
+    check = check_model(tmp_path)
+    assert check.needed is False
+
+
+def test_only_a_working_sandbox_makes_a_healthy_machine() -> None:
+    broken = Diagnosis(
+        checks=[
+            Check(name="gvisor sandbox", ok=False, detail="runsc missing"),
+            Check(name="git", ok=True, detail="git 2"),
+        ]
+    )
+    assert not broken.sandbox_works
+    healthy = Diagnosis(checks=[Check(name="gvisor sandbox", ok=True, detail="ran")])
+    assert healthy.sandbox_works

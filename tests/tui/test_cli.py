@@ -1,0 +1,132 @@
+"""The command line as a user runs it: a real process, real exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox.errors import SandboxUnavailable
+from sandbox.gvisor import check_can_run
+from tests.conftest import REQUIRE_SANDBOX
+
+
+def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def needs_gvisor() -> None:
+    try:
+        check_can_run()
+    except SandboxUnavailable as exc:
+        if REQUIRE_SANDBOX:
+            pytest.fail(f"FIXLOOP_REQUIRE_SANDBOX=1 but: {exc}")
+        pytest.skip(reason=str(exc))
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_sandbox_run_prints_the_command_output(tmp_path: Path) -> None:
+    done = fixloop("sandbox", "run", "--workdir", str(tmp_path), "--", "python", "-c", "print(1)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1\n"
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_sandbox_run_exits_with_the_command_status(tmp_path: Path) -> None:
+    done = fixloop("sandbox", "run", "--workdir", str(tmp_path), "--", "sh", "-c", "exit 3")
+    assert done.returncode == 3
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_sandbox_run_timeout_exits_124(tmp_path: Path) -> None:
+    done = fixloop(
+        "sandbox", "run", "--workdir", str(tmp_path), "--timeout", "1", "--", "sleep", "30"
+    )
+    assert done.returncode == 124
+    assert "timeout" in done.stderr
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_sandbox_run_json_prints_the_result_fields(tmp_path: Path) -> None:
+    (tmp_path / "hello.txt").write_text("from the workdir")
+    done = fixloop(
+        "sandbox",
+        "run",
+        "--json",
+        "--workdir",
+        str(tmp_path),
+        "--",
+        "python",
+        "-c",
+        "print(open('hello.txt').read())",
+    )
+    result = json.loads(done.stdout)
+    assert set(result) == {
+        "exit_code",
+        "stdout",
+        "stderr",
+        "duration_ms",
+        "timed_out",
+        "oom_killed",
+        "truncated",
+        "backend",
+    }
+    assert result["stdout"] == "from the workdir\n"
+    assert result["backend"] == "gvisor"
+
+
+def test_sandbox_run_without_a_command_is_a_usage_error() -> None:
+    done = fixloop("sandbox", "run")
+    assert done.returncode == 2
+    assert "needs a command" in done.stderr
+
+
+def test_sandbox_run_with_a_missing_workdir_is_one_line(tmp_path: Path) -> None:
+    done = fixloop("sandbox", "run", "--workdir", str(tmp_path / "nope"), "--", "true")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "is not a directory" in done.stderr
+
+
+def test_unsafe_local_backend_warns(tmp_path: Path) -> None:
+    done = fixloop(
+        "sandbox",
+        "run",
+        "--backend",
+        "unsafe-local",
+        "--workdir",
+        str(tmp_path),
+        "--",
+        "python",
+        "-c",
+        "print(2)",
+    )
+    assert done.returncode == 0
+    assert done.stdout == "2\n"
+    assert "unsandboxed" in done.stderr
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    done = fixloop()
+    assert done.returncode == 2
+    assert "doctor" in done.stderr
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_doctor_json_reports_a_working_sandbox(tmp_path: Path) -> None:
+    done = fixloop("doctor", "--json", str(tmp_path))
+    report = json.loads(done.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert done.returncode == 0
+    assert report["sandbox_works"] is True
+    assert checks["gvisor sandbox"]["ok"] is True
+    assert checks["git"]["ok"] is True

@@ -1,0 +1,178 @@
+"""The `fixloop-tui` command line: parses arguments and hands work to the engine.
+
+Every failure the user can cause ends as one line on stderr and an exit code
+from DESIGN §4.8; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from sandbox import ExecRequest, FixloopError, Limits, open_sandbox
+
+EXIT_USAGE = 2
+EXIT_INFRA = 6
+EXIT_TIMEOUT = 124
+EXIT_OOM = 137
+
+
+def _version() -> str:
+    try:
+        return version("fixloop-tui")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fixloop-tui",
+        description="A sandboxed, audited code -> test -> distill -> repair loop.",
+    )
+    parser.add_argument("--version", action="version", version=f"fixloop-tui {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    doctor = commands.add_parser("doctor", help="check what works here and how to fix the rest")
+    doctor.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+    doctor.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sandbox = commands.add_parser("sandbox", help="run commands exactly as fixloop would")
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
+    run = sandbox_commands.add_parser(
+        "run",
+        help="run CMD in a fresh sandbox over a copy of a directory",
+        description="Run CMD in a fresh sandbox over a copy of DIR and print its output. "
+        "Exit status: the command's own; 124 on timeout; 137 when killed for memory.",
+    )
+    run.add_argument("--backend", "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor")
+    run.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="copied into the sandbox's workspace (default: the current directory)",
+    )
+    run.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="seconds (default 120)"
+    )
+    run.add_argument(
+        "--memory", type=int, default=1024, metavar="MB", help="memory limit (default 1024)"
+    )
+    run.add_argument(
+        "--python",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="interpreter whose environment is mounted read-only",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object with the result")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "doctor":
+            return _doctor(args)
+        if args.command == "sandbox" and args.sandbox_command == "run":
+            return _sandbox_run(args, parser)
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    except FixloopError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    except KeyboardInterrupt:
+        print("fixloop-tui: interrupted", file=sys.stderr)
+        return 130
+
+
+def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    cmd = list(args.cmd)
+    if cmd[:1] == ["--"]:
+        cmd = cmd[1:]
+    if not cmd:
+        parser.error(
+            "sandbox run needs a command after --, e.g. sandbox run -- python -c 'print(1)'"
+        )
+    workdir = args.workdir.resolve()
+    if not workdir.is_dir():
+        print(f"fixloop-tui: error: --workdir {args.workdir} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    if args.backend == "unsafe-local":
+        print(
+            "fixloop-tui: warning: unsafe-local runs the command unsandboxed on this machine",
+            file=sys.stderr,
+        )
+    request = ExecRequest(
+        argv=cmd,
+        workdir=workdir,
+        python=args.python,
+        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
+    )
+
+    async def go() -> object:
+        backend = open_sandbox(args.backend)
+        try:
+            return await backend.run(request)
+        finally:
+            await backend.close()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+        result = asyncio.run(go())
+    from sandbox import ExecResult
+
+    assert isinstance(result, ExecResult)
+    if args.json:
+        print(json.dumps(result.model_dump(exclude={"workdir"})))
+    else:
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        if result.truncated:
+            print("fixloop-tui: output was truncated", file=sys.stderr)
+        if result.timed_out:
+            print(f"fixloop-tui: killed after the {args.timeout:g} s timeout", file=sys.stderr)
+        if result.oom_killed:
+            print(f"fixloop-tui: killed at the {args.memory} MB memory limit", file=sys.stderr)
+    if result.timed_out:
+        return EXIT_TIMEOUT
+    if result.oom_killed:
+        return EXIT_OOM
+    return result.exit_code
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from engine.doctor import diagnose
+
+    diagnosis = asyncio.run(diagnose(args.path.resolve()))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sandbox_works": diagnosis.sandbox_works,
+                    "checks": [c.model_dump() for c in diagnosis.checks],
+                }
+            )
+        )
+    else:
+        width = max(len(c.name) for c in diagnosis.checks)
+        for check in diagnosis.checks:
+            mark = "ok  " if check.ok else ("FAIL" if check.needed else "--  ")
+            line = f"{mark} {check.name:<{width}}  {check.detail}"
+            if not check.ok and check.fix:
+                line += f"  -> {check.fix}"
+            print(line)
+        if not diagnosis.sandbox_works:
+            print("no sandbox works here: fixloop will not run model-written code", file=sys.stderr)
+    return 0 if diagnosis.sandbox_works else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

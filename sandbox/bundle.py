@@ -36,10 +36,15 @@ class Profile:
     cpus: float
     pids: int
     tmpfs_mb: int
+    # The zygote warms up pytest before READY: worth it for a pooled sandbox that
+    # will run Python (nobody waits yet), pure delay for anything else.
+    preload: bool = False
 
     @classmethod
-    def of(cls, interpreter: Interpreter, limits: Limits) -> Profile:
-        return cls(interpreter, limits.memory_mb, limits.cpus, limits.pids, limits.tmpfs_mb)
+    def of(cls, interpreter: Interpreter, limits: Limits, *, preload: bool = False) -> Profile:
+        return cls(
+            interpreter, limits.memory_mb, limits.cpus, limits.pids, limits.tmpfs_mb, preload
+        )
 
 
 def sandbox_path(interpreter: Interpreter) -> str:
@@ -154,12 +159,16 @@ def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: s
         "process": {
             "terminal": False,
             "user": {"uid": NOBODY, "gid": NOBODY},
+            # Not -I: the zygote must honour the (fixloop-built) environment's
+            # PYTHONHASHSEED/PYTHONUNBUFFERED like a plain `python` job would; -s
+            # keeps a user site out and the zygote drops its own directory from sys.path.
             "args": [
                 str(interpreter.executable),
-                "-I",
+                "-s",
                 "-X",
                 "utf8",
                 f"{SANDBOX_LIB}/zygote.py",
+                *([] if profile.preload else ["--no-preload"]),
             ],
             "env": [f"{k}={v}" for k, v in env.items()],
             "cwd": SANDBOX_WORKDIR,

@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -49,9 +50,7 @@ def runtime_dir() -> Path:
 
 
 def find_runsc() -> str:
-    found = shutil.which("runsc") or (
-        "/usr/bin/runsc" if Path("/usr/bin/runsc").exists() else None
-    )
+    found = shutil.which("runsc") or ("/usr/bin/runsc" if Path("/usr/bin/runsc").exists() else None)
     if found is None:
         raise SandboxUnavailable(
             "runsc (gVisor) is not installed; install it with: apt-get install -y runsc"
@@ -91,6 +90,10 @@ class Container:
             pids=1024,
         )
         self.process: asyncio.subprocess.Process | None = None
+        # The sandbox's stdout and stderr, read on the host.
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._streams: list[asyncio.StreamWriter] = []
         self._stderr = CappedStream(64 * 1024)
         self._stderr_task: asyncio.Task[None] | None = None
         self._destroyed = False
@@ -108,32 +111,45 @@ class Container:
             self.bundle = Path(tempfile.mkdtemp(prefix=self.id + "-", dir=bundles))
             self.cgroup.create()
             write_bundle(self.bundle, rootfs, self.profile, self.cgroup.oci_path)
-            self.process = await asyncio.create_subprocess_exec(
-                *self._runsc("run", "--bundle", str(self.bundle), self.id),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-            assert self.process.stdout is not None and self.process.stderr is not None
-            self._stderr_task = asyncio.create_task(self._stderr.drain(self.process.stderr))
+            self.stdout, stdout = await self._output_channel()
+            self.stderr, stderr = await self._output_channel()
             try:
-                line = await asyncio.wait_for(
-                    self.process.stdout.readline(), timeout=START_TIMEOUT_S
+                self.process = await asyncio.create_subprocess_exec(
+                    *self._runsc("run", "--bundle", str(self.bundle), self.id),
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=stdout.fileno(),
+                    stderr=stderr.fileno(),
+                    start_new_session=True,
                 )
+            finally:
+                stdout.close()
+                stderr.close()
+            self._stderr_task = asyncio.create_task(self._stderr.drain(self.stderr))
+            try:
+                line = await asyncio.wait_for(self.stdout.readline(), timeout=START_TIMEOUT_S)
             except TimeoutError:
                 line = b""
             if line != READY:
                 await self._settle_stderr()
-                raise SandboxError(
-                    f"the gVisor sandbox did not start: {self._stderr.text().strip()[-400:]}"
-                    or "no output"
-                )
+                said = self._stderr.text().strip()[-400:] or "no output"
+                raise SandboxError(f"the gVisor sandbox did not start: {said}")
         except BaseException:
             await self.destroy()
             raise
         self._stderr = CappedStream(64 * 1024)
         return self
+
+    async def _output_channel(self) -> tuple[asyncio.StreamReader, socket.socket]:
+        """A stream the sandbox writes to: (our reading end, the end runsc gets).
+
+        A socket, not a pipe: this runsc writes to a full host pipe with a short
+        count instead of blocking, and unbuffered writers (PYTHONUNBUFFERED=1
+        makes `print` one) silently lose the rest. To a socket it writes fully.
+        """
+        ours, theirs = socket.socketpair()
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        self._streams.append(writer)
+        return reader, theirs
 
     async def _settle_stderr(self) -> None:
         if self._stderr_task is not None:
@@ -143,12 +159,18 @@ class Container:
     async def execute(self, request: ExecRequest, payload: bytes | None) -> ExecResult:
         """Hand the job to the zygote and wait for it, killing it at the timeout."""
         process = self.process
-        assert process is not None and process.stdin is not None
-        assert process.stdout is not None and process.stderr is not None and self._stderr_task
+        if process is None or process.stdin is None or self.stdout is None:
+            raise SandboxError("internal: execute() on a sandbox that was not started")
+        assert self.stderr is not None
+        assert self._stderr_task is not None
         limits = request.limits
         env = {**base_environment(self.profile.interpreter), **request.env}
-        header = {"argv": request.argv, "env": env, "cwd": SANDBOX_WORKDIR,
-                  "has_files": payload is not None}
+        header = {
+            "argv": request.argv,
+            "env": env,
+            "cwd": SANDBOX_WORKDIR,
+            "has_files": payload is not None,
+        }
         stdout = CappedStream(limits.output_bytes)
         # Output the zygote wrote before the job is not the job's.
         self._stderr = CappedStream(limits.output_bytes)
@@ -156,8 +178,8 @@ class Container:
         with contextlib.suppress(asyncio.CancelledError):
             await self._stderr_task
         readers = [
-            asyncio.create_task(stdout.drain(process.stdout)),
-            asyncio.create_task(self._stderr.drain(process.stderr)),
+            asyncio.create_task(stdout.drain(self.stdout)),
+            asyncio.create_task(self._stderr.drain(self.stderr)),
         ]
         started = time.monotonic()
         timed_out = False
@@ -223,6 +245,8 @@ class Container:
                 await self.process.wait()
         if self._stderr_task is not None:
             self._stderr_task.cancel()
+        for stream in self._streams:
+            stream.close()
         await _quiet(*self._runsc("delete", "--force", self.id))
         await asyncio.to_thread(self.cgroup.remove)
         if self.bundle != Path():
@@ -276,7 +300,15 @@ class GvisorSandbox:
         self.pool.fill(self.profile(request))
 
     def profile(self, request: ExecRequest) -> Profile:
-        return Profile.of(probe(request.python or default_python()), request.limits)
+        # Only a pooled sandbox for a Python job warms up pytest before READY:
+        # without a pool the job is already waiting, and ruff or mypy gain nothing.
+        command = os.path.basename(request.argv[0])
+        python_job = command.startswith("python") or command == "pytest"
+        return Profile.of(
+            probe(request.python or default_python()),
+            request.limits,
+            preload=self.pool.size > 0 and python_job,
+        )
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
@@ -303,7 +335,10 @@ def list_containers(runsc: str) -> list[str]:
     try:
         done = subprocess.run(
             [runsc, "--root", str(state), "list", "-quiet"],
-            capture_output=True, text=True, timeout=20, check=False,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -320,14 +355,16 @@ def reap_stale(runsc: str) -> list[str]:
         state = str(runtime_dir() / "runsc")
         for args in (("kill", "--all", name, "KILL"), ("delete", "--force", name)):
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                subprocess.run([runsc, "--root", state, *args],
-                               capture_output=True, timeout=10, check=False)
+                subprocess.run(
+                    [runsc, "--root", state, *args], capture_output=True, timeout=10, check=False
+                )
         reaped.append(name)
     for path in cgroups.leftovers():
         owner = _owner_pid(path.name)
         if owner is not None and not _alive(owner):
-            cgroups.SandboxCgroup(name=path.name, memory_bytes=0, cpus=1, pids=1,
-                                  created=[path]).remove(wait_s=1)
+            cgroups.SandboxCgroup(
+                name=path.name, memory_bytes=0, cpus=1, pids=1, created=[path]
+            ).remove(wait_s=1)
     bundles = runtime_dir() / "bundles"
     if bundles.is_dir():
         for path in bundles.iterdir():

@@ -57,14 +57,18 @@ class WarmPool(Generic[K, T]):
         return await self._start(key)
 
     async def close(self) -> None:
-        """Discard every pooled item, started or still starting."""
+        """Discard every pooled item; items still starting are cancelled (their start
+        cleans up after itself)."""
         self._closed = True
         tasks = [task for slots in self._ready.values() for task in slots]
         self._ready.clear()
         for task in tasks:
+            if not task.done():
+                task.cancel()
+        for task in tasks:
             try:
                 item = await task
-            except BaseException:
+            except BaseException:  # cancelled or failed: nothing was left to discard
                 continue
             await self._discard(item)
 

@@ -1,48 +1,172 @@
 """Runs inside every sandbox as its first process: the job runner.
 
 Standalone on purpose (no fixloop imports): it is mounted read-only into the
-sandbox and started by the project's interpreter. It imports pytest's machinery
-*before* the job exists, says READY, then waits on stdin for exactly one job:
-a JSON header line followed by a tar stream of the workspace. It unpacks the
-workspace, adopts the job's environment and becomes the job — in-process for
-Python commands (so the warm imports pay off), by exec for anything else.
+sandbox and started by the project's interpreter. Before the job exists it runs
+one throwaway pytest session (so pytest, its entry-point plugins and what a
+session imports are loaded, plugins through pytest's own assertion rewriter),
+says READY, then waits on stdin for exactly one job: a JSON header line followed
+by a tar stream of the workspace. It unpacks the workspace, adopts the job's
+environment and becomes the job — in-process for Python commands (so the warm
+imports pay off), by exec for anything else.
+
+The warm interpreter is used only when it behaves like a fresh one would: if
+the workspace (or PYTHONPATH) shadows a module the warm-up imported, or the job
+changes an environment variable the warm-up read or an interpreter setting, the
+job gets a fresh interpreter instead (correct, just without the head start).
 """
 
-import importlib
-import json
-import os
-import runpy
-import shutil
+from __future__ import annotations
+
 import sys
-import tarfile
+
+# Modules of a bare interpreter start; a fresh `python` has these before sys.path[0] is set.
+STARTUP_MODULES = frozenset(sys.modules)
+
+import contextlib  # noqa: E402
+import gc  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import runpy  # noqa: E402
+import shutil  # noqa: E402
+import tarfile  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
 
 READY = b"FIXLOOP-READY\n"
 
+# One passing and one failing test: the session imports what collecting, running,
+# rewriting asserts and reporting a failure need.
+WARMUP_TESTS = """\
+import pytest
 
-def preload() -> None:
-    """Import what a verifier job will need, while nobody is waiting."""
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_passes(n):
+    assert [n, {"k": "v"}] == [n, {"k": "v"}]
+
+
+def test_fails():
+    assert {"a": 1, "b": [1, 2], "c": "text"} == {"a": 1, "b": [1, 3], "c": "texts"}
+"""
+
+# Read by pytest at the start of every session, not at import: a job may set them.
+SESSION_VARIABLES = frozenset(
+    {"PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_VERSION"}
+)
+# Interpreter settings the zygote applies to itself when the job starts.
+APPLIED_VARIABLES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
+
+
+class Warm:
+    """What the warm-up left behind, and what it depended on."""
+
+    ok = False  # the warm-up finished and left the interpreter as it found it
+    env: dict[str, str] = {}  # noqa: RUF012 - what the warm-up ran with (the job replaces it)
+    env_read: frozenset[str] = frozenset()  # variables looked up during the warm-up
+    modules: frozenset[str] = frozenset()  # top-level names it imported from files
+
+
+@contextlib.contextmanager
+def recording_environment_reads() -> Iterator[set[str]]:
+    """Note every environment variable Python code looks up by name while inside.
+
+    (Code that copies or iterates the whole environment, e.g. to restore it
+    later, is not taken as depending on every variable.)
+    """
+    environ_type = type(os.environ)
+    original = environ_type.__getitem__
+    read: set[str] = set()
+
+    def getitem(self: Any, key: Any) -> Any:
+        read.add(key.decode(errors="replace") if isinstance(key, bytes) else key)
+        return original(self, key)
+
+    environ_type.__getitem__ = getitem  # type: ignore[method-assign]
     try:
-        import _pytest.config
-        import pytest  # noqa: F401
+        yield read
+    finally:
+        environ_type.__getitem__ = original  # type: ignore[method-assign]
 
-        for name in _pytest.config.default_plugins:
-            try:
-                importlib.import_module("_pytest." + name)
-            except Exception:
-                pass
-        importlib.import_module("importlib.metadata").entry_points(group="pytest11")
-    except Exception:
-        pass
-    for name in ("json", "unittest", "doctest", "decimal", "dataclasses", "typing"):
+
+@contextlib.contextmanager
+def silenced_output() -> Iterator[None]:
+    """The warm-up's own report goes nowhere; READY must be the first line out."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def warm_up_pytest() -> None:
+    """Run one pytest session on a throwaway test file, then undo its traces."""
+    import pytest
+
+    scratch = tempfile.mkdtemp(prefix="fixloop-warmup-")
+    saved_path, saved_argv, saved_meta_path = list(sys.path), list(sys.argv), list(sys.meta_path)
+    try:
+        with open(os.path.join(scratch, "test_fixloop_warmup.py"), "w") as handle:
+            handle.write(WARMUP_TESTS)
+        with silenced_output():
+            pytest.main([scratch, "-q", "-p", "no:cacheprovider"])
+    finally:
+        sys.path[:] = saved_path
+        sys.argv[:] = saved_argv
+        prefix = scratch + os.sep
+        for name, module in list(sys.modules.items()):
+            if (getattr(module, "__file__", None) or "").startswith(prefix):
+                del sys.modules[name]
+        shutil.rmtree(scratch, ignore_errors=True)
+    # pytest removes its assertion-rewriting hook itself; a leftover one would
+    # rewrite the job's imports with the warm-up's configuration.
+    if sys.meta_path != saved_meta_path:
+        raise RuntimeError("the warm-up session left an import hook behind")
+
+
+def preload(warm_up: bool) -> None:
+    """Import what a verifier job will need, while nobody is waiting (if asked to)."""
+    Warm.env = dict(os.environ)
+    if warm_up:
         try:
-            importlib.import_module(name)
-        except Exception:
-            pass
+            with recording_environment_reads() as read:
+                warm_up_pytest()
+        except BaseException:  # a failed warm-up means fresh interpreters, not a failed start
+            return
+        Warm.env_read = frozenset(read)
+    Warm.modules = frozenset(
+        name.partition(".")[0]
+        for name, module in list(sys.modules.items())
+        if name not in STARTUP_MODULES and _from_file(module)
+    )
+    Warm.ok = True
+    if warm_up:
+        # Everything imported so far lives as long as the job: keep the collector
+        # from walking it again (pytest runs gc.collect() five times per session).
+        gc.collect()
+        gc.freeze()
 
 
-def read_job() -> dict:
+def _from_file(module: Any) -> bool:
+    spec = getattr(module, "__spec__", None)
+    return spec is not None and bool(spec.has_location) and spec.origin not in (None, "frozen")
+
+
+def read_job() -> dict[str, Any]:
     stdin = sys.stdin.buffer
-    header = json.loads(stdin.readline())
+    header: dict[str, Any] = json.loads(stdin.readline())
     workdir = header["cwd"]
     os.makedirs(workdir, exist_ok=True)
     if header.get("has_files"):
@@ -57,15 +181,57 @@ def detach_stdin() -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
 
 
-def adopt_environment(env: dict) -> None:
+def adopt_environment(env: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
-    for entry in reversed([p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]):
+    for entry in reversed(python_path(env)):
         sys.path.insert(0, entry)
+
+
+def python_path(env: dict[str, str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def warm_fits(env: dict[str, str], workdir: str) -> bool:
+    """Would a fresh interpreter run this job exactly as the warm one will?"""
+    if not Warm.ok:
+        return False
+    changed = {k for k in env.keys() | Warm.env.keys() if env.get(k) != Warm.env.get(k)}
+    for name in changed - SESSION_VARIABLES:
+        if name in Warm.env_read or (name.startswith("PYTHON") and name not in APPLIED_VARIABLES):
+            return False
+    roots = [os.path.join(workdir, p) for p in python_path(env)]
+    return not shadows(workdir, roots, Warm.modules)
+
+
+def shadows(workdir: str, extra_roots: list[str], names: frozenset[str]) -> bool:
+    """Does a directory that can end up on sys.path define one of `names`?
+
+    Any workspace directory that is not a package can become a sys.path entry
+    (the working directory, a script's directory, pytest's rootdir-relative
+    insertions), so all of them are checked, plus the PYTHONPATH entries.
+    """
+    listings: list[tuple[str, list[str]]] = []
+    for root in extra_roots:
+        with contextlib.suppress(OSError):
+            listings.append((root, os.listdir(root)))
+    for dirpath, dirnames, filenames in os.walk(workdir):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        if "__init__.py" not in filenames:
+            listings.append((dirpath, dirnames + filenames))
+    for directory, entries in listings:
+        for entry in entries:
+            if entry.partition(".")[0] not in names:
+                continue
+            path = os.path.join(directory, entry)
+            is_module = entry.endswith((".py", ".pyc", ".so")) and os.path.isfile(path)
+            if is_module or os.path.isfile(os.path.join(path, "__init__.py")):
+                return True
+    return False
 
 
 def same_interpreter(command: str) -> bool:
@@ -75,17 +241,17 @@ def same_interpreter(command: str) -> bool:
     return os.path.realpath(found) == os.path.realpath(sys.executable)
 
 
-def run_python(args: list) -> None:
+def run_python(args: list[str], warm: bool) -> None:
     """Behave like `python ARGS` for the forms verifiers use; else re-exec python."""
-    if args[:1] == ["-m"] and len(args) >= 2:
+    if warm and args[:1] == ["-m"] and len(args) >= 2:
         sys.argv = [args[1], *args[2:]]
         sys.path.insert(0, os.getcwd())
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)
-    elif args[:1] == ["-c"] and len(args) >= 2:
+    elif warm and args[:1] == ["-c"] and len(args) >= 2:
         sys.argv = ["-c", *args[2:]]
         sys.path.insert(0, "")
         exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
-    elif args and not args[0].startswith("-"):
+    elif warm and args and not args[0].startswith("-"):
         sys.argv = list(args)
         sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
         runpy.run_path(args[0], run_name="__main__")
@@ -94,21 +260,24 @@ def run_python(args: list) -> None:
 
 
 def main() -> None:
-    preload()
+    # sys.path[0] is the zygote's own directory: neither warm-up nor job may import from it.
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]
+    preload(warm_up="--no-preload" not in sys.argv[1:])
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     job = read_job()
+    # Finders cached directory listings before the workspace existed.
+    importlib.invalidate_caches()
     detach_stdin()
     os.chdir(job["cwd"])
+    warm = warm_fits(job["env"], job["cwd"])
     adopt_environment(job["env"])
     argv = job["argv"]
-    # sys.path[0] is the zygote's own directory: the job must not import from it.
-    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-        del sys.path[0]
     command = os.path.basename(argv[0])
     if command.startswith("python") and same_interpreter(argv[0]):
-        run_python(argv[1:])
-    elif command == "pytest" and shutil.which("pytest") and _pytest_is_ours():
+        run_python(argv[1:], warm)
+    elif warm and command == "pytest" and shutil.which("pytest") and _pytest_is_ours():
         sys.argv = list(argv)
         runpy.run_module("pytest", run_name="__main__", alter_sys=True)
     else:

@@ -39,11 +39,27 @@ class Profile:
     # The zygote warms up pytest before READY: worth it for a pooled sandbox that
     # will run Python (nobody waits yet), pure delay for anything else.
     preload: bool = False
+    # Extra read-only directories: (destination, host source), sorted.
+    mounts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, interpreter: Interpreter, limits: Limits, *, preload: bool = False) -> Profile:
+    def of(
+        cls,
+        interpreter: Interpreter,
+        limits: Limits,
+        *,
+        preload: bool = False,
+        mounts: dict[str, Path] | None = None,
+    ) -> Profile:
+        extra = tuple(sorted((dest, str(src)) for dest, src in (mounts or {}).items()))
         return cls(
-            interpreter, limits.memory_mb, limits.cpus, limits.pids, limits.tmpfs_mb, preload
+            interpreter,
+            limits.memory_mb,
+            limits.cpus,
+            limits.pids,
+            limits.tmpfs_mb,
+            preload,
+            extra,
         )
 
 
@@ -134,6 +150,15 @@ def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: s
             "source": str(INSIDE_DIR),
             "options": ["rbind", "ro", "nosuid", "nodev"],
         },
+        *(
+            {
+                "destination": destination,
+                "type": "bind",
+                "source": source,
+                "options": ["rbind", "ro", "nosuid", "nodev"],
+            }
+            for destination, source in profile.mounts
+        ),
         _tmpfs(SANDBOX_WORKDIR, profile.tmpfs_mb),
     ]
     rlimits = [
@@ -190,4 +215,5 @@ def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: s
 def mount_points(profile: Profile) -> list[str]:
     points = ["/proc", "/tmp", "/dev/shm", "/usr", SANDBOX_LIB, SANDBOX_WORKDIR]
     points += [str(p) for p in profile.interpreter.mounts]
+    points += [destination for destination, _ in profile.mounts]
     return points

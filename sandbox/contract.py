@@ -6,10 +6,10 @@ crosses the seam, so a job never depends on where or how it ran.
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 BackendName = Literal["gvisor", "docker", "unsafe-local"]
 
@@ -37,6 +37,10 @@ DEFAULT_EXCLUDES: frozenset[str] = frozenset(
         "node_modules",
     }
 )
+
+
+# Paths under /fixloop/ that the sandbox itself uses.
+RESERVED_MOUNTS: frozenset[str] = frozenset({"lib", "work"})
 
 
 class Limits(BaseModel):
@@ -68,7 +72,25 @@ class ExecRequest(BaseModel):
         description="interpreter whose environment is mounted read-only (default: fixloop's own)",
     )
     excludes: frozenset[str] = DEFAULT_EXCLUDES
+    mounts: dict[str, Path] = Field(
+        default_factory=dict,
+        description="read-only directories: destination under /fixloop/ -> host directory",
+    )
     network: Literal[False] = False
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts_stay_in_fixloop(cls, mounts: dict[str, Path]) -> dict[str, Path]:
+        for destination, source in mounts.items():
+            parts = PurePosixPath(destination).parts
+            if parts[:2] != ("/", "fixloop") or len(parts) != 3 or parts[2] in RESERVED_MOUNTS:
+                raise ValueError(
+                    f"mount destination {destination!r} must be /fixloop/<name> "
+                    f"(not {', '.join(sorted(RESERVED_MOUNTS))})"
+                )
+            if not source.is_absolute():
+                raise ValueError(f"mount source {source} must be an absolute path")
+        return mounts
 
 
 class ExecResult(BaseModel):

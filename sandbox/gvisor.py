@@ -308,6 +308,7 @@ class GvisorSandbox:
             probe(request.python or default_python()),
             request.limits,
             preload=self.pool.size > 0 and python_job,
+            mounts=request.mounts,
         )
 
     async def run(self, request: ExecRequest) -> ExecResult:

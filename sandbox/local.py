@@ -67,7 +67,8 @@ class UnsafeLocalSandbox:
                 "TMPDIR": scratch,
                 **request.env,
             }
-            argv = list(request.argv)
+            env = {k: _host_paths(v, request.mounts) for k, v in env.items()}
+            argv = [_host_paths(arg, request.mounts) for arg in request.argv]
             if shutil.which(argv[0], path=env["PATH"]) is None:
                 return _result(127, b"", f"{argv[0]}: command not found\n".encode(), 0, str(work))
             started = time.monotonic()
@@ -118,6 +119,13 @@ class UnsafeLocalSandbox:
 
     async def close(self) -> None:
         return None
+
+
+def _host_paths(value: str, mounts: dict[str, Path]) -> str:
+    """No mounts here: a sandbox path to a mounted directory becomes the host's path."""
+    for destination, source in mounts.items():
+        value = value.replace(destination, str(source))
+    return value
 
 
 def _unpack(payload: bytes, target: Path) -> None:

@@ -1,0 +1,296 @@
+"""Pinned tests: which test files exist at the baseline, and what a run did to them.
+
+A green run is only honest if the tests that judged it are the ones the person started with:
+this module fingerprints them and finds edits, deletions, added skips and changes to pytest's
+test selection, for the verdict to call the pass suspicious (DESIGN §4.5).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+import git
+from pydantic import BaseModel, ConfigDict
+
+_TEST_DIRS = frozenset({"tests", "test"})
+# pytest's default `norecursedirs`, plus what is never the project's own tests.
+_SKIPPED_DIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+_SKIPPED_NAMES = frozenset({"__pycache__", "site-packages"})
+
+
+def is_test_file(path: str) -> bool:
+    """Whether a project-relative posix path is a file pytest would treat as tests."""
+    pure = PurePosixPath(path)
+    name = pure.name
+    if not name.endswith(".py"):
+        return False
+    if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    return any(part in _TEST_DIRS for part in pure.parts[:-1])
+
+
+def _is_skipped_dir(name: str) -> bool:
+    return name in _SKIPPED_NAMES or any(fnmatch.fnmatch(name, pat) for pat in _SKIPPED_DIRS)
+
+
+def _in_skipped_dir(path: str) -> bool:
+    return any(_is_skipped_dir(part) for part in PurePosixPath(path).parts[:-1])
+
+
+def _walk(root: Path) -> Iterator[str]:
+    """Project-relative posix paths of the files in a working tree, skipping venvs and caches."""
+    for directory, dirnames, filenames in os.walk(root):
+        here = Path(directory)
+        dirnames[:] = sorted(
+            d for d in dirnames if not _is_skipped_dir(d) and not (here / d / "pyvenv.cfg").exists()
+        )
+        for filename in sorted(filenames):
+            yield (here / filename).relative_to(root).as_posix()
+
+
+def _read_tree_file(path: Path) -> bytes:
+    """A file's bytes as git stores them: a symlink is its target, not what it points to."""
+    if path.is_symlink():
+        return os.readlink(path).encode()
+    return path.read_bytes()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class TestPins(BaseModel):
+    """Content hashes of the test files at one revision (or in one working tree)."""
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False  # not a pytest test class
+
+    rev: str
+    files: dict[str, str]  # project-relative posix path -> sha256 of the content
+
+    @classmethod
+    def from_commit(cls, repo: Path, rev: str = "HEAD") -> TestPins:
+        commit = git.Repo(repo).commit(rev)
+        files: dict[str, str] = {}
+        for item in commit.tree.traverse():
+            if not isinstance(item, git.Blob):
+                continue  # trees and submodules
+            path = str(item.path)
+            if is_test_file(path) and not _in_skipped_dir(path):
+                files[path] = _digest(item.data_stream.read())
+        return cls(rev=commit.hexsha, files=files)
+
+    @classmethod
+    def from_tree(cls, root: Path) -> TestPins:
+        files = {
+            path: _digest(_read_tree_file(root / path))
+            for path in _walk(root)
+            if is_test_file(path)
+        }
+        return cls(rev="working-tree", files=files)
+
+
+class TestChange(BaseModel):
+    """A test file that differs from its pinned version."""
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False
+
+    path: str
+    change: Literal["modified", "deleted", "added"]  # added is fine; the others are suspicious
+
+
+def changed_tests(pins: TestPins, root: Path) -> list[TestChange]:
+    """Test files in the working tree `root` that are not as they were pinned, by path."""
+    now = TestPins.from_tree(root).files
+    changes: list[TestChange] = []
+    for path in sorted(pins.files.keys() | now.keys()):
+        if path not in now:
+            changes.append(TestChange(path=path, change="deleted"))
+        elif path not in pins.files:
+            changes.append(TestChange(path=path, change="added"))
+        elif now[path] != pins.files[path]:
+            changes.append(TestChange(path=path, change="modified"))
+    return changes
+
+
+class AddedSkip(BaseModel):
+    """An added line that skips tests or narrows which tests run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int  # 1-based, in the working-tree file
+    text: str
+
+
+_SKIP_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r"pytest\.mark\.(?:skip|skipif|xfail)\b",
+        r"\bpytest\.(?:skip|xfail|importorskip)\s*\(",
+        r"\bunittest\.skip",
+        r"@skip",  # @skip, @skipIf, @skipUnless imported from unittest
+        r"\bSkipTest\b",
+        r"\.skipTest\s*\(",
+        r"^\s*pytestmark\s*=",
+        r"^\s*__test__\s*=\s*False\b",
+        r"\bcollect_ignore",
+    )
+)
+_SELECTION_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r"\baddopts\b",
+        r"(?<![\w-])-k\b",
+        r"(?<![\w-])-m\b",
+        r"--deselect\b",
+        r"--ignore",
+        r"\btestpaths\b",
+        r"\bpython_(?:files|functions|classes)\b",
+        r"\bnorecursedirs\b",
+        r"\bcollect_ignore",
+        r"\bpytest_(?:collection_modifyitems|ignore_collect)\b",  # hooks that drop tests
+    )
+)
+_CONFIG_FILES = frozenset(
+    {"pyproject.toml", "pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini", "conftest.py"}
+)
+_COMMENT_PREFIXES = ("#", ";")
+
+
+def added_skips(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
+    """Lines added to test files since `rev` that skip, xfail or hide tests."""
+    return _added_matching(repo, rev, root, is_test_file, _SKIP_PATTERNS)
+
+
+def config_changes(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
+    """Lines added to pytest configuration since `rev` that change which tests are selected."""
+
+    def is_config(path: str) -> bool:
+        return PurePosixPath(path).name in _CONFIG_FILES
+
+    return _added_matching(repo, rev, root, is_config, _SELECTION_PATTERNS)
+
+
+def _added_matching(
+    repo: Path,
+    rev: str,
+    root: Path,
+    wanted: Callable[[str], bool],
+    patterns: tuple[re.Pattern[str], ...],
+) -> list[AddedSkip]:
+    tree = git.Repo(repo).commit(rev).tree
+    found: list[AddedSkip] = []
+    for path in _walk(root):
+        if not wanted(path):
+            continue
+        new = _read_tree_file(root / path).decode("utf-8", "replace").splitlines()
+        for number, text in _added_lines(_blob_text(tree, path), new):
+            stripped = text.strip()
+            if stripped.startswith(_COMMENT_PREFIXES):
+                continue
+            if any(p.search(text) for p in patterns):
+                found.append(AddedSkip(file=path, line=number, text=stripped))
+    return found
+
+
+def _blob_text(tree: git.Tree, path: str) -> list[str]:
+    """The file's lines at the pinned revision; none if it did not exist there."""
+    try:
+        blob = tree / path
+    except KeyError:
+        return []
+    if not isinstance(blob, git.Blob):
+        return []
+    data: bytes = blob.data_stream.read()
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def _added_lines(old: list[str], new: list[str]) -> list[tuple[int, str]]:
+    """(1-based line in `new`, text) of every line `new` has that `old` did not."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    added: list[tuple[int, str]] = []
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag in {"insert", "replace"}:
+            added.extend((j + 1, new[j]) for j in range(j1, j2))
+    return added
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def parse_added_lines(diff_text: str) -> dict[str, list[tuple[int, str]]]:
+    """Added lines per file of a unified git diff: path -> [(new line number, text)].
+
+    Deleted files are left out; a file whose hunks only remove lines maps to an empty list.
+    """
+    result: dict[str, list[tuple[int, str]]] = {}
+    current: list[tuple[int, str]] | None = None
+    old_left = new_left = 0
+    line_number = 0
+    for line in diff_text.splitlines():
+        if old_left > 0 or new_left > 0:  # inside a hunk: headers cannot occur here
+            if line.startswith("\\"):  # "\ No newline at end of file"
+                continue
+            marker, text = line[:1], line[1:]
+            if marker == "+":
+                if current is not None:
+                    current.append((line_number, text))
+                line_number += 1
+                new_left -= 1
+            elif marker == "-":
+                old_left -= 1
+            else:  # context (an empty line is a context line whose space was stripped)
+                line_number += 1
+                old_left -= 1
+                new_left -= 1
+            continue
+        if line.startswith("+++ "):
+            path = _diff_path(line[4:])
+            current = None if path is None else result.setdefault(path, [])
+        elif line.startswith("diff --git "):
+            current = None
+        elif match := _HUNK.match(line):
+            old_left = int(match.group(1) or "1")
+            line_number = int(match.group(2))
+            new_left = int(match.group(3) or "1")
+    return result
+
+
+def _diff_path(header: str) -> str | None:
+    """The path in a `+++` header: `b/pkg/a.py` is `pkg/a.py`; `/dev/null` is none."""
+    header = header.split("\t", 1)[0]
+    if header.startswith('"') and header.endswith('"'):
+        header = _unquote(header[1:-1])
+    if header == "/dev/null":
+        return None
+    return header[2:] if header.startswith("b/") else header
+
+
+def _unquote(quoted: str) -> str:
+    """Undo git's C-style quoting of unusual paths (octal bytes, \\", \\\\, \\t, \\n)."""
+    raw = bytearray()
+    escapes = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\", "a": b"\a", "b": b"\b"}
+    i = 0
+    while i < len(quoted):
+        char = quoted[i]
+        if char == "\\" and i + 1 < len(quoted):
+            following = quoted[i + 1]
+            if following in "01234567":
+                raw.append(int(quoted[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            raw += escapes.get(following, following.encode())
+            i += 2
+            continue
+        raw += char.encode()
+        i += 1
+    return raw.decode("utf-8", "replace")

@@ -1,0 +1,133 @@
+"""What a verifier run found, as data: parsed test reports, diagnostics and stage results.
+
+Parsers produce these; classification, the verdict and distillation read them.
+Field names of `PytestReport` and its parts match the JSON written by the
+in-sandbox pytest plugin (`engine/inside/fixloop_pytest.py`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StageKind(StrEnum):
+    FORMAT = "format"
+    LINT = "lint"
+    TYPES = "types"
+    TESTS = "tests"
+    OTHER = "other"
+
+
+class Frame(BaseModel):
+    """One traceback frame, with the path relative to the project root when inside it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int
+    function: str = ""
+    source: str = ""
+
+
+class TestCase(BaseModel):
+    """One test that did not simply pass (failed, errored, skipped, xfailed or xpassed)."""
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    outcome: str  # failed | error | skipped | xfailed | xpassed | passed
+    when: str = "call"  # collect (a module-level skip) | setup | call | teardown
+    file: str = ""
+    line: int = 0  # where the test is defined (1-based)
+    assertion: str | None = None  # the source line of the failing statement in the test
+    explanation: str | None = None  # pytest's assertion explanation
+    expected: str | None = None
+    actual: str | None = None
+    exception_type: str | None = None
+    exception_message: str | None = None
+    test_frame: Frame | None = None  # where the failure surfaced in the test file
+    frame: Frame | None = None  # the last traceback frame inside the project
+    captured: str = ""
+    skip_reason: str | None = None
+
+
+class CollectionError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    nodeid: str  # the file (or directory) that failed to collect
+    exception_type: str | None = None
+    exception_message: str | None = None
+    frame: Frame | None = None
+    text: str = ""  # pytest's own short rendering, capped
+
+
+class TestCounts(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    __test__ = False
+
+    collected: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+
+class PytestReport(BaseModel):
+    """The plugin's report of one pytest session."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exitstatus: int | None = None
+    counts: TestCounts = Field(default_factory=TestCounts)
+    nodeids: list[str] = Field(default_factory=list)  # every collected test
+    tests: list[TestCase] = Field(default_factory=list)  # every test that did not simply pass
+    collection_errors: list[CollectionError] = Field(default_factory=list)
+    truncated: bool = False  # the plugin dropped details to stay under its size cap
+    internal_error: str | None = None  # the plugin's own failure; the session went on
+
+
+class Diagnostic(BaseModel):
+    """One finding of a linter, type checker or formatter."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    file: str
+    line: int = 0
+    col: int = 0
+    code: str = ""
+    message: str
+    severity: str = "error"
+
+
+class StageResult(BaseModel):
+    """One verifier stage: the command, how its process ended, and what was parsed from it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: StageKind
+    cmd: str
+    exit_code: int
+    duration_ms: int
+    timed_out: bool = False
+    oom_killed: bool = False
+    truncated: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    report: PytestReport | None = None
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    excerpt: str = ""  # generic parser: the first error block, head + tail, capped
+    infrastructure_error: str | None = None  # the sandbox itself failed
+
+    @property
+    def succeeded(self) -> bool:
+        """The process said success. pytest's "no tests collected" (5) never is."""
+        if self.infrastructure_error or self.timed_out or self.oom_killed:
+            return False
+        return self.exit_code == 0

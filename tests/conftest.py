@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from sandbox.errors import SandboxUnavailable
-from sandbox.gvisor import GvisorSandbox
+from sandbox.gvisor import GvisorSandbox, check_can_run
 
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
@@ -46,3 +46,12 @@ async def gvisor_pool() -> AsyncIterator[GvisorSandbox]:
         yield backend
     finally:
         await backend.close()
+
+
+@pytest.fixture
+def needs_gvisor() -> None:
+    """For tests that start fixloop as a process which then uses the gvisor backend."""
+    try:
+        check_can_run()
+    except SandboxUnavailable as exc:
+        sandbox_unavailable(str(exc))

@@ -72,6 +72,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+
+    verify = commands.add_parser(
+        "verify",
+        help="run the verifier stages once and print the verdict and the repair packet",
+        description="Run the configured stages (format, lint, types, tests; cheapest first) on "
+        "PATH's working tree, each in a fresh sandbox, and judge the result against HEAD. "
+        "Exit: 0 ok, 1 failing, 3 env_failure, 4 suspicious_pass, 2 usage, 6 infrastructure.",
+    )
+    verify.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+    verify.add_argument("--test-cmd", metavar="CMD", help="default: python -m pytest -q")
+    verify.add_argument("--lint-cmd", metavar="CMD", help="e.g. 'ruff check .'")
+    verify.add_argument("--type-cmd", metavar="CMD", help="e.g. 'mypy .'")
+    verify.add_argument("--format-cmd", metavar="CMD", help="e.g. 'ruff format --check .'")
+    verify.add_argument(
+        "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor", help="default gvisor"
+    )
+    verify.add_argument(
+        "--python", type=Path, metavar="PATH", help="interpreter whose environment runs the stages"
+    )
+    verify.add_argument(
+        "--exec-timeout", type=float, default=300.0, metavar="S", help="per stage (default 300)"
+    )
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -83,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             return _doctor(args)
         if args.command == "sandbox" and args.sandbox_command == "run":
             return _sandbox_run(args, parser)
+        if args.command == "verify":
+            from tui.verify import verify_command
+
+            return verify_command(args)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except FixloopError as exc:

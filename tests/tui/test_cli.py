@@ -7,10 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.errors import SandboxUnavailable
-from sandbox.gvisor import check_can_run
-from tests.conftest import REQUIRE_SANDBOX
-
 
 def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -21,16 +17,6 @@ def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         timeout=120,
         check=False,
     )
-
-
-@pytest.fixture
-def needs_gvisor() -> None:
-    try:
-        check_can_run()
-    except SandboxUnavailable as exc:
-        if REQUIRE_SANDBOX:
-            pytest.fail(f"FIXLOOP_REQUIRE_SANDBOX=1 but: {exc}")
-        pytest.skip(reason=str(exc))
 
 
 @pytest.mark.usefixtures("needs_gvisor")

@@ -1,0 +1,250 @@
+"""Distillation: parsed stage results -> a `RepairPacket`. Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from engine.classify import Classification
+from engine.feedback.packet import EditAnchor, Failure, RepairPacket
+from engine.parsers import hung_frames
+from engine.results import StageKind, StageResult, TestCase
+
+FAILING = ("failed", "error")
+
+
+def distill(
+    stages: Sequence[StageResult],
+    classification: Classification,
+    *,
+    iteration: int | None = None,
+    max_iterations: int | None = None,
+    previous: Sequence[StageResult] | None = None,
+    last_diff: str | None = None,
+    repeat_note: str | None = None,
+    notes: Sequence[str] = (),
+) -> RepairPacket:
+    return RepairPacket(
+        iteration=iteration,
+        max_iterations=max_iterations,
+        summary=summarise(stages),
+        progress=progress_between(previous, stages) if previous is not None else None,
+        error_class=classification.error_class.value,
+        failures=failures_of(stages),
+        diagnostics=[d for stage in stages if not stage.succeeded for d in stage.diagnostics],
+        last_edit=anchor_from_diff(last_diff) if last_diff else None,
+        repeat_note=repeat_note,
+        notes=list(notes),
+    )
+
+
+def failures_of(stages: Sequence[StageResult]) -> list[Failure]:
+    """Root causes first: what broke collection, then failing tests in run order, then
+    stages that failed without saying more."""
+    collection: list[Failure] = []
+    tests: list[Failure] = []
+    other: list[Failure] = []
+    for stage in stages:
+        report = stage.report
+        if report is not None:
+            for error in report.collection_errors:
+                exception = _exception(error.exception_type, error.exception_message)
+                frame = error.frame
+                collection.append(
+                    Failure(
+                        test=f"collecting {error.nodeid}",
+                        kind="collection error",
+                        file=frame.file if frame else error.nodeid,
+                        line=frame.line if frame else 0,
+                        exception=exception,
+                        frame=frame,
+                        excerpt="" if exception else error.text,
+                    )
+                )
+            tests += [_test_failure(case) for case in report.tests if _fails(case)]
+        if stage.succeeded or stage.diagnostics:
+            continue
+        reported = report is not None and bool(report.tests or report.collection_errors)
+        if reported and not (stage.timed_out or stage.oom_killed):
+            continue
+        other.append(_stage_failure(stage))
+    return collection + tests + other
+
+
+def _fails(case: TestCase) -> bool:
+    return case.outcome in FAILING
+
+
+def _exception(kind: str | None, message: str | None) -> str | None:
+    if not kind:
+        return message or None
+    return f"{kind}: {message}" if message else kind
+
+
+def _test_failure(case: TestCase) -> Failure:
+    comparison = case.expected is not None or case.actual is not None
+    exception = _exception(case.exception_type, case.exception_message)
+    if comparison and case.exception_type == "AssertionError":
+        exception = None  # expected/actual say it better than "assert 2 == 2.5"
+    elif case.exception_type == "AssertionError" and case.explanation:
+        exception = f"AssertionError: {case.explanation}"
+    elif exception is None and case.explanation:
+        exception = case.explanation
+        if "XPASS(strict)" in exception:
+            exception += " (the test passed but is marked xfail(strict=True))"
+    frame = case.frame
+    if frame is not None and case.test_frame is not None and frame == case.test_frame:
+        frame = None  # the failing line already says where
+    location = case.test_frame
+    return Failure(
+        test=case.nodeid,
+        kind="error" if case.outcome == "error" else "failed",
+        file=location.file if location else case.file,
+        line=location.line if location else case.line,
+        assertion=case.assertion,
+        expected=case.expected,
+        actual=case.actual,
+        exception=exception,
+        frame=frame,
+        captured=case.captured,
+    )
+
+
+def _stage_failure(stage: StageResult) -> Failure:
+    if stage.timed_out:
+        hung = _hung_test(stage)
+        if hung is not None:
+            return hung
+    if stage.infrastructure_error:
+        why = f"the sandbox failed: {stage.infrastructure_error}"
+        kind = "command"
+    elif stage.timed_out:
+        why, kind = "timed out (a test may hang or loop forever)", "timeout"
+    elif stage.oom_killed:
+        why, kind = "killed for exceeding the memory limit", "command"
+    else:
+        why, kind = f"exited {stage.exit_code}", "command"
+    return Failure(
+        test=f"stage {stage.name}: {stage.cmd}", kind=kind, exception=why, excerpt=stage.excerpt
+    )
+
+
+def _hung_test(stage: StageResult) -> Failure | None:
+    frames = hung_frames(stage.excerpt or stage.stderr)
+    tests = [f for f in frames if f.function.startswith("test")]
+    if not tests:
+        return None
+    test = tests[0]
+    innermost = frames[0]
+    return Failure(
+        test=f"{test.file}::{test.function}",
+        kind="timeout",
+        file=test.file,
+        line=test.line,
+        exception="still running when the stage timed out: it hangs or loops forever",
+        frame=innermost if innermost != test else None,
+    )
+
+
+def summarise(stages: Sequence[StageResult]) -> str:
+    """ "2 of 5 tests failing; 1 lint error" — counts, never prose."""
+    parts = []
+    for stage in stages:
+        report = stage.report
+        if report is not None:
+            counts = report.counts
+            # Collection errors are counted as errors by pytest, but they are not tests.
+            bad = counts.failed + max(counts.errors - len(report.collection_errors), 0)
+            if report.collection_errors:
+                n = len(report.collection_errors)
+                parts.append(f"{n} file{'s' if n != 1 else ''} failed to collect")
+            if counts.collected == 0 and not report.collection_errors:
+                parts.append("no tests were collected")
+            elif bad and counts.collected:
+                parts.append(f"{bad} of {counts.collected} tests failing")
+            elif stage.succeeded:
+                parts.append(f"{counts.passed} of {counts.collected} tests pass")
+            if stage.timed_out:
+                parts.append(f"{stage.name} timed out")
+        elif stage.diagnostics and not stage.succeeded:
+            n = len(stage.diagnostics)
+            noun = {StageKind.TYPES: "type error", StageKind.FORMAT: "unformatted file"}.get(
+                stage.kind, f"{stage.name} error"
+            )
+            parts.append(f"{n} {noun}{'s' if n != 1 else ''}")
+        elif not stage.succeeded:
+            if stage.timed_out:
+                parts.append(f"{stage.name} timed out")
+            elif stage.oom_killed:
+                parts.append(f"{stage.name} ran out of memory")
+            else:
+                parts.append(f"{stage.name} failed (exit {stage.exit_code})")
+    return "; ".join(parts) or "all stages passed"
+
+
+def _outcomes(stages: Sequence[StageResult]) -> tuple[set[str], set[str]]:
+    """(passing, failing) nodeids of every pytest report."""
+    passing: set[str] = set()
+    failing: set[str] = set()
+    for stage in stages:
+        if stage.report is None:
+            continue
+        not_passed = {case.nodeid for case in stage.report.tests}
+        failing |= {case.nodeid for case in stage.report.tests if _fails(case)}
+        passing |= set(stage.report.nodeids) - not_passed
+    return passing, failing
+
+
+def progress_between(
+    previous: Sequence[StageResult] | None, current: Sequence[StageResult]
+) -> str | None:
+    """ "3 tests now pass that failed before; 2 still fail; 1 new failure"."""
+    if previous is None:
+        return None
+    before_pass, before_fail = _outcomes(previous)
+    now_pass, now_fail = _outcomes(current)
+    fixed = len(before_fail & now_pass)
+    still = len(before_fail & now_fail)
+    broke = len(now_fail - before_fail)
+    parts = []
+    if fixed:
+        verb = "tests now pass" if fixed != 1 else "test now passes"
+        parts.append(f"{fixed} {verb} that failed before")
+    if still:
+        parts.append(f"{still} still fail{'s' if still == 1 else ''}")
+    if broke:
+        parts.append(f"{broke} new failure{'s' if broke != 1 else ''}")
+    regressed = len(before_pass & now_fail)
+    if regressed:
+        parts.append(f"{regressed} of them passed before your edit")
+    return "; ".join(parts) or None
+
+
+HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def anchor_from_diff(diff: str) -> EditAnchor:
+    """Files and new-side line ranges of a unified diff (git's)."""
+    files: dict[str, list[tuple[int, int]]] = {}
+    current: str | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            current = None if name == "/dev/null" else name.removeprefix("b/")
+            if current is not None:
+                files.setdefault(current, [])
+        elif line.startswith("--- ") and current is None:
+            continue
+        elif line.startswith("@@") and current is not None:
+            match = HUNK.match(line)
+            if match:
+                start = int(match[1])
+                length = int(match[2]) if match[2] is not None else 1
+                if length:
+                    files[current].append((start, start + length - 1))
+        elif line.startswith("diff --git "):
+            current = None
+            parts = line.split(" b/", 1)
+            if len(parts) == 2:
+                files.setdefault(parts[1], [])  # a deletion keeps its name
+    return EditAnchor(files=files)

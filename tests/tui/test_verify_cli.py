@@ -1,0 +1,115 @@
+"""`fixloop-tui verify` as a user runs it: a real process, real sandbox, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+REPO = Path(__file__).parents[2]
+PROJECTS = REPO / "tests" / "fixtures" / "projects"
+
+
+def verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", "verify", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+
+
+def project(source: Path, tmp_path: Path) -> Path:
+    root = tmp_path / source.name
+    shutil.copytree(source, root)
+    repo = git.Repo.init(root)
+    repo.git.add("-A")
+    repo.index.commit("baseline")
+    for path in [tmp_path, *root.rglob("*")]:
+        if ".git" not in path.parts:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_failing_example_prints_one_json_object_and_exits_1(tmp_path: Path) -> None:
+    root = project(REPO / "examples" / "textstats", tmp_path)
+    done = verify(str(root), "--json")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "failing"
+    assert result["tests"] == {
+        "collected": 5,
+        "passed": 3,
+        "failed": 2,
+        "errors": 0,
+        "skipped": 0,
+        "xfailed": 0,
+    }
+    assert result["error_class"] == "logic"
+    assert len(result["signature"]) == 16
+    assert [s["name"] for s in result["stages"]] == ["tests"]
+    assert {"exit_code", "duration_ms", "timed_out", "oom_killed", "cmd"} <= set(
+        result["stages"][0]
+    )
+    assert 0 < result["packet_tokens"] <= 2000
+    assert "tests/test_core.py::" in result["packet_text"]
+    assert result["packet"]["failures"][0]["expected"] == "2.5"
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_passing_project_exits_0(tmp_path: Path) -> None:
+    done = verify(str(project(PROJECTS / "passing", tmp_path)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ": OK" in done.stdout.splitlines()[0]
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_a_missing_third_party_module_exits_3_with_the_fix(tmp_path: Path) -> None:
+    done = verify(str(project(PROJECTS / "missing_module", tmp_path)), "--json")
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "env_failure"
+    assert "yaml_fixloop_missing" in result["env_cause"]
+    assert result["packet"] is None  # never a packet for the model about the environment
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_an_edited_test_file_exits_4(tmp_path: Path) -> None:
+    root = project(PROJECTS / "test_pinning", tmp_path)
+    tests = root / "tests" / "test_slugs.py"
+    tests.write_text(tests.read_text().replace('== "hello-world"', '!= ""'))
+    done = verify(str(root))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "tests/test_slugs.py was modified since the baseline" in done.stdout
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_lint_and_type_stages_run_cheapest_first(tmp_path: Path) -> None:
+    root = project(PROJECTS / "lint_findings", tmp_path)
+    done = verify(str(root), "--json", "--lint-cmd", "ruff check .", "--type-cmd", "mypy .")
+    result = json.loads(done.stdout)
+    assert [s["name"] for s in result["stages"]] == ["lint", "types", "tests"]
+    assert "F401" in result["packet_text"]
+
+
+def test_a_missing_directory_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    done = verify(str(tmp_path / "nope"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "is not a directory" in done.stderr
+
+
+def test_a_broken_pyproject_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.fixloop\n")
+    done = verify(str(tmp_path))
+    assert done.returncode == 2
+    assert "not valid TOML" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,255 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for tests that need a real model endpoint.
+
+A script is a list of steps, one consumed per request: `reply`, `status`, `hang`, `malformed`,
+`empty`, `truncated`. Every request is recorded (path, headers, parsed JSON body) so tests can
+assert exactly what the client sent and how often. Use the `model_server` fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import pytest
+
+StepKind = Literal["reply", "status", "hang", "malformed"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted answer. Build it with the functions below, not by hand."""
+
+    kind: StepKind
+    text: str = ""
+    finish_reason: str = "stop"
+    usage: dict[str, int] | None = None
+    send_usage: bool = True
+    code: int = 200
+    body: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def reply(
+    text: str,
+    finish_reason: str = "stop",
+    usage: dict[str, int] | None = None,
+    *,
+    send_usage: bool = True,
+) -> Step:
+    """A normal answer (streamed as SSE when the request asks for it).
+
+    `usage` defaults to a word count; `send_usage=False` leaves usage out, like servers that
+    ignore `stream_options`.
+    """
+    return Step("reply", text=text, finish_reason=finish_reason, usage=usage, send_usage=send_usage)
+
+
+def status(code: int, body: str | None = None, headers: dict[str, str] | None = None) -> Step:
+    """An HTTP error with an OpenAI-style error body unless `body` is given."""
+    if body is None:
+        kind = "rate_limit_error" if code == 429 else "api_error"
+        body = json.dumps({"error": {"message": f"scripted {code}", "type": kind, "code": code}})
+    return Step("status", code=code, body=body, headers=headers or {})
+
+
+def hang(seconds: float = 30.0) -> Step:
+    """Accept the request and send nothing for `seconds` (or until the server stops)."""
+    return Step("hang", seconds=seconds)
+
+
+def malformed() -> Step:
+    """200 OK whose body is not JSON (or, when streaming, SSE whose data is not JSON)."""
+    return Step("malformed")
+
+
+def empty() -> Step:
+    """200 OK with an empty answer."""
+    return Step("reply", text="")
+
+
+def truncated(text: str) -> Step:
+    """An answer cut off by the token limit (finish_reason "length")."""
+    return Step("reply", text=text, finish_reason="length")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names lower-cased: "authorization"
+    body: dict[str, Any]
+
+
+class ScriptedModelServer:
+    """Real HTTP on a free port, in a background thread. Unscripted requests get a 500."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._steps: list[Step] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        """What an OpenAI client takes as its base URL (`api_base`)."""
+        return self.url + "/v1"
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def script(self, *steps: Step) -> None:
+        with self._lock:
+            self._steps.extend(steps)
+
+    def start(self) -> ScriptedModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # releases hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, request: RecordedRequest) -> Step:
+        with self._lock:
+            self.requests.append(request)
+            return self._steps.pop(0) if self._steps else status(500, "script exhausted")
+
+
+def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                self._send(404, "application/json", b'{"error": {"message": "no such route"}}')
+                return
+            body = json.loads(raw or b"{}")
+            step = server._next(
+                RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            )
+            if step.kind == "hang":
+                server._stopping.wait(step.seconds)
+                self.close_connection = True
+            elif step.kind == "status":
+                self._send(step.code, "application/json", step.body.encode(), step.headers)
+            elif body.get("stream"):
+                self._stream(step, body)
+            elif step.kind == "malformed":
+                self._send(200, "application/json", b"<html>this is not json")
+            else:
+                self._send(200, "application/json", json.dumps(_completion(step, body)).encode())
+
+        def _send(
+            self, code: int, ctype: str, data: bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, step: Step, body: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()  # no Content-Length: the body ends when the connection closes
+            self.close_connection = True
+            if step.kind == "malformed":
+                self.wfile.write(b"data: {this is not json\n\n")
+                return
+            for chunk in _chunks(step, body):
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+
+    return Handler
+
+
+def _usage(step: Step, body: dict[str, Any]) -> dict[str, int]:
+    if step.usage is not None:
+        return step.usage
+    prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+    completion = len(step.text.split())
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _envelope(body: dict[str, Any], obj: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": obj,
+        "created": int(time.time()),
+        "model": body.get("model", "scripted"),
+    }
+
+
+def _completion(step: Step, body: dict[str, Any]) -> dict[str, Any]:
+    message = {"role": "assistant", "content": step.text}
+    choice = {"index": 0, "message": message, "finish_reason": step.finish_reason}
+    usage = {"usage": _usage(step, body)} if step.send_usage else {}
+    return {**_envelope(body, "chat.completion"), "choices": [choice], **usage}
+
+
+def _chunks(step: Step, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Role first, then the text in small pieces (words), then the finish, then usage if asked."""
+    env = _envelope(body, "chat.completion.chunk")
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(step.text):
+        yield chunk({"content": piece})
+    yield chunk({}, step.finish_reason)
+    if step.send_usage and (body.get("stream_options") or {}).get("include_usage"):
+        yield {**env, "choices": [], "usage": _usage(step, body)}
+
+
+def _pieces(text: str) -> list[str]:
+    """Split so that "".join(pieces) == text: each piece is a word with its trailing spaces."""
+    pieces: list[str] = []
+    start = 0
+    for i in range(1, len(text)):
+        if text[i - 1].isspace() and not text[i].isspace():
+            pieces.append(text[start:i])
+            start = i
+    if text:
+        pieces.append(text[start:])
+    return pieces
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    """A running scripted server; script it with `model_server.script(reply("..."), ...)`."""
+    server = ScriptedModelServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,174 @@
+"""What happens during a run, as events (DESIGN §3). The audit log, the headless
+printer and the TUI are consumers; the loop only emits.
+
+Every event is a pydantic model with a `type` field, so `events.jsonl` parses
+back into the same classes (`parse_event`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class BaseEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ts: float = Field(default_factory=time.time)
+    run_id: str = ""
+
+
+class RunStarted(BaseEvent):
+    type: Literal["RunStarted"] = "RunStarted"
+    task: str
+    project: str
+    model: str
+    sandbox: str
+    mode: str = "auto"
+    max_iterations: int
+    branch: str = ""
+    baseline: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+
+
+class IterationStarted(BaseEvent):
+    type: Literal["IterationStarted"] = "IterationStarted"
+    n: int
+    max_n: int
+
+
+class ModelRequested(BaseEvent):
+    type: Literal["ModelRequested"] = "ModelRequested"
+    n: int
+    model: str
+    prompt_tokens: int = 0
+
+
+class ModelResponded(BaseEvent):
+    type: Literal["ModelResponded"] = "ModelResponded"
+    n: int
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    finish_reason: str | None = None
+    attempts: int = 1
+
+
+class ProposalReady(BaseEvent):
+    type: Literal["ProposalReady"] = "ProposalReady"
+    n: int
+    explanation: str = ""
+    files: list[str] = Field(default_factory=list)
+    format_error: str | None = None
+
+
+class ReviewRequested(BaseEvent):
+    type: Literal["ReviewRequested"] = "ReviewRequested"
+    n: int
+    kind: Literal["proposal", "pass"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ReviewResolved(BaseEvent):
+    type: Literal["ReviewResolved"] = "ReviewResolved"
+    n: int
+    kind: Literal["proposal", "pass"]
+    decision: Literal["approve", "edit", "abort", "accept", "reject"]
+    by: Literal["person", "policy"] = "policy"
+    note: str = ""
+
+
+class EditsApplied(BaseEvent):
+    type: Literal["EditsApplied"] = "EditsApplied"
+    n: int
+    files: list[str] = Field(default_factory=list)
+    held_back: list[str] = Field(default_factory=list)
+
+
+class Committed(BaseEvent):
+    type: Literal["Committed"] = "Committed"
+    n: int
+    sha: str
+    message: str
+
+
+class StageStarted(BaseEvent):
+    type: Literal["StageStarted"] = "StageStarted"
+    n: int
+    stage: str
+    cmd: str
+
+
+class StageFinished(BaseEvent):
+    type: Literal["StageFinished"] = "StageFinished"
+    n: int
+    stage: str
+    exit_code: int
+    duration_ms: int
+    timed_out: bool = False
+    oom_killed: bool = False
+
+
+class PacketReady(BaseEvent):
+    type: Literal["PacketReady"] = "PacketReady"
+    n: int
+    verdict: str
+    error_class: str
+    signature: str = ""
+    tokens: int = 0
+    tests: dict[str, int] | None = None
+
+
+class GuardTripped(BaseEvent):
+    type: Literal["GuardTripped"] = "GuardTripped"
+    n: int
+    guard: str
+    detail: str = ""
+
+
+class RunFinished(BaseEvent):
+    type: Literal["RunFinished"] = "RunFinished"
+    status: str
+    reason: str = ""
+    iterations: int = 0
+    branch: str = ""
+    final_commit: str | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+
+Event = Annotated[
+    RunStarted
+    | IterationStarted
+    | ModelRequested
+    | ModelResponded
+    | ProposalReady
+    | ReviewRequested
+    | ReviewResolved
+    | EditsApplied
+    | Committed
+    | StageStarted
+    | StageFinished
+    | PacketReady
+    | GuardTripped
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(line: str | bytes) -> Event:
+    """One line of events.jsonl back into its event class."""
+    return EVENT_ADAPTER.validate_json(line)
+
+
+class EventSink(Protocol):
+    """Anything that hears the run's events: the audit log, a printer, the TUI."""
+
+    def emit(self, event: BaseEvent) -> None: ...

@@ -1,0 +1,125 @@
+"""The audit trail: events.jsonl round-trips, survives a torn line, never holds a secret."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from engine.events import (
+    Committed,
+    IterationStarted,
+    PacketReady,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+)
+from engine.rundir import RunDirectory, list_runs, new_run_id, read_events
+
+REPO = Path(__file__).parents[2]
+
+
+def started(task: str = "make the failing tests pass") -> RunStarted:
+    return RunStarted(task=task, project="/p", model="openai/x", sandbox="gvisor", max_iterations=4)
+
+
+def test_events_read_back_as_the_classes_that_were_written(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, new_run_id())
+    written = [
+        started(),
+        IterationStarted(n=1, max_n=4),
+        StageFinished(n=1, stage="tests", exit_code=1, duration_ms=1200),
+        PacketReady(n=1, verdict="failing", error_class="logic", tests={"passed": 3}),
+        Committed(n=1, sha="abc123", message="fixloop[iter 1/4]: fix mean"),
+        RunFinished(status="exhausted", iterations=1),
+    ]
+    for event in written:
+        run.emit(event)
+    assert run.events() == written
+
+
+def test_each_event_is_on_disk_as_soon_as_it_is_emitted(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, new_run_id())
+    run.emit(started())
+    lines = run.events_path.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "RunStarted"
+
+
+def test_a_torn_last_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, new_run_id())
+    run.emit(started())
+    with open(run.events_path, "a") as stream:
+        stream.write('{"type": "IterationStarted", "n": 1, "max')
+    assert [type(e).__name__ for e in read_events(run.events_path)] == ["RunStarted"]
+
+
+def test_an_api_key_never_reaches_the_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-canary-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    run = RunDirectory.create(tmp_path, new_run_id())
+    run.emit(started(task=f"use key {secret}"))
+    run.write_text("iterations/01/response.txt", f"the model echoed {secret}")
+    run.write_json("run.json", {"api_key": secret})
+    on_disk = "".join(p.read_text() for p in run.path.rglob("*") if p.is_file())
+    assert secret not in on_disk
+    assert "use key" in on_disk
+
+
+def test_artifacts_are_written_whole_with_no_temp_files_left(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, new_run_id())
+    run.write_json(f"{run.iteration(3)}/packet.json", {"summary": "1 of 2 failing"})
+    assert json.loads((run.path / "iterations/03/packet.json").read_text()) == {
+        "summary": "1 of 2 failing"
+    }
+    assert [p.name for p in (run.path / "iterations/03").iterdir()] == ["packet.json"]
+
+
+def test_the_run_directory_keeps_the_users_git_status_clean(tmp_path: Path) -> None:
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    repo.git.add("-A")
+    repo.index.commit("base")
+    run = RunDirectory.create(tmp_path, new_run_id())
+    run.emit(started())
+    assert repo.git.status("--porcelain") == ""
+
+
+def test_runs_lists_newest_first_with_status_and_iterations(tmp_path: Path) -> None:
+    old = RunDirectory.create(tmp_path, "20261201-100000-aaaa")
+    old.emit(started("old task"))
+    old.emit(RunFinished(status="ok", iterations=2))
+    new = RunDirectory.create(tmp_path, "20261202-100000-bbbb")
+    new.emit(started("new task"))
+    new.emit(IterationStarted(n=1, max_n=4))
+    runs = list_runs(tmp_path)
+    assert [(r.id, r.task, r.status, r.iterations) for r in runs] == [
+        ("20261202-100000-bbbb", "new task", "unfinished", 1),
+        ("20261201-100000-aaaa", "old task", "ok", 2),
+    ]
+
+
+def test_the_runs_command_prints_json(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-100000-cccc")
+    run.emit(started("fix it"))
+    run.emit(RunFinished(status="stalled", iterations=3))
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "runs", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    assert (row["id"], row["status"], row["iterations"], row["task"]) == (
+        "20261202-100000-cccc",
+        "stalled",
+        3,
+        "fix it",
+    )

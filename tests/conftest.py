@@ -9,6 +9,7 @@ import pytest
 
 from sandbox.errors import SandboxUnavailable
 from sandbox.gvisor import GvisorSandbox, check_can_run
+from tests.model_server import model_server  # noqa: F401 - the scripted model server fixture
 
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 

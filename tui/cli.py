@@ -95,17 +95,58 @@ def build_parser() -> argparse.ArgumentParser:
         "--exec-timeout", type=float, default=300.0, metavar="S", help="per stage (default 300)"
     )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
+
+    run_command = commands.add_parser(
+        "run",
+        help="run the repair loop (the default command)",
+        description="Run the bounded code -> test -> distill -> repair loop on PATH. "
+        "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage, 3 env_failure, "
+        "4 suspicious_pass, 5 budget_exceeded, 6 infrastructure, 130 aborted.",
+    )
+    from tui.headless import add_run_arguments
+
+    add_run_arguments(run_command)
+
+    report = commands.add_parser("report", help="print a run's report.md")
+    report.add_argument("run", help="run id (see `fixloop-tui runs`)")
+    report.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+
+    runs = commands.add_parser("runs", help="list the project's runs (newest first)")
+    runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+    runs.add_argument("--json", action="store_true", help="print one JSON array")
     return parser
+
+
+COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `run` is the default command: `fixloop-tui [PATH] [flags]`.
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "run")
     args = parser.parse_args(argv)
     try:
         if args.command == "doctor":
             return _doctor(args)
         if args.command == "sandbox" and args.sandbox_command == "run":
             return _sandbox_run(args, parser)
+        if args.command == "run":
+            if not args.headless:
+                print(
+                    "fixloop-tui: error: the interactive app is not built yet; "
+                    "pass --headless to run the loop without a screen",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            from tui.headless import run_headless
+
+            return run_headless(args)
+        if args.command == "report":
+            return _report(args)
+        if args.command == "runs":
+            return _runs(args)
         if args.command == "verify":
             from tui.verify import verify_command
 
@@ -173,6 +214,41 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     if result.oom_killed:
         return EXIT_OOM
     return result.exit_code
+
+
+def _report(args: argparse.Namespace) -> int:
+    from engine.rundir import FIXLOOP_DIR, RUNS_DIR
+
+    run_dir = args.path.resolve() / FIXLOOP_DIR / RUNS_DIR / args.run
+    if not run_dir.is_dir():
+        print(f"fixloop-tui: error: no run {args.run!r} in {args.path}", file=sys.stderr)
+        return EXIT_USAGE
+    report = run_dir / "report.md"
+    if not report.is_file():
+        print(f"run {args.run} ended ok (or is unfinished): it has no report.md", file=sys.stderr)
+        return 1
+    sys.stdout.write(report.read_text(encoding="utf-8"))
+    return 0
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from engine.rundir import list_runs
+
+    if not args.path.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    runs = list_runs(args.path.resolve())
+    if args.json:
+        print(json.dumps([run.model_dump(exclude={"path"}) for run in runs]))
+        return 0
+    if not runs:
+        print("no runs yet in this project")
+        return 0
+    print(f"{'run':20}  {'status':16}  {'iter':>4}  {'started':19}  task")
+    for run in runs:
+        task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
+        print(f"{run.id:20}  {run.status:16}  {run.iterations:4}  {run.started:19}  {task}")
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:

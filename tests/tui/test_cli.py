@@ -101,10 +101,17 @@ def test_unsafe_local_backend_warns(tmp_path: Path) -> None:
     assert "unsandboxed" in done.stderr
 
 
-def test_no_command_prints_help_and_exits_2() -> None:
+def test_no_command_means_run_which_needs_headless_until_the_app_exists() -> None:
     done = fixloop()
     assert done.returncode == 2
-    assert "doctor" in done.stderr
+    assert "pass --headless" in done.stderr
+
+
+def test_help_lists_every_command() -> None:
+    done = fixloop("--help")
+    assert done.returncode == 0
+    for command in ("doctor", "sandbox", "verify", "run", "runs", "report"):
+        assert command in done.stdout
 
 
 @pytest.mark.usefixtures("needs_gvisor")

@@ -1,0 +1,143 @@
+"""Run settings from every source, with DESIGN §4.8's precedence:
+flags > environment (`FIXLOOP_*`) > `[tool.fixloop]` in the project's pyproject.toml
+> `~/.config/fixloop/config.toml` > defaults.
+
+Each source is checked on its own, so an unknown key or a bad value is one line
+naming the key and the file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sandbox import FixloopError
+
+
+class ConfigError(FixloopError):
+    """A setting that cannot be used; the message names the key and where it came from."""
+
+
+class Settings(BaseModel):
+    """Everything a run can be configured with. None means "not set here"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str | None = None
+    files: list[str] | None = None
+    test_cmd: str | None = None
+    lint_cmd: str | None = None
+    type_cmd: str | None = None
+    format_cmd: str | None = None
+    model: str | None = None
+    model_path: Path | None = None
+    api_base: str | None = None
+    edit_format: Literal["json", "whole"] | None = None
+    max_iters: int | None = Field(default=None, ge=1, le=100)
+    no_progress: int | None = Field(default=None, ge=1)
+    exec_timeout: float | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    wall_clock: float | None = Field(default=None, gt=0)
+    sandbox: Literal["auto", "gvisor", "docker", "unsafe-local"] | None = None
+    image: str | None = None
+    python: Path | None = None
+    approve: Literal["step", "auto"] | None = None
+    accept_suspicious: bool | None = None
+    allow_test_edits: bool | None = None
+    theme: str | None = None
+
+
+DEFAULTS = Settings(
+    max_iters=4,
+    no_progress=2,
+    exec_timeout=300.0,
+    sandbox="auto",
+    approve="step",
+    accept_suspicious=False,
+    allow_test_edits=False,
+)
+FIELDS = tuple(Settings.model_fields)
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "fixloop" / "config.toml"
+
+
+def _layer(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """One source's settings, checked; the error names the key and the source."""
+    for key in values:
+        if key not in FIELDS:
+            known = ", ".join(FIELDS)
+            raise ConfigError(f"unknown setting {key!r} in {source} (known: {known})")
+    try:
+        return Settings.model_validate(dict(values)).model_dump(exclude_unset=True)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "?"
+        raise ConfigError(f"bad value for {key!r} in {source}: {error['msg']}") from None
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def from_user_config(path: Path | None = None) -> dict[str, Any]:
+    path = path or user_config_path()
+    if not path.is_file():
+        return {}
+    return _layer(_toml(path), str(path))
+
+
+def from_pyproject(project: Path) -> dict[str, Any]:
+    path = project / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    table = _toml(path).get("tool", {}).get("fixloop", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.fixloop] must be a table")
+    return _layer(table, f"{path} [tool.fixloop]")
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key in FIELDS:
+        raw = environ.get(f"FIXLOOP_{key.upper()}")
+        if raw is None or raw == "":
+            continue
+        if key == "files":
+            values[key] = [part for part in raw.split(os.pathsep) if part]
+        elif key in ("accept_suspicious", "allow_test_edits"):
+            values[key] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            values[key] = raw
+    return _layer(values, "the environment (FIXLOOP_*)")
+
+
+def load_settings(
+    project: Path,
+    flags: Mapping[str, Any],
+    *,
+    environ: Mapping[str, str] | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Merge every source; flags given as None are "not set"."""
+    merged: dict[str, Any] = DEFAULTS.model_dump(exclude_none=True)
+    set_flags = {key: value for key, value in flags.items() if value is not None}
+    for layer in (
+        from_user_config(user_config),
+        from_pyproject(project),
+        from_environment(os.environ if environ is None else environ),
+        _layer(set_flags, "the command line"),
+    ):
+        merged.update(layer)
+    return Settings.model_validate(merged)

@@ -1,0 +1,138 @@
+"""The loop's guards (DESIGN §4.5): when to stop, and what the run's ending is called.
+
+Pure decisions over what the loop observed; the loop only asks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class RunStatus(StrEnum):
+    OK = "ok"
+    SUSPICIOUS_PASS = "suspicious_pass"
+    ENV_FAILURE = "env_failure"
+    STALLED = "stalled"
+    NO_PROGRESS = "no_progress"
+    EXHAUSTED = "exhausted"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    ABORTED = "aborted"
+    ERROR = "error"
+
+
+EXIT_CODES: dict[RunStatus, int] = {
+    RunStatus.OK: 0,
+    RunStatus.EXHAUSTED: 1,
+    RunStatus.STALLED: 1,
+    RunStatus.NO_PROGRESS: 1,
+    RunStatus.ENV_FAILURE: 3,
+    RunStatus.SUSPICIOUS_PASS: 4,
+    RunStatus.BUDGET_EXCEEDED: 5,
+    RunStatus.ERROR: 6,
+    RunStatus.ABORTED: 130,
+}
+
+
+class Budget(BaseModel):
+    """Caps on one run; None means no cap."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    wall_clock_s: float | None = None
+
+
+@dataclass
+class Spend:
+    """What the run has used so far."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def over(self, budget: Budget) -> str | None:
+        """Which cap was passed, in words, or None."""
+        if budget.max_tokens is not None and self.tokens > budget.max_tokens:
+            return f"used {self.tokens} tokens, over the cap of {budget.max_tokens}"
+        if budget.max_cost_usd is not None and self.cost_usd > budget.max_cost_usd:
+            return f"spent ${self.cost_usd:.4f}, over the cap of ${budget.max_cost_usd:.4f}"
+        if budget.wall_clock_s is not None and self.elapsed_s > budget.wall_clock_s:
+            return f"ran {self.elapsed_s:.0f} s, over the cap of {budget.wall_clock_s:.0f} s"
+        return None
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass
+class StallDetector:
+    """The same normalised error signature twice in a row stalls the run, with one grace
+    iteration when the last edit touched different files than the one before it."""
+
+    last_signature: str | None = None
+    repeats: int = 1
+    grace_used: bool = False
+    touched_history: list[frozenset[str]] = field(default_factory=list)
+
+    def observe(self, signature: str, touched: Sequence[str]) -> bool:
+        """Record one verification after an edit; True when the run has stalled."""
+        files = frozenset(touched)
+        previous = self.touched_history[-1] if self.touched_history else None
+        self.touched_history.append(files)
+        if signature != self.last_signature:
+            self.last_signature = signature
+            self.repeats = 1
+            return False
+        self.repeats += 1
+        if previous is not None and previous != files and not self.grace_used:
+            self.grace_used = True
+            return False
+        if previous is None and not self.grace_used:
+            # The first edit did not change the error the run started with.
+            self.grace_used = True
+            return False
+        return True
+
+    def note(self) -> str | None:
+        """What the model is told when it sees the same error again."""
+        if self.repeats < 2:
+            return None
+        recent = [sorted(files) for files in self.touched_history[-2:] if files]
+        touched = " and ".join(", ".join(files) for files in recent) or "the same files"
+        return (
+            f"This is the {ordinal(self.repeats)} time you see this exact error; your last "
+            f"attempts touched {touched}. Try a different hypothesis."
+        )
+
+
+@dataclass
+class ProgressTracker:
+    """No progress: the passed-test count has not risen for `limit` iterations in a row."""
+
+    limit: int = 2
+    best: int | None = None
+    streak: int = 0
+
+    def start(self, passed: int | None) -> None:
+        self.best = passed
+
+    def observe(self, passed: int | None) -> bool:
+        """Record one verification after an edit; True when the run makes no progress."""
+        if passed is not None and (self.best is None or passed > self.best):
+            self.best = passed
+            self.streak = 0
+            return False
+        self.streak += 1
+        return self.streak >= self.limit

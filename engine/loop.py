@@ -1,0 +1,509 @@
+"""The repair loop (DESIGN §3): prompt -> model -> parse edits -> gate -> apply + commit
+-> verify -> judge -> the next packet, or an ending.
+
+Recoverable trouble (an unusable answer, edits that do not apply) is told to the
+model and costs an iteration; terminating trouble (a model that stays down, the
+sandbox failing) ends the run with a status. The run's record is written after
+every step, and its ending always, in a `finally`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import prompts
+from engine.check import Baseline, Verification, verify_tree
+from engine.edits import EditFormat, EditFormatError, Proposal, apply, parse
+from engine.events import (
+    BaseEvent,
+    Committed,
+    EditsApplied,
+    EventSink,
+    GuardTripped,
+    IterationStarted,
+    ModelRequested,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+    ReviewRequested,
+    ReviewResolved,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+    StageStarted,
+)
+from engine.feedback.tokens import count_tokens
+from engine.gate import Gate, held_back_note, split_test_edits
+from engine.guards import Budget, ProgressTracker, RunStatus, Spend, StallDetector
+from engine.model import Completion, ModelClient, ModelError
+from engine.results import StageResult, TestCounts
+from engine.rundir import RunDirectory
+from engine.stages import Stage
+from engine.verdict import Verdict
+from engine.verifier import Verifier
+from engine.workspace import Workspace, iteration_message
+from sandbox import FixloopError
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    task: str = prompts.DEFAULT_TASK
+    model: str
+    edit_format: EditFormat = "json"
+    max_iterations: int = Field(default=4, ge=1)
+    no_progress_limit: int = Field(default=2, ge=1)
+    budget: Budget = Field(default_factory=Budget)
+    files: list[str] = Field(default_factory=list)
+    allow_test_edits: bool = False
+    packet_cap: int = 2000
+
+
+class IterationRecord(BaseModel):
+    n: int
+    status: str  # a verdict, or format_error / no_change
+    tests: TestCounts | None = None
+    error_class: str = ""
+    commit: str | None = None
+    explanation: str = ""
+    summary: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    model_s: float = 0.0
+    verify_s: float = 0.0
+    summary_for_model: str = Field(default="", exclude=True)
+
+
+class RunResult(BaseModel):
+    run_id: str
+    status: RunStatus
+    reason: str
+    iterations: list[IterationRecord]
+    branch: str
+    final_commit: str | None
+    run_dir: str
+    report: str | None
+    tokens: int
+    cost_usd: float
+    duration_s: float
+
+
+@dataclass
+class Deps:
+    model: ModelClient
+    verifier: Verifier
+    workspace: Workspace
+    gate: Gate
+    run_dir: RunDirectory
+    sinks: list[EventSink] = field(default_factory=list)
+    on_model_text: Callable[[str], None] | None = None
+
+
+class Ending(Exception):
+    """Raised inside the loop to end the run with a status."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class FixLoop:
+    def __init__(self, config: RunConfig, deps: Deps) -> None:
+        self.config = config
+        self.deps = deps
+        self.spend = Spend()
+        self.stall = StallDetector()
+        self.progress = ProgressTracker(limit=config.no_progress_limit)
+        self.records: list[IterationRecord] = []
+        self.baseline_collected: int | None = None
+
+    # -- the story ----------------------------------------------------------------------
+
+    async def run(self) -> RunResult:
+        workspace = self.deps.workspace
+        self.emit(
+            RunStarted(
+                task=self.config.task,
+                project=str(workspace.project),
+                model=self.config.model,
+                sandbox=self.deps.verifier.sandbox.name,
+                max_iterations=self.config.max_iterations,
+                branch=workspace.branch,
+                baseline=workspace.baseline,
+                config=self.config.model_dump(mode="json"),
+            )
+        )
+        status, reason = RunStatus.ERROR, "the run ended unexpectedly"
+        try:
+            status, reason = await self.loop()
+        except Ending as ending:
+            status, reason = ending.status, ending.reason
+        except ModelError as exc:
+            status, reason = RunStatus.ERROR, str(exc)
+        except FixloopError as exc:
+            status, reason = RunStatus.ERROR, str(exc)
+        except BaseException as exc:
+            status, reason = RunStatus.ABORTED, f"stopped: {type(exc).__name__}"
+            raise
+        finally:
+            result = self.finish(status, reason)
+        return result
+
+    async def loop(self) -> tuple[RunStatus, str]:
+        current = await self.verify_initial()
+        packet_notes: list[str] = []
+        for n in range(1, self.config.max_iterations + 1):
+            self.check_budget(n)
+            started = time.monotonic()
+            self.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
+            record = IterationRecord(n=n, status="running")
+            self.records.append(record)
+            completion = await self.ask(n, current, packet_notes)
+            record.model_s = completion.duration_s
+            record.tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
+            record.cost_usd = completion.usage.cost_usd
+            self.check_budget(n)
+            proposal, held_back = await self.propose(n, completion.text, record)
+            if proposal is None:
+                packet_notes = [record.summary_for_model]
+                record.duration_s = time.monotonic() - started
+                continue
+            held_notes = [held_back_note(held_back)] if held_back else []
+            packet_notes = list(held_notes)
+            touched, commit = self.apply_and_commit(n, proposal, held_back, record, packet_notes)
+            if commit is None:
+                record.duration_s = time.monotonic() - started
+                continue
+            verify_started = time.monotonic()
+            current = await self.verify_after_edit(n, touched, commit, current)
+            record.verify_s = time.monotonic() - verify_started
+            record.duration_s = time.monotonic() - started
+            ending = await self.judge(n, current, touched, record)
+            if ending is not None:
+                return ending
+            current = self.annotate(n, current, held_notes)
+            packet_notes = []
+        return RunStatus.EXHAUSTED, f"{self.config.max_iterations} proposals did not pass"
+
+    # -- steps --------------------------------------------------------------------------
+
+    async def verify_initial(self) -> Verification:
+        """What is red before the model is asked; an environment problem ends it here."""
+        current = await self.verify(0)
+        if current.judgement.verdict is Verdict.ENV_FAILURE:
+            current = await self.verify(0)  # once more, in case it was a fluke
+        verdict = current.judgement.verdict
+        if verdict is Verdict.ENV_FAILURE:
+            raise Ending(RunStatus.ENV_FAILURE, _env_reason(current))
+        if verdict is Verdict.OK:
+            raise Ending(RunStatus.OK, "already green before any edit: nothing to fix")
+        if verdict is Verdict.SUSPICIOUS_PASS:
+            raise Ending(RunStatus.SUSPICIOUS_PASS, "; ".join(current.judgement.reasons))
+        tests = current.judgement.tests
+        self.baseline_collected = tests.collected if tests else None
+        self.progress.start(tests.passed if tests else None)
+        self.stall.last_signature = current.judgement.signature
+        return current
+
+    async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
+        root = self.deps.workspace.root
+        packet = current.packet
+        paths = prompts.relevant_paths(root, packet, named=self.config.files)
+        files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
+        messages = prompts.messages(
+            self.config.task, files, current.packet_text, self.config.edit_format, notes
+        )
+        directory = self.deps.run_dir.iteration(n)
+        self.deps.run_dir.write_json(f"{directory}/prompt.json", [m.model_dump() for m in messages])
+        prompt_tokens = sum(count_tokens(m.content, self.config.model) for m in messages)
+        self.emit(ModelRequested(n=n, model=self.config.model, prompt_tokens=prompt_tokens))
+        completion = await self.deps.model.complete(messages, on_text=self.deps.on_model_text)
+        self.deps.run_dir.write_text(f"{directory}/response.txt", completion.text)
+        usage = completion.usage
+        self.spend.tokens += usage.prompt_tokens + usage.completion_tokens
+        self.spend.cost_usd += usage.cost_usd
+        self.emit(
+            ModelResponded(
+                n=n,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=usage.cost_usd,
+                duration_s=completion.duration_s,
+                finish_reason=completion.finish_reason,
+                attempts=completion.attempts,
+            )
+        )
+        return completion
+
+    async def propose(
+        self, n: int, text: str, record: IterationRecord
+    ) -> tuple[Proposal | None, list[str]]:
+        """(the reviewed proposal to apply, the pinned test files held back from it);
+        no proposal when the answer is unusable (the record says why, for the model)."""
+        try:
+            proposal = parse(text, self.config.edit_format)
+        except EditFormatError as exc:
+            record.status = "format_error"
+            record.summary = "; ".join(exc.problems)
+            record.summary_for_model = str(exc)
+            self.emit(ProposalReady(n=n, format_error=str(exc)))
+            return None, []
+        workspace = self.deps.workspace
+        split = split_test_edits(proposal, workspace.pins, workspace.root)
+        record.explanation = proposal.explanation
+        self.emit(
+            ProposalReady(
+                n=n,
+                explanation=proposal.explanation,
+                files=[edit.path for edit in proposal.edits],
+            )
+        )
+        reasons = [f"changes pinned test file {path}" for path in split.held_back]
+        self.emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
+        review = await self.deps.gate.review(n, proposal, split.held_back)
+        self.emit(
+            ReviewResolved(
+                n=n, kind="proposal", decision=review.decision, note=review.note, by="policy"
+            )
+        )
+        if review.decision == "abort":
+            raise Ending(RunStatus.ABORTED, review.note or "the proposal was rejected")
+        if review.decision == "edit" and review.proposal is not None:
+            return review.proposal, []
+        held_back = split.held_back
+        kept = split.kept
+        if self.config.allow_test_edits or review.allow_test_edits:
+            repeated = set(split.repeated)
+            kept = proposal.model_copy(
+                update={"edits": [e for e in proposal.edits if e.path not in repeated]}
+            )
+            held_back = []
+        self.deps.run_dir.write_json(
+            f"{self.deps.run_dir.iteration(n)}/edits.json",
+            {"proposal": proposal.model_dump(), "held_back": held_back},
+        )
+        return kept, held_back
+
+    def apply_and_commit(
+        self,
+        n: int,
+        proposal: Proposal,
+        held_back: list[str],
+        record: IterationRecord,
+        notes: list[str],
+    ) -> tuple[list[str], str | None]:
+        """Apply and commit; (touched files, commit), or no commit and a note for the model."""
+        workspace = self.deps.workspace
+        try:
+            applied = apply(proposal, workspace.root)
+        except EditFormatError as exc:
+            record.status = "format_error"
+            record.summary = "; ".join(exc.problems)
+            notes.insert(0, str(exc))
+            return [], None
+        self.emit(EditsApplied(n=n, files=applied.files, held_back=held_back))
+        message = iteration_message(n, self.config.max_iterations, proposal.explanation)
+        commit = workspace.commit(message) if applied.files else None
+        if commit is None:
+            record.status = "no_change"
+            record.summary = "the proposal changed no file"
+            notes.append(
+                "Your last answer changed no file (its edits were held back or repeated the "
+                "current content). Change the code under test."
+            )
+            return [], None
+        record.commit = commit
+        self.emit(Committed(n=n, sha=commit, message=message))
+        self.deps.run_dir.write_text(
+            f"{self.deps.run_dir.iteration(n)}/patch.diff", workspace.diff(commit)
+        )
+        return applied.files, commit
+
+    async def verify_after_edit(
+        self, n: int, touched: list[str], commit: str, previous: Verification
+    ) -> Verification:
+        diff = self.deps.workspace.diff(commit)
+        result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
+        if result.judgement.verdict is Verdict.ENV_FAILURE:
+            result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
+        return result
+
+    async def judge(
+        self, n: int, current: Verification, touched: list[str], record: IterationRecord
+    ) -> tuple[RunStatus, str] | None:
+        """An ending, or None to go on with the next packet."""
+        judgement = current.judgement
+        record.status = judgement.verdict.value
+        record.tests = judgement.tests
+        record.error_class = judgement.classification.error_class.value
+        record.summary = current.packet.summary if current.packet else ""
+        verdict = judgement.verdict
+        if verdict is Verdict.OK:
+            return RunStatus.OK, f"verified green on iteration {n}"
+        if verdict is Verdict.ENV_FAILURE:
+            self.trip(n, "env_failure", _env_reason(current))
+            return RunStatus.ENV_FAILURE, _env_reason(current)
+        if verdict is Verdict.SUSPICIOUS_PASS:
+            reasons = judgement.reasons
+            self.emit(ReviewRequested(n=n, kind="pass", reasons=reasons))
+            review = await self.deps.gate.review_pass(n, reasons)
+            self.emit(
+                ReviewResolved(
+                    n=n,
+                    kind="pass",
+                    decision="accept" if review.accept else "reject",
+                    note=review.note,
+                )
+            )
+            if review.accept:
+                return RunStatus.OK, f"suspicious pass accepted ({review.note}): " + "; ".join(
+                    reasons
+                )
+            return RunStatus.SUSPICIOUS_PASS, "; ".join(reasons)
+        passed = judgement.tests.passed if judgement.tests else None
+        if self.stall.observe(judgement.signature, touched):
+            detail = f"the same error {self.stall.repeats} times in a row"
+            self.trip(n, "stalled", detail)
+            return RunStatus.STALLED, detail
+        if self.progress.observe(passed):
+            detail = f"the passed-test count has not risen for {self.progress.limit} iterations"
+            self.trip(n, "no_progress", detail)
+            return RunStatus.NO_PROGRESS, detail
+        return None
+
+    async def verify(
+        self,
+        n: int,
+        *,
+        touched: list[str] | None = None,
+        diff: str | None = None,
+        previous: list[StageResult] | None = None,
+    ) -> Verification:
+        workspace = self.deps.workspace
+
+        async def on_stage(stage: Stage, result: StageResult | None) -> None:
+            if result is None:
+                self.emit(StageStarted(n=n, stage=stage.name, cmd=stage.cmd))
+                return
+            self.emit(
+                StageFinished(
+                    n=n,
+                    stage=stage.name,
+                    exit_code=result.exit_code,
+                    duration_ms=result.duration_ms,
+                    timed_out=result.timed_out,
+                    oom_killed=result.oom_killed,
+                )
+            )
+            self.deps.run_dir.write_json(
+                f"{self.deps.run_dir.iteration(n)}/stage-{stage.name}.json", result
+            )
+
+        result = await verify_tree(
+            workspace.root,
+            self.deps.verifier,
+            baseline=Baseline(
+                repo=workspace.root, rev=workspace.baseline, collected=self.baseline_collected
+            ),
+            touched=touched or [],
+            last_diff=diff,
+            previous=previous,
+            iteration=n + 1 if n < self.config.max_iterations else None,
+            max_iterations=self.config.max_iterations,
+            repeat_note=None,
+            model=self.config.model,
+            cap=self.config.packet_cap,
+            on_stage=on_stage,
+        )
+        judgement = result.judgement
+        self.emit(
+            PacketReady(
+                n=n,
+                verdict=judgement.verdict.value,
+                error_class=judgement.classification.error_class.value,
+                signature=judgement.signature,
+                tokens=result.packet_tokens,
+                tests=judgement.tests.model_dump() if judgement.tests else None,
+            )
+        )
+        directory = self.deps.run_dir.iteration(n)
+        if result.packet is not None:
+            self.deps.run_dir.write_json(f"{directory}/packet.json", result.packet)
+            self.deps.run_dir.write_text(f"{directory}/packet.txt", result.packet_text)
+        return result
+
+    def annotate(self, n: int, current: Verification, notes: list[str]) -> Verification:
+        """The next packet, with the repeat note and what was held back from the last edit."""
+        repeat = self.stall.note()
+        if current.packet is None or not (repeat or notes):
+            return current
+        packet = current.packet.model_copy(
+            update={"repeat_note": repeat, "notes": [*current.packet.notes, *notes]}
+        )
+        text = packet.render(self.config.packet_cap, lambda t: count_tokens(t, self.config.model))
+        self.deps.run_dir.write_text(f"{self.deps.run_dir.iteration(n)}/packet.txt", text)
+        return current.model_copy(update={"packet": packet, "packet_text": text})
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def check_budget(self, n: int) -> None:
+        over = self.spend.over(self.config.budget)
+        if over:
+            self.trip(n, "budget", over)
+            raise Ending(RunStatus.BUDGET_EXCEEDED, over)
+
+    def trip(self, n: int, guard: str, detail: str) -> None:
+        self.emit(GuardTripped(n=n, guard=guard, detail=detail))
+
+    def emit(self, event: BaseEvent) -> None:
+        event = event.model_copy(update={"run_id": self.deps.run_dir.run_id})
+        self.deps.run_dir.emit(event)
+        for sink in self.deps.sinks:
+            sink.emit(event)
+
+    def finish(self, status: RunStatus, reason: str) -> RunResult:
+        from engine.report import write_report
+
+        workspace = self.deps.workspace
+        final = next((r.commit for r in reversed(self.records) if r.commit), None)
+        result = RunResult(
+            run_id=self.deps.run_dir.run_id,
+            status=status,
+            reason=reason,
+            iterations=self.records,
+            branch=workspace.branch,
+            final_commit=final,
+            run_dir=str(self.deps.run_dir.path),
+            report=None,
+            tokens=self.spend.tokens,
+            cost_usd=round(self.spend.cost_usd, 6),
+            duration_s=round(self.spend.elapsed_s, 3),
+        )
+        if status is not RunStatus.OK:
+            path = write_report(self.config, result, workspace, self.deps.run_dir)
+            result = result.model_copy(update={"report": str(path)})
+        self.deps.run_dir.write_json("result.json", result)
+        self.emit(
+            RunFinished(
+                status=status.value,
+                reason=reason,
+                iterations=len(self.records),
+                branch=workspace.branch,
+                final_commit=final,
+                tokens=self.spend.tokens,
+                cost_usd=result.cost_usd,
+                duration_s=result.duration_s,
+            )
+        )
+        return result
+
+
+def _env_reason(current: Verification) -> str:
+    classification = current.judgement.classification
+    return classification.env_cause or classification.primary

@@ -1,0 +1,202 @@
+"""What the model is asked: a short system prompt and one user message per iteration.
+
+Each iteration's prompt stands alone (task, the files that matter, the repair
+packet), so its size stays bounded — on a CPU model prompt size is latency.
+Relevant files: those the user named, those in the failing tracebacks, the
+failing tests and the project modules they import, and the last edit's files.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.edits import EditFormat, instructions
+from engine.feedback.packet import RepairPacket
+from engine.model import Message
+from engine.pins import is_test_file
+
+DEFAULT_TASK = "Make the failing tests pass."
+FILE_CHARS = 12_000  # a larger file is sent as excerpts around the lines that matter
+FILES_BUDGET_CHARS = 24_000
+EXCERPT_RADIUS = 25
+
+
+class PromptFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    text: str
+    excerpt: bool = False
+    read_only: bool = False
+
+
+def system_prompt(format: EditFormat) -> str:
+    return (
+        "You are fixloop's code repair model, working on a Python project. "
+        "You get a task, the relevant files and what the project's verifier reported. "
+        "Answer with edits only, in the format below. Change as little as needed. "
+        "Never edit, skip or delete tests: they define what is correct.\n\n" + instructions(format)
+    )
+
+
+def user_prompt(
+    task: str,
+    files: Sequence[PromptFile],
+    packet_text: str | None,
+    notes: Sequence[str] = (),
+) -> str:
+    parts = [f"Task: {task.strip() or DEFAULT_TASK}"]
+    if files:
+        parts.append("Files:\n\n" + "\n\n".join(render_file(f) for f in files))
+    if packet_text:
+        parts.append(packet_text)
+    parts += list(notes)
+    return "\n\n".join(parts)
+
+
+def messages(
+    task: str,
+    files: Sequence[PromptFile],
+    packet_text: str | None,
+    format: EditFormat,
+    notes: Sequence[str] = (),
+) -> list[Message]:
+    return [
+        Message(role="system", content=system_prompt(format)),
+        Message(role="user", content=user_prompt(task, files, packet_text, notes)),
+    ]
+
+
+def render_file(file: PromptFile) -> str:
+    """Like the `whole` edit format: the path alone on a line, then a fenced block."""
+    label = file.path
+    if file.read_only:
+        label += "  (test file: read only)"
+    if file.excerpt:
+        label += "  (excerpt; line numbers on the left)"
+    fence = "````" if "```" in file.text else "```"
+    language = "python" if file.path.endswith(".py") else ""
+    return f"{label}\n{fence}{language}\n{file.text.rstrip(chr(10))}\n{fence}"
+
+
+def relevant_paths(
+    root: Path,
+    packet: RepairPacket | None,
+    *,
+    named: Sequence[str] = (),
+    touched: Sequence[str] = (),
+) -> list[str]:
+    """Project files worth showing, most important first, each once."""
+    found: dict[str, None] = {}
+
+    def add(paths: Iterable[str]) -> None:
+        for path in paths:
+            clean = path.split("::")[0]
+            if clean and clean not in found and (root / clean).is_file():
+                found[clean] = None
+
+    add(named)
+    if packet is not None:
+        for failure in packet.failures:
+            if failure.frame is not None:
+                add([failure.frame.file])
+        add(touched)
+        tests = [f.file or f.test for f in packet.failures]
+        add(tests)
+        for test in tests:
+            add(imported_project_files(root, test.split("::")[0]))
+        add(packet.last_edit.files if packet.last_edit else [])
+        add(d.file for d in packet.diagnostics)
+    else:
+        add(touched)
+    return list(found)
+
+
+def imported_project_files(root: Path, path: str) -> list[str]:
+    """Project files a module imports (absolute imports resolved against root and src/)."""
+    source = root / path
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    modules = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.append(node.module)
+            modules += [f"{node.module}.{alias.name}" for alias in node.names]
+    files = []
+    for module in modules:
+        relative = Path(*module.split("."))
+        for base in (root, root / "src"):
+            for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+                if candidate.is_file():
+                    files.append(candidate.relative_to(root).as_posix())
+    return files
+
+
+def load_files(
+    root: Path,
+    paths: Sequence[str],
+    *,
+    lines_of_interest: dict[str, list[int]] | None = None,
+    budget_chars: int = FILES_BUDGET_CHARS,
+) -> list[PromptFile]:
+    """The files' text within a total budget; a large file becomes excerpts."""
+    result = []
+    left = budget_chars
+    for path in paths:
+        try:
+            text = (root / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        excerpt = False
+        if len(text) > min(FILE_CHARS, left):
+            text = excerpt_of(text, (lines_of_interest or {}).get(path, []))
+            excerpt = True
+        if len(text) > left:
+            break
+        left -= len(text)
+        result.append(
+            PromptFile(path=path, text=text, excerpt=excerpt, read_only=is_test_file(path))
+        )
+    return result
+
+
+def excerpt_of(text: str, lines: Sequence[int], radius: int = EXCERPT_RADIUS) -> str:
+    """Numbered windows around `lines` (1-based); the file's head when none are known."""
+    all_lines = text.splitlines()
+    centres = sorted(set(lines)) or [1]
+    windows: list[tuple[int, int]] = []
+    for centre in centres:
+        start, end = max(1, centre - radius), min(len(all_lines), centre + radius)
+        if windows and start <= windows[-1][1] + 1:
+            windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+        else:
+            windows.append((start, end))
+    chunks = []
+    for start, end in windows:
+        chunks.append("\n".join(f"{n:5d}  {all_lines[n - 1]}" for n in range(start, end + 1)))
+    return "\n  ...\n".join(chunks)
+
+
+def lines_of_interest(packet: RepairPacket | None) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    if packet is None:
+        return found
+    for failure in packet.failures:
+        if failure.file and failure.line:
+            found.setdefault(failure.file, []).append(failure.line)
+        if failure.frame is not None:
+            found.setdefault(failure.frame.file, []).append(failure.frame.line)
+    for diagnostic in packet.diagnostics:
+        found.setdefault(diagnostic.file, []).append(diagnostic.line)
+    if packet.last_edit is not None:
+        for path, ranges in packet.last_edit.files.items():
+            found.setdefault(path, []).extend(start for start, _ in ranges)
+    return found

@@ -1,0 +1,158 @@
+"""Starting a run: from settings to a workspace, a run directory, a sandbox, a verifier
+and a model client, then the loop. The headless command and the TUI both start here.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from engine.config import ConfigError, Settings
+from engine.doctor import project_python
+from engine.events import EventSink
+from engine.gate import Gate
+from engine.guards import Budget
+from engine.loop import Deps, FixLoop, RunConfig, RunResult
+from engine.model import LiteLLMClient, ModelClient
+from engine.rundir import RunDirectory, new_run_id
+from engine.stages import StageConfigError, configured_stages
+from engine.verifier import Verifier
+from engine.workspace import Workspace
+from sandbox import BackendName, Limits, Sandbox, SandboxUnavailable, open_sandbox
+
+
+def resolve_model(settings: Settings) -> str:
+    if settings.model:
+        return settings.model
+    try:
+        from engine.local_model import default_model
+    except ImportError:
+        default = None
+    else:
+        default = default_model()
+    if default is None:
+        raise ConfigError(
+            "no model configured: pass --model (any litellm model name, e.g. "
+            "openai/gpt-4o-mini), set FIXLOOP_MODEL, or install the embedded one: "
+            "pip install 'fixloop-tui[local]'"
+        )
+    return default
+
+
+def resolve_sandbox(settings: Settings) -> BackendName:
+    choice = settings.sandbox or "auto"
+    if choice != "auto":
+        return choice
+    from sandbox.gvisor import check_can_run
+
+    try:
+        check_can_run()
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(
+            f"no sandbox works here ({exc}); see `fixloop-tui doctor`, or choose "
+            "--sandbox unsafe-local to run model-written code unsandboxed (not recommended)"
+        ) from None
+    return "gvisor"
+
+
+def run_config(settings: Settings, model: str) -> RunConfig:
+    edit_format = settings.edit_format or ("whole" if model.startswith("local/") else "json")
+    return RunConfig(
+        task=settings.task or RunConfig.model_fields["task"].default,
+        model=model,
+        edit_format=edit_format,
+        max_iterations=settings.max_iters or 4,
+        no_progress_limit=settings.no_progress or 2,
+        budget=Budget(
+            max_tokens=settings.max_tokens,
+            max_cost_usd=settings.max_cost,
+            wall_clock_s=settings.wall_clock,
+        ),
+        files=list(settings.files or []),
+        allow_test_edits=bool(settings.allow_test_edits),
+    )
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in ("fixloop-tui", "litellm", "pytest", "textual"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+async def start_run(
+    project: Path,
+    settings: Settings,
+    *,
+    gate: Gate,
+    sinks: Sequence[EventSink] = (),
+    on_model_text: Callable[[str], None] | None = None,
+    model_client: ModelClient | None = None,
+    sandbox: Sandbox | None = None,
+) -> RunResult:
+    """One whole run. Configuration problems raise before anything is created."""
+    model = resolve_model(settings)
+    config = run_config(settings, model)
+    try:
+        # Stage commands come from the user's checkout, never from the run's worktree:
+        # the model must not be able to rewrite how it is judged.
+        stages = configured_stages(
+            project,
+            test_cmd=settings.test_cmd,
+            lint_cmd=settings.lint_cmd,
+            type_cmd=settings.type_cmd,
+            format_cmd=settings.format_cmd,
+        )
+        for stage in stages:
+            stage.argv()
+    except StageConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    backend = None if sandbox is not None else resolve_sandbox(settings)
+    python = settings.python or project_python(project)
+    client = model_client or LiteLLMClient(model, api_base=settings.api_base)
+    run_id = new_run_id()
+    workspace = Workspace.create(project, run_id)
+    run_dir = RunDirectory.create(project, run_id)
+    run_dir.write_json("run.json", run_record(project, settings, config, python))
+    owned = sandbox is None
+    if sandbox is None:
+        assert backend is not None
+        sandbox = open_sandbox(backend, pool_size=1 if backend == "gvisor" else 0)
+    verifier = Verifier(
+        sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)
+    )
+    deps = Deps(
+        model=client,
+        verifier=verifier,
+        workspace=workspace,
+        gate=gate,
+        run_dir=run_dir,
+        sinks=list(sinks),
+        on_model_text=on_model_text,
+    )
+    try:
+        return await FixLoop(config, deps).run()
+    finally:
+        if owned:
+            await sandbox.close()
+        workspace.keep()
+
+
+def run_record(
+    project: Path, settings: Settings, config: RunConfig, python: Path
+) -> dict[str, Any]:
+    return {
+        "project": str(project),
+        "config": config.model_dump(mode="json"),
+        "settings": settings.model_dump(mode="json", exclude_none=True),
+        "python": str(python),
+        "versions": versions(),
+        "argv": sys.argv,
+    }

@@ -1,0 +1,362 @@
+"""The headless loop end to end: the real CLI process, the scripted model server over
+HTTP (through litellm), the real gVisor sandbox and real git.
+
+Each test asserts the exit code, the JSON result, how many model requests were made,
+the commits on fixloop/<run>, that events.jsonl and report.md agree, and that the
+user's checkout is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+from engine.rundir import read_events
+from tests.model_server import ScriptedModelServer, reply, status
+
+REPO = Path(__file__).parents[2]
+EXAMPLE = REPO / "examples" / "textstats"
+KEY = "sk-test-e2e-0123456789"
+
+MEAN_FIX = {
+    "path": "textstats/core.py",
+    "search": "return sum(len(w) for w in found) // len(found)",
+    "replace": "return sum(len(w) for w in found) / len(found)",
+}
+TOP_FIX = {
+    "path": "textstats/core.py",
+    "search": "return counts.most_common(n - 1)",
+    "replace": "return counts.most_common(n)",
+}
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
+
+
+def answer(explanation: str, *edits: dict[str, str]) -> str:
+    return "```json\n" + json.dumps({"explanation": explanation, "edits": list(edits)}) + "\n```"
+
+
+PROJECTS = REPO / "tests" / "fixtures" / "projects"
+
+
+def committed_copy(source: Path, tmp_path: Path) -> Path:
+    root = tmp_path / source.name
+    shutil.copytree(source, root)
+    repo = git.Repo.init(root)
+    repo.git.add("-A")
+    repo.index.commit("the buggy example")
+    for path in [tmp_path, *root.rglob("*")]:
+        if ".git" not in path.parts:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return committed_copy(EXAMPLE, tmp_path)
+
+
+def checkout_state(root: Path) -> dict[str, Any]:
+    repo = git.Repo(root)
+    files = {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and ".fixloop" not in p.parts
+    }
+    return {
+        "files": files,
+        "index": (root / ".git" / "index").read_bytes(),
+        "head": repo.head.commit.hexsha,
+        "branch": repo.active_branch.name,
+    }
+
+
+def fixloop(
+    server: ScriptedModelServer, root: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            str(root),
+            "--headless",
+            "--json",
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            server.base_url,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(root.parent)},
+        timeout=600,
+        check=False,
+    )
+    assert KEY not in done.stdout + done.stderr
+    result = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done, result
+
+
+def branch_commits(root: Path, result: dict[str, Any]) -> list[str]:
+    repo = git.Repo(root)
+    return [c.message.strip() for c in repo.iter_commits(result["branch"], max_count=20)][
+        : len(result["iterations"]) + 1
+    ]
+
+
+def assert_trail_agrees(result: dict[str, Any]) -> None:
+    run_dir = Path(result["run_dir"])
+    events = read_events(run_dir / "events.jsonl")
+    finished = events[-1]
+    assert finished.type == "RunFinished"
+    assert (finished.status, finished.iterations) == (result["status"], len(result["iterations"]))
+    if result["status"] != "ok":
+        report = Path(result["report"]).read_text()
+        assert f": {result['status']}" in report.splitlines()[0]
+        assert result["reason"] in report
+        assert result["branch"] in report
+
+
+def test_fixed_on_iteration_2_is_ok_with_two_commits(
+    model_server: ScriptedModelServer,
+    project: Path,
+) -> None:
+    before = checkout_state(project)
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    assert model_server.count == 2
+    assert [it["status"] for it in result["iterations"]] == ["failing", "ok"]
+    assert result["iterations"][1]["tests"]["passed"] == 5
+    messages = branch_commits(project, result)
+    assert messages[:2] == [
+        "fixloop[iter 2/4]: return n words, not n - 1",
+        "fixloop[iter 1/4]: use true division in mean_word_length",
+    ]
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "most_common" in second_prompt or "top_words" in second_prompt
+    assert "1 test now passes that failed before" in second_prompt
+    assert checkout_state(project) == before
+    assert_trail_agrees(result)
+
+
+def test_a_model_down_for_good_exits_6_with_the_run_directory_intact(
+    model_server: ScriptedModelServer,
+    project: Path,
+) -> None:
+    before = checkout_state(project)
+    model_server.script(*[status(500)] * 10)
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 6, done.stderr
+    assert result["status"] == "error"
+    assert "HTTP 500" in result["reason"]
+    assert model_server.count == 4  # the client's retry budget
+    assert (Path(result["run_dir"]) / "events.jsonl").is_file()
+    assert checkout_state(project) == before
+    assert_trail_agrees(result)
+
+
+SKIP_TOP = {
+    "path": "tests/test_core.py",
+    "search": "def test_top_words_returns_n():",
+    "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
+}
+
+
+def test_a_test_edit_is_held_back_and_the_next_packet_says_so(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("fix the mean; that top_words test is wrong", MEAN_FIX, SKIP_TOP)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    assert model_server.count == 2
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your edits to tests/test_core.py were NOT applied" in second_prompt
+    tip = git.Repo(project).commit(result["branch"])
+    assert "mark.skip" not in (tip.tree / "tests" / "test_core.py").data_stream.read().decode()
+    assert_trail_agrees(result)
+
+
+def test_allowed_test_edits_turn_the_pass_suspicious_and_exit_4(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("fix the mean, skip the other", MEAN_FIX, SKIP_TOP)))
+    done, result = fixloop(model_server, project, "--allow-test-edits")
+    assert done.returncode == 4, done.stderr
+    assert result["status"] == "suspicious_pass"
+    assert "added @pytest.mark.skip at tests/test_core.py" in result["reason"]
+    assert model_server.count == 1
+    assert_trail_agrees(result)
+
+
+def test_a_test_file_repeated_unchanged_is_ignored_without_comment(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    core = (project / "textstats" / "core.py").read_text()
+    fixed = core.replace("// len(found)", "/ len(found)").replace("(n - 1)", "(n)")
+    tests = (project / "tests" / "test_core.py").read_text()
+    whole = (
+        "Fixed the division and the count.\n\ntextstats/core.py\n```python\n"
+        f"{fixed}```\n\ntests/test_core.py\n```python\n{tests}```\n"
+    )
+    model_server.script(reply(whole))
+    done, result = fixloop(model_server, project, "--edit-format", "whole")
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    repo = git.Repo(project)
+    changed = repo.git.diff("--name-only", f"{result['branch']}~1", result["branch"]).split()
+    assert changed == ["textstats/core.py"]
+
+
+def test_a_missing_module_is_env_failure_without_asking_the_model(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    root = committed_copy(PROJECTS / "missing_module", tmp_path)
+    before = checkout_state(root)
+    done, result = fixloop(model_server, root)
+    assert done.returncode == 3, done.stderr
+    assert result["status"] == "env_failure"
+    assert "yaml_fixloop_missing" in result["reason"]
+    assert model_server.count == 0
+    assert checkout_state(root) == before
+    assert_trail_agrees(result)
+
+
+def comment(text: str) -> dict[str, str]:
+    return {
+        "path": "textstats/core.py",
+        "search": "WORD = re.compile",
+        "replace": f"# {text}\nWORD = re.compile",
+    }
+
+
+def test_the_same_failure_twice_is_stalled(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("document the regex", comment("words are letters"))),
+        reply(answer("document it more", comment("and apostrophes"))),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 1, done.stderr
+    assert result["status"] == "stalled"
+    assert model_server.count == 2
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "This is the 2nd time you see this exact error" in second_prompt
+    assert len(branch_commits(project, result)) >= 2
+    assert_trail_agrees(result)
+
+
+def divide_by(before: str, after: str) -> dict[str, str]:
+    return {
+        "path": "textstats/core.py",
+        "search": f"// {before}",
+        "replace": f"// {after}",
+    }
+
+
+def test_no_rise_in_passed_tests_is_no_progress(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("guard the length", divide_by("len(found)", "(len(found) + 1)"))),
+        reply(answer("guard it again", divide_by("(len(found) + 1)", "(len(found) + 4)"))),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 1, done.stderr
+    assert result["status"] == "no_progress"
+    assert model_server.count == 2
+    assert_trail_agrees(result)
+
+
+def test_the_iteration_cap_is_exhausted(model_server: ScriptedModelServer, project: Path) -> None:
+    fewer = {"path": "textstats/core.py", "search": "(n - 1)", "replace": "(n - 2)"}
+    model_server.script(
+        reply(answer("fix the mean", MEAN_FIX)),
+        reply(answer("one fewer word", fewer)),
+    )
+    done, result = fixloop(model_server, project, "--max-iters", "2")
+    assert done.returncode == 1, done.stderr
+    assert result["status"] == "exhausted"
+    assert model_server.count == 2
+    assert len(result["iterations"]) == 2
+    assert_trail_agrees(result)
+
+
+def test_an_infinite_loop_is_a_timeout_and_the_loop_goes_on(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    hang = {
+        "path": "textstats/core.py",
+        "search": "return sum(len(w) for w in found) // len(found)",
+        "replace": "while True:\n        pass",
+    }
+    unhang = {
+        "path": "textstats/core.py",
+        "search": "while True:\n        pass",
+        "replace": "return sum(len(w) for w in found) / len(found)",
+    }
+    model_server.script(
+        reply(answer("loop until done", hang)),
+        reply(answer("no loop; true division; n words", unhang, TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project, "--exec-timeout", "10")
+    assert done.returncode == 0, done.stderr
+    assert result["iterations"][0]["error_class"] == "timeout"
+    assert result["status"] == "ok"
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "timed out" in second_prompt
+
+
+def test_malformed_output_is_fed_back_and_the_loop_goes_on(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply("I think the bug is in the division, {but I am not sure"),
+        reply(answer("true division; n words", MEAN_FIX, TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 0, done.stderr
+    assert [it["status"] for it in result["iterations"]] == ["format_error", "ok"]
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your answer could not be used" in second_prompt
+
+
+def test_a_token_budget_ends_budget_exceeded(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("fix the mean", MEAN_FIX)))
+    done, result = fixloop(model_server, project, "--max-tokens", "50")
+    assert done.returncode == 5, done.stderr
+    assert result["status"] == "budget_exceeded"
+    assert model_server.count == 1
+    assert_trail_agrees(result)
+
+
+def test_no_tests_collected_never_reaches_ok(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    root = committed_copy(PROJECTS / "no_tests", tmp_path)
+    edit = {"path": "tests/helpers.py", "search": "def", "replace": "def"}
+    model_server.script(reply(answer("nothing to change", edit)))
+    done, result = fixloop(model_server, root, "--max-iters", "1")
+    assert result["status"] != "ok"
+    assert done.returncode == 1, done.stderr

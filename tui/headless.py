@@ -1,0 +1,218 @@
+"""`fixloop-tui run --headless`: the loop without a screen, for CI and scripts.
+
+Progress goes to stderr one line per step; with `--json` stdout gets exactly one
+JSON object (DESIGN §4.8). The exit code says how the run ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.config import ConfigError, load_settings
+from engine.events import (
+    BaseEvent,
+    Committed,
+    GuardTripped,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+    RunFinished,
+    RunStarted,
+)
+from engine.gate import PolicyGate
+from engine.guards import EXIT_CODES
+from engine.loop import RunResult
+from engine.model import ModelError
+from engine.runner import start_run
+from engine.workspace import WorkspaceError
+
+EXIT_USAGE = 2
+EXIT_INFRA = 6
+
+RUN_FLAGS = (
+    "task",
+    "files",
+    "test_cmd",
+    "lint_cmd",
+    "type_cmd",
+    "format_cmd",
+    "model",
+    "model_path",
+    "api_base",
+    "edit_format",
+    "max_iters",
+    "exec_timeout",
+    "max_cost",
+    "max_tokens",
+    "wall_clock",
+    "sandbox",
+    "image",
+    "python",
+    "approve",
+    "accept_suspicious",
+    "allow_test_edits",
+    "theme",
+)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project root")
+    parser.add_argument("--task", help='what to do (default: "Make the failing tests pass.")')
+    parser.add_argument("--task-file", type=Path, help="read the task from a file")
+    parser.add_argument(
+        "--file", dest="files", action="append", help="a file the model must see (repeatable)"
+    )
+    parser.add_argument("--spec", type=Path, help="spec mode (not built yet)")
+    parser.add_argument("--test-cmd", help="default: python -m pytest -q")
+    parser.add_argument("--lint-cmd")
+    parser.add_argument("--type-cmd")
+    parser.add_argument("--format-cmd")
+    parser.add_argument("--model", help="any litellm model name; default: the embedded one")
+    parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
+    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
+    parser.add_argument("--edit-format", choices=["json", "whole"])
+    parser.add_argument("--max-iters", type=int, help="proposals before giving up (default 4)")
+    parser.add_argument("--exec-timeout", type=float, help="seconds per stage (default 300)")
+    parser.add_argument("--max-cost", type=float, help="USD")
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--wall-clock", type=float, help="seconds for the whole run")
+    parser.add_argument("--sandbox", choices=["auto", "gvisor", "docker", "unsafe-local"])
+    parser.add_argument("--image", help="container image (docker backend)")
+    parser.add_argument("--python", type=Path, help="interpreter whose environment runs tests")
+    parser.add_argument("--approve", choices=["step", "auto"])
+    parser.add_argument(
+        "--accept-suspicious",
+        action="store_const",
+        const=True,
+        help="accept a suspicious pass (recorded)",
+    )
+    parser.add_argument(
+        "--allow-test-edits",
+        action="store_const",
+        const=True,
+        help="let the model edit pinned tests (a pass is then suspicious)",
+    )
+    parser.add_argument("--headless", action="store_true", help="no screen: for CI and scripts")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (headless)")
+    parser.add_argument("--theme")
+
+
+class ProgressPrinter:
+    """One short line per step on stderr."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.max_n = 0
+
+    def emit(self, event: BaseEvent) -> None:
+        line = self.line(event)
+        if line:
+            print(f"fixloop: {line}", file=self.stream, flush=True)
+
+    def line(self, event: BaseEvent) -> str | None:
+        if isinstance(event, RunStarted):
+            self.max_n = event.max_iterations
+            return f"run {event.run_id} on {event.branch} with {event.model} ({event.sandbox})"
+        prefix = f"[{getattr(event, 'n', 0)}/{self.max_n}]"
+        if isinstance(event, ModelResponded):
+            tokens = event.prompt_tokens + event.completion_tokens
+            return f"{prefix} model answered: {tokens} tokens in {event.duration_s:.1f} s"
+        if isinstance(event, ProposalReady):
+            if event.format_error:
+                return f"{prefix} unusable answer: {event.format_error.splitlines()[1:2]}"
+            return f"{prefix} proposal: {event.explanation or '(no explanation)'}"
+        if isinstance(event, Committed):
+            return f"{prefix} committed {event.sha[:10]}"
+        if isinstance(event, PacketReady):
+            tests = event.tests or {}
+            counts = (
+                f"{tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed"
+                if tests
+                else "no test report"
+            )
+            label = "baseline" if event.n == 0 else prefix
+            return f"{label} verified: {event.verdict} ({counts}; {event.error_class})"
+        if isinstance(event, GuardTripped):
+            return f"{prefix} {event.guard}: {event.detail}"
+        if isinstance(event, RunFinished):
+            return f"finished: {event.status} — {event.reason}"
+        return None
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    if args.spec is not None:
+        print("fixloop-tui: error: --spec is not built yet", file=sys.stderr)
+        return EXIT_USAGE
+    project: Path = args.path.resolve()
+    if not project.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in RUN_FLAGS}
+    if args.task_file is not None:
+        try:
+            flags["task"] = args.task_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        settings = load_settings(project, flags)
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    gate = PolicyGate(accept_suspicious=bool(settings.accept_suspicious))
+    try:
+        result = asyncio.run(
+            start_run(project, settings, gate=gate, sinks=[ProgressPrinter(sys.stderr)])
+        )
+    except (ConfigError, WorkspaceError) as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModelError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    if args.json:
+        print(json.dumps(as_json(result)))
+    elif result.report:
+        print(f"report: {result.report}", file=sys.stderr)
+    if result.status.value == "error":
+        print(f"fixloop-tui: error: {result.reason}", file=sys.stderr)
+    return EXIT_CODES[result.status]
+
+
+def as_json(result: RunResult) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "status": result.status.value,
+        "reason": result.reason,
+        "iterations": [
+            {
+                "n": record.n,
+                "status": record.status,
+                "tests": (
+                    record.tests.model_dump(
+                        include={"collected", "passed", "failed", "errors", "skipped"}
+                    )
+                    if record.tests
+                    else None
+                ),
+                "error_class": record.error_class,
+                "commit": record.commit,
+                "duration_s": round(record.duration_s, 3),
+                "tokens": record.tokens,
+                "cost_usd": record.cost_usd,
+            }
+            for record in result.iterations
+        ],
+        "branch": result.branch,
+        "final_commit": result.final_commit,
+        "run_dir": result.run_dir,
+        "report": result.report,
+        "tokens": result.tokens,
+        "cost_usd": result.cost_usd,
+        "duration_s": result.duration_s,
+    }

@@ -39,8 +39,9 @@ from engine.events import (
 from engine.feedback.tokens import count_tokens
 from engine.gate import Gate, held_back_note, split_test_edits
 from engine.guards import Budget, ProgressTracker, RunStatus, Spend, StallDetector
-from engine.model import Completion, ModelClient, ModelError
+from engine.model import Completion, ModelClient
 from engine.results import StageResult, TestCounts
+from engine.resume import ResumeState
 from engine.rundir import RunDirectory
 from engine.stages import Stage
 from engine.verdict import Verdict
@@ -114,9 +115,10 @@ class Ending(Exception):
 
 
 class FixLoop:
-    def __init__(self, config: RunConfig, deps: Deps) -> None:
+    def __init__(self, config: RunConfig, deps: Deps, resume: ResumeState | None = None) -> None:
         self.config = config
         self.deps = deps
+        self.resume = resume
         self.spend = Spend()
         self.stall = StallDetector()
         self.progress = ProgressTracker(limit=config.no_progress_limit)
@@ -126,6 +128,23 @@ class FixLoop:
     # -- the story ----------------------------------------------------------------------
 
     async def run(self) -> RunResult:
+        if self.resume is None:
+            self.started()
+        status, reason = RunStatus.ERROR, "the run ended unexpectedly"
+        try:
+            status, reason = await self.loop()
+        except Ending as ending:
+            status, reason = ending.status, ending.reason
+        except FixloopError as exc:  # the model or the sandbox failed for good
+            status, reason = RunStatus.ERROR, str(exc)
+        except BaseException as exc:
+            status, reason = RunStatus.ABORTED, f"stopped: {type(exc).__name__}"
+            raise
+        finally:
+            result = self.finish(status, reason)
+        return result
+
+    def started(self) -> None:
         workspace = self.deps.workspace
         self.emit(
             RunStarted(
@@ -139,26 +158,14 @@ class FixLoop:
                 config=self.config.model_dump(mode="json"),
             )
         )
-        status, reason = RunStatus.ERROR, "the run ended unexpectedly"
-        try:
-            status, reason = await self.loop()
-        except Ending as ending:
-            status, reason = ending.status, ending.reason
-        except ModelError as exc:
-            status, reason = RunStatus.ERROR, str(exc)
-        except FixloopError as exc:
-            status, reason = RunStatus.ERROR, str(exc)
-        except BaseException as exc:
-            status, reason = RunStatus.ABORTED, f"stopped: {type(exc).__name__}"
-            raise
-        finally:
-            result = self.finish(status, reason)
-        return result
 
     async def loop(self) -> tuple[RunStatus, str]:
-        current = await self.verify_initial()
+        if self.resume is None:
+            current, first = await self.verify_initial(), 1
+        else:
+            current, first = await self.restore(self.resume)
         packet_notes: list[str] = []
-        for n in range(1, self.config.max_iterations + 1):
+        for n in range(first, self.config.max_iterations + 1):
             self.check_budget(n)
             started = time.monotonic()
             self.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
@@ -210,6 +217,31 @@ class FixLoop:
         self.progress.start(tests.passed if tests else None)
         self.stall.last_signature = current.judgement.signature
         return current
+
+    async def restore(self, state: ResumeState) -> tuple[Verification, int]:
+        """Pick a dead run up where its events end: guards replayed, the tip re-verified."""
+        self.records = [IterationRecord.model_validate(r) for r in state.records]
+        self.spend.tokens, self.spend.cost_usd = state.tokens, state.cost_usd
+        self.baseline_collected = state.baseline_collected
+        self.progress.start(state.baseline_passed)
+        self.stall.last_signature = state.baseline_signature
+        for seen in state.observations:
+            self.stall.observe(seen.signature, seen.touched)
+            self.progress.observe(seen.passed)
+        workspace = self.deps.workspace
+        if state.pending_commit is not None:
+            n, commit = state.pending_commit
+            record = next(r for r in self.records if r.n == n)
+            touched = workspace.changed_files(commit)
+            current = await self.verify(n, touched=touched, diff=workspace.diff(commit))
+            ending = await self.judge(n, current, touched, record)
+            if ending is not None:
+                raise Ending(*ending)
+        else:
+            current = await self.verify(state.next_n - 1)
+            if current.judgement.verdict is Verdict.OK:
+                raise Ending(RunStatus.OK, "verified green on resume")
+        return self.annotate(state.next_n - 1, current, []), state.next_n
 
     async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
         root = self.deps.workspace.root

@@ -4,6 +4,9 @@ and a model client, then the loop. The headless command and the TUI both start h
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import platform
 import sys
 from collections.abc import Callable, Sequence
@@ -17,9 +20,10 @@ from engine.events import EventSink
 from engine.gate import Gate
 from engine.guards import Budget
 from engine.loop import Deps, FixLoop, RunConfig, RunResult
-from engine.model import LiteLLMClient, ModelClient
-from engine.rundir import RunDirectory, new_run_id
-from engine.stages import StageConfigError, configured_stages
+from engine.model import LiteLLMClient, ModelClient, load_litellm
+from engine.resume import ResumeError, ResumeState, resume_state
+from engine.rundir import FIXLOOP_DIR, RUNS_DIR, RunDirectory, new_run_id
+from engine.stages import Stage, StageConfigError, configured_stages
 from engine.verifier import Verifier
 from engine.workspace import Workspace
 from sandbox import BackendName, Limits, Sandbox, SandboxUnavailable, open_sandbox
@@ -100,6 +104,76 @@ async def start_run(
     """One whole run. Configuration problems raise before anything is created."""
     model = resolve_model(settings)
     config = run_config(settings, model)
+    stages = _stages(project, settings)
+    backend = None if sandbox is not None else resolve_sandbox(settings)
+    python = settings.python or project_python(project)
+    client = model_client or LiteLLMClient(model, api_base=settings.api_base)
+    run_id = new_run_id()
+    workspace = Workspace.create(project, run_id)
+    run_dir = RunDirectory.create(project, run_id)
+    run_dir.write_json("run.json", run_record(project, settings, config, python, workspace))
+    return await _execute(
+        config,
+        stages,
+        python,
+        settings,
+        functools.partial(
+            Deps,
+            model=client,
+            workspace=workspace,
+            gate=gate,
+            run_dir=run_dir,
+            sinks=list(sinks),
+            on_model_text=on_model_text,
+        ),
+        backend,
+        sandbox,
+    )
+
+
+async def resume_run(
+    project: Path,
+    run_id: str,
+    *,
+    gate: Gate,
+    sinks: Sequence[EventSink] = (),
+    on_model_text: Callable[[str], None] | None = None,
+    model_client: ModelClient | None = None,
+    sandbox: Sandbox | None = None,
+) -> RunResult:
+    """Continue a run whose process died, with the settings it started with."""
+    run_dir = RunDirectory(project / FIXLOOP_DIR / RUNS_DIR / run_id)
+    record_path = run_dir.path / "run.json"
+    if not record_path.is_file():
+        raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    state = resume_state(run_dir.events())
+    settings = Settings.model_validate(record["settings"])
+    config = RunConfig.model_validate(record["config"])
+    stages = _stages(project, settings)
+    backend = None if sandbox is not None else resolve_sandbox(settings)
+    python = Path(record["python"])
+    client = model_client or LiteLLMClient(config.model, api_base=settings.api_base)
+    workspace = Workspace.reopen(
+        project,
+        run_id,
+        start_head=record["start_head"],
+        user_branch=record["user_branch"],
+        baseline=record["baseline"],
+    )
+    deps = functools.partial(
+        Deps,
+        model=client,
+        workspace=workspace,
+        gate=gate,
+        run_dir=run_dir,
+        sinks=list(sinks),
+        on_model_text=on_model_text,
+    )
+    return await _execute(config, stages, python, settings, deps, backend, sandbox, state)
+
+
+def _stages(project: Path, settings: Settings) -> list[Stage]:
     try:
         # Stage commands come from the user's checkout, never from the run's worktree:
         # the model must not be able to rewrite how it is judged.
@@ -114,42 +188,52 @@ async def start_run(
             stage.argv()
     except StageConfigError as exc:
         raise ConfigError(str(exc)) from None
-    backend = None if sandbox is not None else resolve_sandbox(settings)
-    python = settings.python or project_python(project)
-    client = model_client or LiteLLMClient(model, api_base=settings.api_base)
-    run_id = new_run_id()
-    workspace = Workspace.create(project, run_id)
-    run_dir = RunDirectory.create(project, run_id)
-    run_dir.write_json("run.json", run_record(project, settings, config, python))
+    return stages
+
+
+async def _execute(
+    config: RunConfig,
+    stages: list[Stage],
+    python: Path,
+    settings: Settings,
+    deps: Callable[..., Deps],
+    backend: BackendName | None,
+    sandbox: Sandbox | None,
+    resume: ResumeState | None = None,
+) -> RunResult:
     owned = sandbox is None
     if sandbox is None:
         assert backend is not None
-        sandbox = open_sandbox(backend, pool_size=1 if backend == "gvisor" else 0)
+        # Two warm sandboxes: the one an iteration takes is replaced while the model thinks.
+        sandbox = open_sandbox(backend, pool_size=2 if backend == "gvisor" else 0)
     verifier = Verifier(
         sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)
     )
-    deps = Deps(
-        model=client,
-        verifier=verifier,
-        workspace=workspace,
-        gate=gate,
-        run_dir=run_dir,
-        sinks=list(sinks),
-        on_model_text=on_model_text,
+    parts = deps(verifier=verifier)
+    # litellm takes seconds to import: let it load while the first verification runs.
+    preload = (
+        asyncio.create_task(load_litellm()) if isinstance(parts.model, LiteLLMClient) else None
     )
     try:
-        return await FixLoop(config, deps).run()
+        return await FixLoop(config, parts, resume).run()
     finally:
+        if preload is not None and not preload.done():
+            preload.cancel()
         if owned:
             await sandbox.close()
-        workspace.keep()
+        parts.workspace.keep()
 
 
 def run_record(
-    project: Path, settings: Settings, config: RunConfig, python: Path
+    project: Path, settings: Settings, config: RunConfig, python: Path, workspace: Workspace
 ) -> dict[str, Any]:
     return {
         "project": str(project),
+        "run_id": workspace.run_id,
+        "branch": workspace.branch,
+        "start_head": workspace.start_head,
+        "user_branch": workspace.user_branch,
+        "baseline": workspace.baseline,
         "config": config.model_dump(mode="json"),
         "settings": settings.model_dump(mode="json", exclude_none=True),
         "python": str(python),

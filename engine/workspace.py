@@ -132,6 +132,45 @@ class Workspace:
             identity=identity,
         )
 
+    @classmethod
+    def reopen(
+        cls,
+        project: Path,
+        run_id: str,
+        *,
+        start_head: str,
+        user_branch: str | None,
+        baseline: str,
+    ) -> Workspace:
+        """The workspace of a run whose process died: its worktree back at the branch tip.
+
+        Committed iterations are kept; edits that were applied but never committed (the
+        process died between writing and committing) were never verified and are dropped.
+        """
+        project = _check_project(project)
+        _check_run_id(run_id)
+        branch = BRANCH_PREFIX + run_id
+        if not _ok(project, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"):
+            raise WorkspaceError(f"run {run_id} has no branch {branch}: nothing to resume")
+        workspace = cls(
+            project,
+            run_id,
+            start_head=start_head,
+            user_branch=user_branch,
+            baseline=baseline,
+            identity=_identity_env(project),
+        )
+        root = workspace.root
+        if root.is_dir() and root.resolve() in _registered_worktrees(project):
+            _git(root, "reset", "--quiet", "--hard", f"refs/heads/{branch}")
+            _git(root, "clean", "--quiet", "-fd")
+        else:
+            if root.exists():
+                shutil.rmtree(root)
+            _git(project, "worktree", "prune")
+            _git(project, "worktree", "add", "--quiet", str(root), branch)
+        return workspace
+
     # -- during a run ---------------------------------------------------------------------
 
     def commit(self, message: str) -> str | None:

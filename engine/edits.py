@@ -44,6 +44,11 @@ pkg/mod.py
 <the complete new content of pkg/mod.py>
 ```"""
 
+_WHOLE_AGAIN = (
+    "Answer again: one line saying what you changed and why; then, for each file you change, "
+    "its path alone on a line and right after it a fenced python code block with the whole "
+    "corrected file, every line of it."
+)
 _SHAPES: dict[EditFormat, str] = {"json": _JSON_SHAPE, "whole": _WHOLE_SHAPE}
 _PATH_HINT = "Use a path relative to the project root, like pkg/mod.py."
 _APPLY_HINT = "None of your edits were applied. Fix these and send all your edits again."
@@ -93,8 +98,16 @@ class AppliedEdits(BaseModel):
     unchanged: list[str]
 
 
-def instructions(format: EditFormat) -> str:
-    """The system-prompt paragraph that tells the model how to answer, with a tiny example."""
+def instructions(format: EditFormat, example_path: str | None = None) -> str:
+    """The system-prompt paragraph that tells the model how to answer, with a tiny example.
+
+    Small models copy the example's path literally: give them a real one when known.
+    """
+    text = _instructions(format)
+    return text.replace("pkg/mod.py", example_path) if example_path else text
+
+
+def _instructions(format: EditFormat) -> str:
     if format == "json":
         return (
             "Answer with one JSON object (a ```json fence around it is fine):\n"
@@ -104,12 +117,12 @@ def instructions(format: EditFormat) -> str:
             'several edits. Use "content" only for a new file or to rewrite a whole file. '
             "Write newlines inside strings as \\n."
         )
+    # No placeholder block here: small models copy an example block verbatim.
     return (
-        "Start with one line saying what you changed and why. Then, for every file you change, "
-        "write its path alone on a line, then a fenced code block with the complete new content "
-        "of that file (every line, not only the changed ones):\n\n"
-        f"{_WHOLE_SHAPE}\n\n"
-        "Paths are relative to the project root. Do not show files you do not change."
+        "Reply with one line saying what you changed and why. Then, for each file you change, "
+        "write its path alone on a line (for example: pkg/mod.py), and right after it a fenced "
+        "python code block holding the whole corrected file, every line of it. Paths are "
+        "relative to the project root. Do not repeat files you do not change."
     )
 
 
@@ -126,6 +139,8 @@ def parse(text: str, format: EditFormat) -> Proposal:
 
 
 def _shape_error(problems: list[str], format: EditFormat) -> EditFormatError:
+    if format == "whole":  # no example block: small models copy it verbatim
+        return EditFormatError(problems, _WHOLE_AGAIN)
     return EditFormatError(problems, f"Answer again in this shape:\n{_SHAPES[format]}")
 
 

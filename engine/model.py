@@ -523,6 +523,9 @@ async def _ensure_local_model(model: str) -> None:
             result = await asyncio.to_thread(ensure, model)
             if inspect.isawaitable(result):
                 await result
+        # Load now, so a broken model file fails here as itself, and the ~2 s the load
+        # holds the GIL happen before the first request rather than inside it.
+        await asyncio.to_thread(local_model.preload, model)
     except ModelError:
         raise
     except FixloopError as exc:  # one family for the loop: every model failure is a ModelError

@@ -34,12 +34,13 @@ class PromptFile(BaseModel):
     read_only: bool = False
 
 
-def system_prompt(format: EditFormat) -> str:
+def system_prompt(format: EditFormat, example_path: str | None = None) -> str:
     return (
         "You are fixloop's code repair model, working on a Python project. "
         "You get a task, the relevant files and what the project's verifier reported. "
         "Answer with edits only, in the format below. Change as little as needed. "
-        "Never edit, skip or delete tests: they define what is correct.\n\n" + instructions(format)
+        "Never edit, skip or delete tests: they define what is correct.\n\n"
+        + instructions(format, example_path)
     )
 
 
@@ -65,8 +66,9 @@ def messages(
     format: EditFormat,
     notes: Sequence[str] = (),
 ) -> list[Message]:
+    code = [f.path for f in files if not f.read_only]
     return [
-        Message(role="system", content=system_prompt(format)),
+        Message(role="system", content=system_prompt(format, code[0] if code else None)),
         Message(role="user", content=user_prompt(task, files, packet_text, notes)),
     ]
 
@@ -100,44 +102,72 @@ def relevant_paths(
                 found[clean] = None
 
     add(named)
-    if packet is not None:
-        for failure in packet.failures:
-            if failure.frame is not None:
-                add([failure.frame.file])
+    if packet is None:
         add(touched)
-        tests = [f.file or f.test for f in packet.failures]
-        add(tests)
-        for test in tests:
-            add(imported_project_files(root, test.split("::")[0]))
-        add(packet.last_edit.files if packet.last_edit else [])
-        add(d.file for d in packet.diagnostics)
-    else:
-        add(touched)
+        return list(found)
+    for failure in packet.failures:
+        if failure.frame is not None:
+            add([failure.frame.file])
+    add(touched)
+    add(packet.last_edit.files if packet.last_edit else [])
+    tests = list(dict.fromkeys((f.file or f.test).split("::")[0] for f in packet.failures))
+    # The code under test before the tests that show it is wrong.
+    imported = [p for test in tests for p in imported_project_files(root, test)]
+    add(p for p in imported if not is_test_file(p))
+    add(tests)
+    add(d.file for d in packet.diagnostics)
     return list(found)
 
 
-def imported_project_files(root: Path, path: str) -> list[str]:
-    """Project files a module imports (absolute imports resolved against root and src/)."""
+def imported_project_files(root: Path, path: str, depth: int = 2) -> list[str]:
+    """Project files a module imports, following re-exports `depth` levels deep
+    (a test imports `pkg`, whose `__init__` imports `pkg.core`: the code is in core)."""
+    found: dict[str, None] = {}
+    frontier = [path]
+    for _ in range(depth):
+        following: list[str] = []
+        for current in frontier:
+            for imported in _direct_imports(root, current):
+                if imported not in found and imported != path:
+                    found[imported] = None
+                    following.append(imported)
+        frontier = following
+    return list(found)
+
+
+def _direct_imports(root: Path, path: str) -> list[str]:
     source = root / path
     try:
         tree = ast.parse(source.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return []
-    modules = []
+    package = Path(path).parent
+    modules: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules.append(node.module)
-            modules += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package
+                for _ in range(node.level - 1):
+                    anchor = anchor.parent
+                prefix = ".".join(anchor.parts)
+                base = ".".join(part for part in (prefix, base) if part)
+            if base:
+                modules.append(base)
+            modules += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
     files = []
     for module in modules:
         relative = Path(*module.split("."))
-        for base in (root, root / "src"):
-            for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+        for base_dir in (root, root / "src"):
+            for candidate in (
+                base_dir / relative.with_suffix(".py"),
+                base_dir / relative / "__init__.py",
+            ):
                 if candidate.is_file():
                     files.append(candidate.relative_to(root).as_posix())
-    return files
+    return list(dict.fromkeys(files))
 
 
 def load_files(

@@ -63,6 +63,18 @@ def resolve_sandbox(settings: Settings) -> BackendName:
     return "gvisor"
 
 
+def make_client(model: str, settings: Settings) -> LiteLLMClient:
+    if model.startswith("local/"):
+        if settings.model_path is not None:
+            from engine.local_model import set_model_path
+
+            set_model_path(settings.model_path)
+        # A CPU model writes ~20 tokens/s: a whole small file fits in 1024, a runaway
+        # answer should not cost minutes.
+        return LiteLLMClient(model, max_tokens=1024, timeout_s=300)
+    return LiteLLMClient(model, api_base=settings.api_base)
+
+
 def run_config(settings: Settings, model: str) -> RunConfig:
     edit_format = settings.edit_format or ("whole" if model.startswith("local/") else "json")
     return RunConfig(
@@ -107,7 +119,7 @@ async def start_run(
     stages = _stages(project, settings)
     backend = None if sandbox is not None else resolve_sandbox(settings)
     python = settings.python or project_python(project)
-    client = model_client or LiteLLMClient(model, api_base=settings.api_base)
+    client = model_client or make_client(model, settings)
     run_id = new_run_id()
     workspace = Workspace.create(project, run_id)
     run_dir = RunDirectory.create(project, run_id)
@@ -153,7 +165,7 @@ async def resume_run(
     stages = _stages(project, settings)
     backend = None if sandbox is not None else resolve_sandbox(settings)
     python = Path(record["python"])
-    client = model_client or LiteLLMClient(config.model, api_base=settings.api_base)
+    client = model_client or make_client(config.model, settings)
     workspace = Workspace.reopen(
         project,
         run_id,

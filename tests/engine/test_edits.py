@@ -674,7 +674,8 @@ def test_whole_code_block_without_a_path_is_an_error() -> None:
     message = str(caught.value)
     assert "a code block without its file path on the line above it" in message
     assert '"Here is the fix:"' in message
-    assert "pkg/mod.py\n```python" in message  # the shape to answer in
+    assert "its path alone on a line" in message  # how to answer, without a block to copy
+    assert "pkg/mod.py" not in message
 
 
 def test_whole_second_block_right_after_the_first_has_no_path() -> None:
@@ -737,5 +738,7 @@ def test_json_instructions_example_is_a_valid_answer() -> None:
     assert [e.path for e in parse(example, "json").edits] == ["pkg/mod.py", "pkg/new_module.py"]
 
 
-def test_whole_instructions_example_is_a_valid_answer() -> None:
-    assert [e.path for e in parse(instructions("whole"), "whole").edits] == ["pkg/mod.py"]
+def test_instructions_use_a_real_path_of_the_project_as_the_example() -> None:
+    text = instructions("whole", "textstats/core.py")
+    assert "textstats/core.py" in text
+    assert "pkg/mod.py" not in text

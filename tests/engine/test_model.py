@@ -348,6 +348,7 @@ def recording_local_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     fake = ModuleType("engine.local_model")
     fake.ensure_registered = calls.append  # type: ignore[attr-defined]
+    fake.preload = lambda model: calls.append(f"preload {model}")  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "engine.local_model", fake)
     return calls
 
@@ -361,7 +362,7 @@ async def test_local_model_is_registered_once_before_the_first_call(
         with pytest.raises(ModelError):
             await client.complete(ASK)
 
-    assert recording_local_model == ["local/tiny"]
+    assert recording_local_model == ["local/tiny", "preload local/tiny"]
 
 
 def test_redact_removes_env_secrets_and_token_shapes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import statistics
 import sys
 import tempfile
@@ -32,12 +31,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import git  # noqa: E402
-
 from engine.config import load_settings  # noqa: E402
 from engine.gate import PolicyGate  # noqa: E402
 from engine.runner import start_run  # noqa: E402
 from tests.model_server import ScriptedModelServer, reply  # noqa: E402
+from tests.projects import committed_copy  # noqa: E402
 
 FIXES = [
     ("true division", "return sum(len(w) for w in found) // len(found)", "/ len(found)"),
@@ -53,14 +51,7 @@ def answer(explanation: str, search: str, replace: str) -> str:
 
 
 async def one_run(server: ScriptedModelServer, scratch: Path) -> list[dict[str, Any]]:
-    root = scratch / "textstats"
-    shutil.copytree(REPO / "examples" / "textstats", root)
-    repo = git.Repo.init(root)
-    repo.git.add("-A")
-    repo.index.commit("buggy")
-    for path in [scratch, *root.rglob("*")]:
-        if ".git" not in path.parts:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+    root = committed_copy(REPO / "examples" / "textstats", scratch)
     server.script(*(reply(answer(*fix)) for fix in FIXES))
     settings = load_settings(
         root, {"model": "openai/scripted", "api_base": server.base_url, "sandbox": "gvisor"}

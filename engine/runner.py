@@ -196,8 +196,6 @@ def _stages(project: Path, settings: Settings) -> list[Stage]:
             type_cmd=settings.type_cmd,
             format_cmd=settings.format_cmd,
         )
-        for stage in stages:
-            stage.argv()
     except StageConfigError as exc:
         raise ConfigError(str(exc)) from None
     return stages

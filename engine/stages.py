@@ -139,7 +139,9 @@ def configured_stages(
             continue
         if not isinstance(cmd, str) or not cmd.strip():
             raise StageConfigError(f"[tool.fixloop] {kind.value}_cmd must be a non-empty string")
-        stages.append(Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip()))
+        stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip())
+        stage.argv()  # a command that cannot be parsed fails now, not in the sandbox
+        stages.append(stage)
     return sorted(stages, key=lambda stage: ORDER.index(stage.kind))
 
 

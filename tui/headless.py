@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -166,17 +167,8 @@ def run_headless(args: argparse.Namespace) -> int:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     gate = PolicyGate(accept_suspicious=bool(settings.accept_suspicious))
-    try:
-        result = asyncio.run(
-            start_run(project, settings, gate=gate, sinks=[ProgressPrinter(sys.stderr)])
-        )
-    except (ConfigError, WorkspaceError) as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ModelError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_INFRA
-    return _finish(args, result)
+    sinks = [ProgressPrinter(sys.stderr)]
+    return _complete(args, start_run(project, settings, gate=gate, sinks=sinks))
 
 
 def resume_headless(args: argparse.Namespace) -> int:
@@ -185,20 +177,20 @@ def resume_headless(args: argparse.Namespace) -> int:
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     gate = PolicyGate(accept_suspicious=bool(args.accept_suspicious))
+    sinks = [ProgressPrinter(sys.stderr)]
+    return _complete(args, resume_run(project, args.run, gate=gate, sinks=sinks))
+
+
+def _complete(args: argparse.Namespace, run: Coroutine[Any, Any, RunResult]) -> int:
+    """Run to the end; user-fixable problems are usage errors, a dead model exit 6."""
     try:
-        result = asyncio.run(
-            resume_run(project, args.run, gate=gate, sinks=[ProgressPrinter(sys.stderr)])
-        )
+        result = asyncio.run(run)
     except (ConfigError, WorkspaceError, ResumeError) as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ModelError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    return _finish(args, result)
-
-
-def _finish(args: argparse.Namespace, result: RunResult) -> int:
     if args.json:
         print(json.dumps(as_json(result)))
     elif result.report:

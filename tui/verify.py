@@ -48,8 +48,6 @@ def verify_command(args: argparse.Namespace) -> int:
             type_cmd=args.type_cmd,
             format_cmd=args.format_cmd,
         )
-        for stage in stages:
-            stage.argv()
     except StageConfigError as exc:
         return _fail(str(exc))
     baseline, diff, touched = _baseline(root)

@@ -9,11 +9,11 @@ user's checkout is unchanged.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import pytest
 
 from engine.rundir import read_events
 from tests.model_server import ScriptedModelServer, hang, reply, status
+from tests.projects import PROJECTS, committed_copy
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "textstats"
@@ -45,24 +46,13 @@ def answer(explanation: str, *edits: dict[str, str]) -> str:
     return "```json\n" + json.dumps({"explanation": explanation, "edits": list(edits)}) + "\n```"
 
 
-PROJECTS = REPO / "tests" / "fixtures" / "projects"
-
-
-def committed_copy(source: Path, tmp_path: Path) -> Path:
-    root = tmp_path / source.name
-    shutil.copytree(source, root)
-    repo = git.Repo.init(root)
-    repo.git.add("-A")
-    repo.index.commit("the buggy example")
-    for path in [tmp_path, *root.rglob("*")]:
-        if ".git" not in path.parts:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return root
-
-
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return committed_copy(EXAMPLE, tmp_path)
+def project(tmp_path: Path) -> Iterator[Path]:
+    """The buggy example as the user's checkout, which no run may change."""
+    root = committed_copy(EXAMPLE, tmp_path, "the buggy example")
+    before = checkout_state(root)
+    yield root
+    assert checkout_state(root) == before, "the run changed the user's checkout"
 
 
 def checkout_state(root: Path) -> dict[str, Any]:

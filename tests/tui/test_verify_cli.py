@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import git
 import pytest
 
-REPO = Path(__file__).parents[2]
-PROJECTS = REPO / "tests" / "fixtures" / "projects"
+from tests.projects import PROJECTS, REPO, committed_copy
 
 
 def verify(*args: str) -> subprocess.CompletedProcess[str]:
@@ -26,21 +23,9 @@ def verify(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def project(source: Path, tmp_path: Path) -> Path:
-    root = tmp_path / source.name
-    shutil.copytree(source, root)
-    repo = git.Repo.init(root)
-    repo.git.add("-A")
-    repo.index.commit("baseline")
-    for path in [tmp_path, *root.rglob("*")]:
-        if ".git" not in path.parts:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return root
-
-
 @pytest.mark.usefixtures("needs_gvisor")
 def test_failing_example_prints_one_json_object_and_exits_1(tmp_path: Path) -> None:
-    root = project(REPO / "examples" / "textstats", tmp_path)
+    root = committed_copy(REPO / "examples" / "textstats", tmp_path)
     done = verify(str(root), "--json")
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
@@ -66,14 +51,14 @@ def test_failing_example_prints_one_json_object_and_exits_1(tmp_path: Path) -> N
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_passing_project_exits_0(tmp_path: Path) -> None:
-    done = verify(str(project(PROJECTS / "passing", tmp_path)))
+    done = verify(str(committed_copy(PROJECTS / "passing", tmp_path)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert ": OK" in done.stdout.splitlines()[0]
 
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_a_missing_third_party_module_exits_3_with_the_fix(tmp_path: Path) -> None:
-    done = verify(str(project(PROJECTS / "missing_module", tmp_path)), "--json")
+    done = verify(str(committed_copy(PROJECTS / "missing_module", tmp_path)), "--json")
     assert done.returncode == 3, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "env_failure"
@@ -83,7 +68,7 @@ def test_a_missing_third_party_module_exits_3_with_the_fix(tmp_path: Path) -> No
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_an_edited_test_file_exits_4(tmp_path: Path) -> None:
-    root = project(PROJECTS / "test_pinning", tmp_path)
+    root = committed_copy(PROJECTS / "test_pinning", tmp_path)
     tests = root / "tests" / "test_slugs.py"
     tests.write_text(tests.read_text().replace('== "hello-world"', '!= ""'))
     done = verify(str(root))
@@ -93,7 +78,7 @@ def test_an_edited_test_file_exits_4(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_lint_and_type_stages_run_cheapest_first(tmp_path: Path) -> None:
-    root = project(PROJECTS / "lint_findings", tmp_path)
+    root = committed_copy(PROJECTS / "lint_findings", tmp_path)
     done = verify(str(root), "--json", "--lint-cmd", "ruff check .", "--type-cmd", "mypy .")
     result = json.loads(done.stdout)
     assert [s["name"] for s in result["stages"]] == ["lint", "types", "tests"]

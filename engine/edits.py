@@ -6,6 +6,7 @@ Every way an answer can be unusable is an `EditFormatError` whose message goes t
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import os
@@ -117,12 +118,12 @@ def _instructions(format: EditFormat) -> str:
             'several edits. Use "content" only for a new file or to rewrite a whole file. '
             "Write newlines inside strings as \\n."
         )
-    # No placeholder block here: small models copy an example block verbatim.
+    # Terse, and no placeholder block: the small models this format is for copy an example
+    # block verbatim, and an invitation to explain makes them answer in prose only.
     return (
-        "Reply with one line saying what you changed and why. Then, for each file you change, "
-        "write its path alone on a line (for example: pkg/mod.py), and right after it a fenced "
-        "python code block holding the whole corrected file, every line of it. Paths are "
-        "relative to the project root. Do not repeat files you do not change."
+        "Reply with the path of the file you fix alone on the first line (for example: "
+        "pkg/mod.py), then a fenced python code block holding the whole corrected file, every "
+        "line of it. If you fix several files, repeat this for each. No explanations."
     )
 
 
@@ -759,3 +760,42 @@ def _closest_lines(lines: list[str], search: list[str]) -> str | None:
     if len(window) > _CLOSEST_LINES_SHOWN:
         shown.append(f"      ... ({len(window) - _CLOSEST_LINES_SHOWN} more lines)")
     return "\n".join(shown)
+
+
+def dropped_definitions(proposal: Proposal, root: Path) -> list[str]:
+    """Whole-file edits that lose top-level functions or classes the file had.
+
+    A small model asked for a whole file often sends only the part it changed; applied,
+    that deletes the rest of the module. One problem line per file, for the model.
+    """
+    problems = []
+    for edit in proposal.edits:
+        if edit.content is None or not edit.path.endswith(".py"):
+            continue
+        try:
+            before = (root / edit.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        old, new = _top_level_names(before), _top_level_names(edit.content)
+        if old is None or new is None:
+            continue  # a file that does not parse is the verifier's to report
+        lost = sorted(old - new)
+        if lost:
+            names = ", ".join(lost)
+            problems.append(
+                f"your {edit.path} leaves out {names}, which the file defines: send the whole "
+                "file, every line of it, not only the part you changed"
+            )
+    return problems
+
+
+def _top_level_names(source: str) -> set[str] | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }

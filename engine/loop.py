@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine import prompts
 from engine.check import Baseline, Verification, verify_tree
-from engine.edits import EditFormat, EditFormatError, Proposal, apply, parse
+from engine.edits import (
+    EditFormat,
+    EditFormatError,
+    Proposal,
+    apply,
+    dropped_definitions,
+    parse,
+)
 from engine.events import (
     BaseEvent,
     Committed,
@@ -248,8 +255,13 @@ class FixLoop:
         packet = current.packet
         paths = prompts.relevant_paths(root, packet, named=self.config.files)
         files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
+        pointers = prompts.called_definitions(root, packet, paths)
         messages = prompts.messages(
-            self.config.task, files, current.packet_text, self.config.edit_format, notes
+            self.config.task,
+            files,
+            current.packet_text,
+            self.config.edit_format,
+            [*pointers, *notes],
         )
         directory = self.deps.run_dir.iteration(n)
         self.deps.run_dir.write_json(f"{directory}/prompt.json", [m.model_dump() for m in messages])
@@ -280,6 +292,10 @@ class FixLoop:
         no proposal when the answer is unusable (the record says why, for the model)."""
         try:
             proposal = parse(text, self.config.edit_format)
+            if self.config.edit_format == "whole":
+                lost = dropped_definitions(proposal, self.deps.workspace.root)
+                if lost:
+                    raise EditFormatError(lost, "None of your edits were applied.")
         except EditFormatError as exc:
             record.status = "format_error"
             record.summary = "; ".join(exc.problems)

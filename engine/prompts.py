@@ -35,6 +35,11 @@ class PromptFile(BaseModel):
 
 
 def system_prompt(format: EditFormat, example_path: str | None = None) -> str:
+    if format == "whole":  # for small models: short, and nothing to copy or to chat about
+        return (
+            "You fix bugs in a Python project so that its failing tests pass. "
+            "Never change the tests.\n\n" + instructions(format, example_path)
+        )
     return (
         "You are fixloop's code repair model, working on a Python project. "
         "You get a task, the relevant files and what the project's verifier reported. "
@@ -66,7 +71,10 @@ def messages(
     format: EditFormat,
     notes: Sequence[str] = (),
 ) -> list[Message]:
-    code = [f.path for f in files if not f.read_only]
+    # The example path is a real file the model may need to fix, not a re-exporting __init__.
+    code = sorted(
+        (f.path for f in files if not f.read_only), key=lambda p: p.endswith("__init__.py")
+    )
     return [
         Message(role="system", content=system_prompt(format, code[0] if code else None)),
         Message(role="user", content=user_prompt(task, files, packet_text, notes)),
@@ -230,3 +238,40 @@ def lines_of_interest(packet: RepairPacket | None) -> dict[str, list[int]]:
         for path, ranges in packet.last_edit.files.items():
             found.setdefault(path, []).extend(start for start, _ in ranges)
     return found
+
+
+def called_definitions(root: Path, packet: RepairPacket | None, paths: Sequence[str]) -> list[str]:
+    """Where the project functions the first failing line calls are defined, with their
+    source: a failing assertion in a test has no project frame, so point at the code."""
+    if packet is None or not packet.failures or not packet.failures[0].assertion:
+        return []
+    if packet.failures[0].frame is not None:
+        return []  # the traceback already points into the project
+    try:
+        statement = ast.parse(packet.failures[0].assertion.strip())
+    except SyntaxError:
+        return []
+    called = {
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+    }
+    notes = []
+    for path in paths:
+        if is_test_file(path) or not path.endswith(".py"):
+            continue
+        try:
+            source = (root / path).read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        lines = source.splitlines()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in called:
+                end = min(node.end_lineno or node.lineno, node.lineno + 14)
+                body = "\n".join(lines[node.lineno - 1 : end])
+                notes.append(
+                    f"The failing line calls {node.name}, defined at {path}:{node.lineno}:\n"
+                    f"```python\n{body}\n```"
+                )
+    return notes[:3]

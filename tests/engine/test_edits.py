@@ -15,6 +15,7 @@ from engine.edits import (
     EditFormatError,
     Proposal,
     apply,
+    dropped_definitions,
     instructions,
     parse,
     safe_path,
@@ -742,3 +743,18 @@ def test_instructions_use_a_real_path_of_the_project_as_the_example() -> None:
     text = instructions("whole", "textstats/core.py")
     assert "textstats/core.py" in text
     assert "pkg/mod.py" not in text
+
+
+def test_a_whole_file_that_leaves_out_functions_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "core.py").write_text("def keep():\n    return 1\n\n\ndef other():\n    return 2\n")
+    proposal = parse("core.py\n```python\ndef keep():\n    return 3\n```\n", "whole")
+    [problem] = dropped_definitions(proposal, tmp_path)
+    assert "core.py leaves out other" in problem
+
+
+def test_a_whole_file_with_every_function_is_not_refused(tmp_path: Path) -> None:
+    (tmp_path / "core.py").write_text("def keep():\n    return 1\n")
+    proposal = parse(
+        "core.py\n```python\ndef keep():\n    return 3\n\n\ndef new():\n    pass\n```\n", "whole"
+    )
+    assert dropped_definitions(proposal, tmp_path) == []

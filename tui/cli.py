@@ -119,13 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run", help="run id (see `fixloop-tui runs`)")
     report.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
 
+    demo = commands.add_parser(
+        "demo", help="run the loop on a bundled buggy project, offline with the local model"
+    )
+    from tui.demo import add_demo_arguments
+
+    add_demo_arguments(demo)
+
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
     return parser
 
 
-COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report", "resume")
+COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report", "resume", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.headless import run_headless
 
             return run_headless(args)
+        if args.command == "demo":
+            from tui.demo import run_demo
+
+            return run_demo(args, parser)
         if args.command == "resume":
             from tui.headless import resume_headless
 

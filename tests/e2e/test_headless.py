@@ -398,3 +398,39 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
     assert repo.is_ancestor(committed[0].sha, result["final_commit"])
     assert model_server.count == 3
     assert_trail_agrees(result)
+
+
+def test_the_demo_repairs_a_fresh_copy_of_the_example(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    tmp_path.chmod(0o755)
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "demo",
+            "--headless",
+            "--json",
+            "--dir",
+            str(tmp_path),
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            model_server.base_url,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(tmp_path)},
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "ok"
+    demo = tmp_path / "textstats"
+    assert (demo / ".fixloop" / "runs" / result["run_id"] / "events.jsonl").is_file()
+    assert git.Repo(demo).commit(result["branch"]).hexsha == result["final_commit"]
+    assert "// len(found)" in (EXAMPLE / "textstats" / "core.py").read_text()  # untouched

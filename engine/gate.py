@@ -29,6 +29,8 @@ class PassReview(BaseModel):
 
     accept: bool
     note: str = ""
+    # On a rejection: go on repairing (the model is told why) instead of ending the run.
+    keep_repairing: bool = False
 
 
 class Gate(Protocol):
@@ -90,6 +92,15 @@ def _same_text(path: Path, content: str) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return current.replace("\r\n", "\n").rstrip("\n") == content.replace("\r\n", "\n").rstrip("\n")
+
+
+def rejected_pass_note(reasons: list[str], note: str = "") -> str:
+    listed = "; ".join(reasons)
+    said = f" The reviewer said: {note}" if note else ""
+    return (
+        f"The tests passed, but the pass was rejected as not honest: {listed}.{said} "
+        "Make the original tests pass by fixing the code, without skipping or editing tests."
+    )
 
 
 def held_back_note(held_back: list[str]) -> str:

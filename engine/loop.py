@@ -44,7 +44,7 @@ from engine.events import (
     StageStarted,
 )
 from engine.feedback.tokens import count_tokens
-from engine.gate import Gate, held_back_note, split_test_edits
+from engine.gate import Gate, held_back_note, rejected_pass_note, split_test_edits
 from engine.guards import Budget, ProgressTracker, RunStatus, Spend, StallDetector
 from engine.model import Completion, ModelClient
 from engine.results import StageResult, TestCounts
@@ -131,6 +131,7 @@ class FixLoop:
         self.progress = ProgressTracker(limit=config.no_progress_limit)
         self.records: list[IterationRecord] = []
         self.baseline_collected: int | None = None
+        self.rejected_pass: str | None = None
 
     # -- the story ----------------------------------------------------------------------
 
@@ -203,6 +204,9 @@ class FixLoop:
                 return ending
             current = self.annotate(n, current, held_notes)
             packet_notes = []
+            if self.rejected_pass:  # a rejected pass has no packet: the reason is the feedback
+                current = current.model_copy(update={"packet_text": self.rejected_pass})
+                self.rejected_pass = None
         return RunStatus.EXHAUSTED, f"{self.config.max_iterations} proposals did not pass"
 
     # -- steps --------------------------------------------------------------------------
@@ -413,7 +417,10 @@ class FixLoop:
                 return RunStatus.OK, f"suspicious pass accepted ({review.note}): " + "; ".join(
                     reasons
                 )
-            return RunStatus.SUSPICIOUS_PASS, "; ".join(reasons)
+            if not review.keep_repairing:
+                return RunStatus.SUSPICIOUS_PASS, "; ".join(reasons)
+            self.rejected_pass = rejected_pass_note(reasons, review.note)
+            return None
         passed = judgement.tests.passed if judgement.tests else None
         if self.stall.observe(judgement.signature, touched):
             detail = f"the same error {self.stall.repeats} times in a row"

@@ -13,12 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from engine import prompts
 from engine.check import Baseline, Verification, verify_tree
 from engine.edits import (
-    EditFormat,
     EditFormatError,
     Proposal,
     apply,
@@ -45,9 +42,12 @@ from engine.events import (
 )
 from engine.feedback.tokens import count_tokens
 from engine.gate import Gate, held_back_note, rejected_pass_note, split_test_edits
-from engine.guards import Budget, ProgressTracker, RunStatus, Spend, StallDetector
+from engine.guards import ProgressTracker, RunStatus, Spend, StallDetector
 from engine.model import Completion, ModelClient
-from engine.results import StageResult, TestCounts
+from engine.outcome import IterationRecord as IterationRecord
+from engine.outcome import RunConfig as RunConfig
+from engine.outcome import RunResult as RunResult
+from engine.results import StageResult
 from engine.resume import ResumeState
 from engine.rundir import RunDirectory
 from engine.stages import Stage
@@ -55,50 +55,6 @@ from engine.verdict import Verdict
 from engine.verifier import Verifier
 from engine.workspace import Workspace, iteration_message
 from sandbox import FixloopError
-
-
-class RunConfig(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    task: str = prompts.DEFAULT_TASK
-    model: str
-    edit_format: EditFormat = "json"
-    max_iterations: int = Field(default=4, ge=1)
-    no_progress_limit: int = Field(default=2, ge=1)
-    budget: Budget = Field(default_factory=Budget)
-    files: list[str] = Field(default_factory=list)
-    allow_test_edits: bool = False
-    packet_cap: int = 2000
-
-
-class IterationRecord(BaseModel):
-    n: int
-    status: str  # a verdict, or format_error / no_change
-    tests: TestCounts | None = None
-    error_class: str = ""
-    commit: str | None = None
-    explanation: str = ""
-    summary: str = ""
-    tokens: int = 0
-    cost_usd: float = 0.0
-    duration_s: float = 0.0
-    model_s: float = 0.0
-    verify_s: float = 0.0
-    summary_for_model: str = Field(default="", exclude=True)
-
-
-class RunResult(BaseModel):
-    run_id: str
-    status: RunStatus
-    reason: str
-    iterations: list[IterationRecord]
-    branch: str
-    final_commit: str | None
-    run_dir: str
-    report: str | None
-    tokens: int
-    cost_usd: float
-    duration_s: float
 
 
 @dataclass

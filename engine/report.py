@@ -15,7 +15,7 @@ from engine.rundir import RunDirectory
 from engine.workspace import Workspace
 
 if TYPE_CHECKING:
-    from engine.loop import RunConfig, RunResult
+    from engine.outcome import RunConfig, RunResult
 
 DIFF_LINES = 120
 

@@ -19,8 +19,9 @@ from engine.doctor import project_python
 from engine.events import EventSink
 from engine.gate import Gate
 from engine.guards import Budget
-from engine.loop import Deps, FixLoop, RunConfig, RunResult
+from engine.loop import Deps, FixLoop
 from engine.model import LiteLLMClient, ModelClient, load_litellm
+from engine.outcome import RunConfig, RunResult
 from engine.resume import ResumeError, ResumeState, resume_state
 from engine.rundir import FIXLOOP_DIR, RUNS_DIR, RunDirectory, new_run_id
 from engine.stages import Stage, StageConfigError, configured_stages

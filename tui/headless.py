@@ -27,8 +27,8 @@ from engine.events import (
 )
 from engine.gate import PolicyGate
 from engine.guards import EXIT_CODES
-from engine.loop import RunResult
 from engine.model import ModelError
+from engine.outcome import RunResult
 from engine.resume import ResumeError
 from engine.runner import resume_run, start_run
 from engine.workspace import WorkspaceError

@@ -25,10 +25,12 @@ def open_sandbox(backend: BackendName, *, pool_size: int = 0) -> Sandbox:
         from sandbox.gvisor import GvisorSandbox
 
         return GvisorSandbox(pool_size=pool_size)
+    if backend == "docker":
+        from sandbox.docker import DockerSandbox
+
+        return DockerSandbox(pool_size=pool_size)
     if backend == "unsafe-local":
         from sandbox.local import UnsafeLocalSandbox
 
         return UnsafeLocalSandbox()
-    raise SandboxUnavailable(
-        f"the {backend} backend is not available in this version; use --sandbox gvisor"
-    )
+    raise SandboxUnavailable(f"unknown sandbox backend {backend!r}; use --sandbox gvisor")

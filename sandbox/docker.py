@@ -1,0 +1,675 @@
+"""The docker backend: gVisor containers through a Docker-compatible engine (Docker, Podman).
+
+Each job gets a fresh container whose first process is the zygote
+(`inside/zygote.py`), fed the job over the attach socket, exactly like the gvisor
+backend feeds it over runsc's stdin. Every container proves it runs under gVisor
+before it gets a job; a container on any other runtime is refused (unless
+FIXLOOP_ALLOW_RUNC=1, which warns on every run). Containers are always removed,
+even when the caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import struct
+import tarfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+import docker.errors
+import docker.types
+import requests.exceptions
+
+from sandbox import cgroups
+from sandbox.bundle import (
+    HOST_PIDS_LIMIT,
+    INSIDE_DIR,
+    MIB,
+    NOBODY,
+    SANDBOX_LIB,
+    SANDBOX_WORKDIR,
+    Profile,
+    base_environment,
+    mount_points,
+    skeleton_root,
+)
+from sandbox.contract import ExecRequest, ExecResult, Limits
+from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.interpreter import default_python, probe
+from sandbox.output import CHUNK, CappedStream
+from sandbox.pack import pack_directory
+from sandbox.pool import WarmPool
+
+DEFAULT_URL = "unix:///run/fixloop/podman.sock"
+IMAGE_REPOSITORY = "localhost/fixloop-sandbox"
+ID_PREFIX = "fixloop-"
+OWNER_LABEL = "fixloop.owner"
+READY = b"FIXLOOP-READY\n"
+START_TIMEOUT_S = 60.0
+DRAIN_GRACE_S = 2.0
+API_TIMEOUT_S = 60
+BACKSTOP_MB = 64
+ALLOW_RUNC_VARIABLE = "FIXLOOP_ALLOW_RUNC"
+RUNC_WARNING = (
+    "the docker backend runs jobs in a container that is NOT under gVisor "
+    f"({ALLOW_RUNC_VARIABLE}=1): model-written code shares the host kernel"
+)
+
+# Runs first in every container: reports the kernel, then becomes the job runner.
+INIT_SCRIPT = f"{SANDBOX_LIB}/docker_init.sh"
+# gVisor's sentry reports this fixed build line for its emulated kernel.
+GVISOR_BANNER = re.compile(r"^Linux version \S+ #1 SMP Sun Jan 10 15:06:54 PST 2016$")
+
+
+class EngineRefused(SandboxError):
+    """The engine would not create or start a container (often transient)."""
+
+
+class RuncWarning(UserWarning):
+    """A docker-backend job ran outside gVisor because the user allowed it."""
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """What a container said about its kernel before it got a job."""
+
+    version: str
+    root: str  # the root mount's "type options" from /proc/self/mounts
+
+    @property
+    def gvisor(self) -> bool:
+        # A host kernel's overlay root names host paths (lowerdir=); gVisor's never does.
+        return bool(GVISOR_BANNER.match(self.version)) and "lowerdir=" not in self.root
+
+    @classmethod
+    def parse(cls, text: str) -> KernelReport:
+        version = root = ""
+        for line in text.splitlines():
+            if line.startswith("FIXLOOP-KERNEL "):
+                version = line.removeprefix("FIXLOOP-KERNEL ").strip()
+            elif line.startswith("FIXLOOP-ROOT "):
+                root = line.removeprefix("FIXLOOP-ROOT ").strip()
+        return cls(version=version, root=root)
+
+
+def runc_allowed() -> bool:
+    return os.environ.get(ALLOW_RUNC_VARIABLE) == "1"
+
+
+def require_gvisor(report: KernelReport, engine: str) -> None:
+    """Refuse a container that is not under gVisor, unless the user allowed it."""
+    if report.gvisor:
+        return
+    if runc_allowed():
+        warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
+        return
+    raise SandboxUnavailable(
+        f"the container engine at {engine} does not run containers under gVisor "
+        f"(the container saw kernel {report.version or 'unknown'!r}, root "
+        f"{report.root.split(' ')[0] or 'unknown'!r}); make runsc the engine's default "
+        "runtime (see README, 'Docker backend'), or use --sandbox gvisor"
+    )
+
+
+def engine_url() -> str:
+    """FIXLOOP_DOCKER_URL, else DOCKER_HOST, else fixloop's own Podman socket."""
+    return os.environ.get("FIXLOOP_DOCKER_URL") or os.environ.get("DOCKER_HOST") or DEFAULT_URL
+
+
+def connect(url: str | None = None) -> docker.DockerClient:
+    """A client for a reachable engine, or SandboxUnavailable saying what to start."""
+    url = url or engine_url()
+    try:
+        client = docker.DockerClient(base_url=url, timeout=API_TIMEOUT_S)
+        client.ping()
+    except Exception as exc:  # docker-py raises many unrelated types
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise SandboxUnavailable(
+            f"no Docker-compatible engine answers at {url} ({first}); start one with "
+            "`bash .ci/podman-service.sh` (Podman with runsc), or set FIXLOOP_DOCKER_URL"
+        ) from exc
+    return client
+
+
+def engine_version(client: docker.DockerClient) -> str:
+    """E.g. 'Podman Engine 4.3.1' or 'Docker Engine - Community 24.0.7'."""
+    try:
+        version: dict[str, Any] = client.version()
+    except Exception:  # only for display
+        return "unknown engine"
+    components = version.get("Components") or [{}]
+    name = components[0].get("Name") or "engine"
+    return f"{name} {version.get('Version', '?')}"
+
+
+# --- the image ----------------------------------------------------------------------
+
+
+def build_image(client: docker.DockerClient, points: list[str]) -> str:
+    """The sandbox image for these mount points, imported from a skeleton root if missing.
+
+    No registry and no package manager: the image is the gvisor backend's skeleton
+    root (a few symlinks and /etc files plus empty mount points); `/usr` and the
+    interpreter's trees are mounted read-only at run time.
+    """
+    from sandbox.gvisor import runtime_dir
+
+    root = skeleton_root(runtime_dir(), points)
+    tag = f"{IMAGE_REPOSITORY}:{root.name.removeprefix('rootfs-')}"
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        client.images.get(tag)
+        return tag
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(str(root), arcname=".")
+    try:
+        answer = client.api.import_image_from_data(buffer.getvalue())
+        image_id = _imported_id(answer)
+        client.api.tag(image_id, IMAGE_REPOSITORY, tag.rsplit(":", 1)[1])
+    except docker.errors.APIError as exc:
+        raise SandboxError(f"cannot import the sandbox image {tag}: {exc.explanation}") from exc
+    return tag
+
+
+def _imported_id(answer: Any) -> str:
+    for line in str(answer).splitlines():
+        with contextlib.suppress(ValueError):
+            status = json.loads(line).get("status", "")
+            if status.startswith("sha256:"):
+                return str(status)
+    raise SandboxError(f"the engine did not say which image it imported: {str(answer)[:200]}")
+
+
+# --- one container --------------------------------------------------------------------
+
+
+class Multiplexed:
+    """The engine's attach stream: 8-byte frame headers, then stdout (1) or stderr (2)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self._stream = 0
+        self._left = 0
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """The next piece of output as (stream, bytes); None at the end."""
+        try:
+            while self._left == 0:
+                header = await self.reader.readexactly(8)
+                self._stream, self._left = struct.unpack(">BxxxL", header)
+            chunk = await self.reader.read(min(self._left, CHUNK))
+        except asyncio.IncompleteReadError:
+            return None
+        if not chunk:
+            return None
+        self._left -= len(chunk)
+        return self._stream, chunk
+
+
+class Container:
+    """One gVisor container, started with the zygote waiting for its single job."""
+
+    def __init__(self, client: docker.DockerClient, image: str, profile: Profile) -> None:
+        self.client = client
+        self.image = image
+        self.profile = profile
+        self.name = f"{ID_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self.id: str | None = None
+        self.cgroup = cgroups.SandboxCgroup(
+            name=self.name,
+            memory_bytes=profile.memory_mb * MIB,
+            cpus=profile.cpus,
+            pids=HOST_PIDS_LIMIT,
+        )
+        self.kernel = KernelReport(version="", root="")
+        self._oom_event: int | None = None
+        self._frames: Multiplexed | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._startup_stderr = CappedStream(64 * 1024)
+        self._destroyed = False
+
+    def _config(self) -> dict[str, Any]:
+        profile = self.profile
+        interpreter = profile.interpreter
+        # "source:destination:ro" (the dict form cannot mount one source twice).
+        binds = [f"{path}:{path}:ro" for path in ["/usr", *(str(p) for p in interpreter.mounts)]]
+        binds.append(f"{INSIDE_DIR}:{SANDBOX_LIB}:ro")
+        binds += [f"{source}:{destination}:ro" for destination, source in profile.mounts]
+        tmpfs = {
+            "/tmp": f"size={profile.tmpfs_mb}m,mode=1777",
+            "/dev/shm": "size=64m,mode=1777",
+            SANDBOX_WORKDIR: f"size={profile.tmpfs_mb}m,mode=1777",
+        }
+        ulimits = [
+            docker.types.Ulimit(name=name, soft=value, hard=value)
+            for name, value in (
+                ("nproc", profile.pids),
+                ("fsize", profile.tmpfs_mb * MIB),
+                ("nofile", 1024),
+                ("core", 0),
+            )
+        ]
+        host_config = self.client.api.create_host_config(
+            binds=binds,
+            tmpfs=tmpfs,
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            # Our cgroup (the parent) holds the exact limit, so an OOM happens there,
+            # where we can see it; the engine's own limit is only a backstop.
+            mem_limit=(profile.memory_mb + BACKSTOP_MB) * MIB,
+            memswap_limit=(profile.memory_mb + BACKSTOP_MB) * MIB,
+            nano_cpus=int(profile.cpus * 1e9),
+            # Host threads of gVisor's own processes count here; guests are
+            # limited by RLIMIT_NPROC (see bundle.HOST_PIDS_LIMIT).
+            pids_limit=HOST_PIDS_LIMIT,
+            ulimits=ulimits,
+            cgroup_parent=self.cgroup.oci_path,
+            # The job's output is read from the attach stream; none goes to disk.
+            log_config=docker.types.LogConfig(type="none"),
+        )
+        zygote = [
+            str(interpreter.executable),
+            "-s",
+            "-X",
+            "utf8",
+            f"{SANDBOX_LIB}/zygote.py",
+            *([] if profile.preload else ["--no-preload"]),
+        ]
+        return {
+            "image": self.image,
+            "command": ["/bin/sh", INIT_SCRIPT, *zygote],
+            "name": self.name,
+            "user": f"{NOBODY}:{NOBODY}",
+            "working_dir": SANDBOX_WORKDIR,
+            "environment": base_environment(interpreter),
+            "hostname": "fixloop-sandbox",
+            "stdin_open": True,
+            "labels": {OWNER_LABEL: str(os.getpid())},
+            "host_config": host_config,
+        }
+
+    async def start(self) -> Container:
+        try:
+            await asyncio.to_thread(self.cgroup.create)
+            self._oom_event = await asyncio.to_thread(_watch_oom, self.cgroup)
+            created = await asyncio.to_thread(
+                lambda: self.client.api.create_container(**self._config())
+            )
+            self.id = str(created["Id"])
+            # Attach before start, so no byte of output is missed.
+            raw = await asyncio.to_thread(self._attach)
+            reader, self._writer = await asyncio.open_connection(sock=raw, limit=CHUNK * 4)
+            self._frames = Multiplexed(reader)
+            await asyncio.to_thread(self.client.api.start, self.id)
+            said = await asyncio.wait_for(self._until_ready(), START_TIMEOUT_S)
+            self.kernel = KernelReport.parse(said)
+            require_gvisor(self.kernel, self.client.api.base_url)
+        except TimeoutError:
+            await self.destroy()
+            raise SandboxError(
+                f"the container did not start within {START_TIMEOUT_S:.0f} s: "
+                f"{self._startup_stderr.text().strip()[-400:] or 'no output'}"
+            ) from None
+        except docker.errors.APIError as exc:
+            await self.destroy()
+            raise EngineRefused(
+                f"the container engine refused the sandbox: {exc.explanation}"
+            ) from exc
+        except BaseException:
+            await self.destroy()
+            raise
+        return self
+
+    def _attach(self) -> socket.socket:
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        handle = self.client.api.attach_socket(self.id, params=params)
+        raw = getattr(handle, "_sock", handle)
+        if not isinstance(raw, socket.socket):
+            raise SandboxError("internal: the engine's attach stream is not a socket")
+        raw.setblocking(False)
+        return raw
+
+    async def _until_ready(self) -> str:
+        """Read the probe's report up to the zygote's READY line."""
+        assert self._frames is not None
+        said = bytearray()
+        while True:
+            frame = await self._frames.read()
+            if frame is None:
+                raise SandboxError(
+                    "the container exited before its job: "
+                    f"{self._startup_stderr.text().strip()[-400:] or 'no output'}"
+                )
+            stream, chunk = frame
+            if stream != 1:
+                self._startup_stderr.feed(chunk)
+                continue
+            said += chunk
+            if said.endswith(READY) and (len(said) == len(READY) or said[-15:-14] == b"\n"):
+                return said[: -len(READY)].decode(errors="replace")
+            if len(said) > 64 * 1024:
+                raise SandboxError("the container said too much before its job")
+
+    async def execute(self, request: ExecRequest, payload: bytes | None) -> ExecResult:
+        """Hand the job to the zygote and wait for it, killing it at the timeout."""
+        if self._frames is None or self._writer is None or self.id is None:
+            raise SandboxError("internal: execute() on a container that was not started")
+        if not self.kernel.gvisor:
+            warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
+        limits = request.limits
+        header = {
+            "argv": request.argv,
+            "env": {**base_environment(self.profile.interpreter), **request.env},
+            "cwd": SANDBOX_WORKDIR,
+            "has_files": payload is not None,
+        }
+        outputs = {1: CappedStream(limits.output_bytes), 2: CappedStream(limits.output_bytes)}
+        pump = asyncio.create_task(self._pump(outputs))
+        started = time.monotonic()
+        timed_out = False
+        try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._writer.write(json.dumps(header).encode() + b"\n")
+                if payload is not None:
+                    self._writer.write(payload)
+                await self._writer.drain()
+            exited = asyncio.ensure_future(asyncio.to_thread(self._wait, limits.timeout_s + 60))
+            try:
+                status = await asyncio.wait_for(asyncio.shield(exited), limits.timeout_s)
+            except TimeoutError:
+                timed_out = True
+                await self.kill()
+                status = await asyncio.wait_for(exited, 10)
+            duration_ms = int((time.monotonic() - started) * 1000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pump), DRAIN_GRACE_S)
+        finally:
+            pump.cancel()
+        exit_code = status if status is not None else 128 + signal.SIGKILL
+        if timed_out:
+            exit_code = 124 if exit_code in (0, 128 + signal.SIGKILL) else exit_code
+        oom = await asyncio.to_thread(self.oom_killed)
+        stdout, stderr = outputs[1], outputs[2]
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            duration_ms=duration_ms,
+            timed_out=timed_out,
+            oom_killed=oom,
+            truncated=stdout.truncated or stderr.truncated,
+            backend="docker",
+            workdir=SANDBOX_WORKDIR,
+        )
+
+    async def _pump(self, outputs: dict[int, CappedStream]) -> None:
+        assert self._frames is not None
+        while (frame := await self._frames.read()) is not None:
+            stream, chunk = frame
+            outputs.get(stream, outputs[2]).feed(chunk)
+
+    def _wait(self, timeout_s: float) -> int | None:
+        try:
+            answer = self.client.api.wait(self.id, timeout=timeout_s)
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            return None
+        code = answer.get("StatusCode")
+        return int(code) if isinstance(code, int) else None
+
+    def oom_killed(self) -> bool:
+        """The engine may not report OOM kills (Podman never does): ask the kernel.
+
+        The engine's runtime deletes its own cgroup, and with it cgroup v1's
+        `oom_kill` counter; but the OOM happens at our cgroup's limit, which
+        signals the eventfd registered on it (v1) or counts it hierarchically (v2).
+        """
+        if self.cgroup.oom_killed():
+            return True
+        if self._oom_event is None:
+            return False
+        try:
+            return os.eventfd_read(self._oom_event) > 0
+        except BlockingIOError:
+            return False
+
+    async def kill(self) -> None:
+        if self.id is not None:
+            with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+                await asyncio.to_thread(self.client.api.kill, self.id, "SIGKILL")
+
+    async def destroy(self) -> None:
+        """Remove the container and its cgroup; safe to call twice and under cancellation."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        await asyncio.shield(asyncio.to_thread(self.destroy_now_unguarded))
+
+    def destroy_now(self) -> None:
+        """Synchronous cleanup for interpreter exit, when no event loop is left."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        self.destroy_now_unguarded()
+
+    def destroy_now_unguarded(self) -> None:
+        if self._oom_event is not None:
+            os.close(self._oom_event)
+            self._oom_event = None
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.transport.abort()
+        remove_container(self.client, self.id or self.name)
+        remove_cgroup(self.cgroup)
+
+
+def _watch_oom(cgroup: cgroups.SandboxCgroup) -> int | None:
+    """An eventfd the kernel signals when `cgroup` (v1) runs out of memory; None on v2."""
+    memory = next((p for p in cgroup.created if p.parent.parent.name == "memory"), None)
+    if memory is None:
+        return None
+    event = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    control = os.open(memory / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        (memory / "cgroup.event_control").write_text(f"{event} {control}")
+    except OSError:
+        os.close(event)
+        return None
+    finally:
+        os.close(control)
+    return event
+
+
+def _subdirectories(path: Path) -> list[Path]:
+    """Every directory below `path`, deepest first."""
+    found = [Path(d) for d, _, _ in os.walk(path)][1:]
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def remove_container(client: docker.DockerClient, name: str) -> None:
+    for _ in range(3):
+        try:
+            client.api.remove_container(name, force=True, v=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            time.sleep(0.2)
+
+
+def remove_cgroup(cgroup: cgroups.SandboxCgroup) -> None:
+    """Our cgroup and whatever the engine created below it (e.g. conmon's)."""
+    children = [child for path in cgroup.created for child in _subdirectories(path)]
+    # remove() works from the end of `created`: the deepest children go first.
+    cgroup.created = [*cgroup.created, *reversed(children)]
+    cgroup.remove()
+
+
+# --- the backend ---------------------------------------------------------------------
+
+
+class DockerSandbox:
+    """The Sandbox protocol over a Docker-compatible engine whose runtime is gVisor.
+
+    `pool_size` > 0 keeps containers warm per profile. Construction checks that
+    the engine answers and that its containers really run under gVisor.
+    """
+
+    name: Literal["docker"] = "docker"
+
+    def __init__(self, *, pool_size: int = 0, url: str | None = None) -> None:
+        self.url = url or engine_url()
+        self.client = connect(self.url)
+        self.engine = engine_version(self.client)
+        self._images: dict[tuple[str, ...], str] = {}
+        self.pool: WarmPool[Profile, Container] = WarmPool(
+            size=pool_size, start=self._start, discard=self._discard
+        )
+        reap_stale(self.client)
+        self.kernel = self._verify_gvisor()
+
+    def _verify_gvisor(self) -> KernelReport:
+        """Start one container that only reports its kernel: refuse the engine if not gVisor."""
+        interpreter = probe(default_python())
+        profile = Profile.of(interpreter, Limits(timeout_s=30, memory_mb=256))
+        image = self.image(profile)
+        container = Container(self.client, image, profile)
+        config = container._config()
+        config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
+        config["stdin_open"] = False
+        config["host_config"]["CgroupParent"] = None
+        config["host_config"]["LogConfig"] = {"Type": "k8s-file", "Config": {}}
+        try:
+            created = self.client.api.create_container(**config)
+            container.id = str(created["Id"])
+            self.client.api.start(container.id)
+            self.client.api.wait(container.id, timeout=START_TIMEOUT_S)
+            said = self.client.api.logs(container.id, stdout=True, stderr=True).decode(
+                errors="replace"
+            )
+        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+            raise SandboxUnavailable(
+                f"the container engine at {self.url} cannot run the sandbox image: "
+                f"{getattr(exc, 'explanation', None) or exc}; see README, 'Docker backend'"
+            ) from exc
+        finally:
+            remove_container(self.client, container.id or container.name)
+        report = KernelReport.parse(said)
+        require_gvisor(report, self.url)
+        return report
+
+    def image(self, profile: Profile) -> str:
+        points = tuple(sorted(mount_points(profile)))
+        if points not in self._images:
+            self._images[points] = build_image(self.client, list(points))
+        return self._images[points]
+
+    async def _start(self, profile: Profile) -> Container:
+        image = await asyncio.to_thread(self.image, profile)
+        try:
+            return await Container(self.client, image, profile).start()
+        except EngineRefused:
+            # Podman's storage sometimes still holds the last container's mount
+            # ("device or resource busy"); a second container gets a fresh one.
+            await asyncio.sleep(0.5)
+            return await Container(self.client, image, profile).start()
+
+    @staticmethod
+    async def _discard(container: Container) -> None:
+        await container.destroy()
+
+    def profile(self, request: ExecRequest) -> Profile:
+        command = os.path.basename(request.argv[0])
+        python_job = command.startswith("python") or command == "pytest"
+        return Profile.of(
+            probe(request.python or default_python()),
+            request.limits,
+            preload=self.pool.size > 0 and python_job,
+            mounts=request.mounts,
+        )
+
+    async def warm(self, request: ExecRequest) -> None:
+        """Start pooled containers for requests like this one, before they arrive."""
+        self.pool.fill(await asyncio.to_thread(self.profile, request))
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        profile = await asyncio.to_thread(self.profile, request)
+        payload = None
+        if request.workdir is not None:
+            payload = await asyncio.to_thread(
+                pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * MIB
+            )
+        container = await self.pool.take(profile)
+        try:
+            return await container.execute(request, payload)
+        finally:
+            await container.destroy()
+
+    async def close(self) -> None:
+        await self.pool.close()
+        with contextlib.suppress(Exception):
+            self.client.close()
+
+
+def list_containers(client: docker.DockerClient) -> list[str]:
+    """Names of fixloop's containers that exist right now (any process's)."""
+    try:
+        found = client.api.containers(all=True, filters={"label": OWNER_LABEL})
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return []
+    names = [name.lstrip("/") for entry in found for name in entry.get("Names") or []]
+    return [name for name in names if name.startswith(ID_PREFIX)]
+
+
+def reap_stale(client: docker.DockerClient) -> list[str]:
+    """Remove containers (and their cgroups) left by fixloop processes that died."""
+    from sandbox.gvisor import _alive, _owner_pid
+
+    reaped = []
+    for name in list_containers(client):
+        owner = _owner_pid(name)
+        if owner is None or _alive(owner):
+            continue
+        remove_container(client, name)
+        for path in cgroups.leftovers():
+            if path.name == name:
+                leftover = cgroups.SandboxCgroup(
+                    name=name, memory_bytes=0, cpus=1, pids=1, created=[path]
+                )
+                remove_cgroup(leftover)
+        reaped.append(name)
+    return reaped
+
+
+def docker_available(url: str | None = None) -> str | None:
+    """None if the docker backend works here (engine reachable, gVisor verified), else why not.
+
+    For `--sandbox auto`: docker when this returns None, else the gvisor backend.
+    Costs one short container (about a second).
+    """
+    try:
+        backend = DockerSandbox(url=url)
+    except SandboxError as exc:
+        return str(exc)
+    backend.client.close()
+    return None

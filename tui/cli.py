@@ -149,12 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             return _sandbox_run(args, parser)
         if args.command == "run":
             if not args.headless:
-                print(
-                    "fixloop-tui: error: the interactive app is not built yet; "
-                    "pass --headless to run the loop without a screen",
-                    file=sys.stderr,
-                )
-                return EXIT_USAGE
+                from tui.app import run_app
+
+                return run_app(args)
             from tui.headless import run_headless
 
             return run_headless(args)

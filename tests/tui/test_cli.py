@@ -101,10 +101,12 @@ def test_unsafe_local_backend_warns(tmp_path: Path) -> None:
     assert "unsandboxed" in done.stderr
 
 
-def test_no_command_means_run_which_needs_headless_until_the_app_exists() -> None:
-    done = fixloop()
+def test_without_headless_run_starts_the_app_which_checks_the_project_first(
+    tmp_path: Path,
+) -> None:
+    done = fixloop(str(tmp_path / "missing"))
     assert done.returncode == 2
-    assert "pass --headless" in done.stderr
+    assert done.stderr.strip() == f"fixloop-tui: error: {tmp_path / 'missing'} is not a directory"
 
 
 def test_help_lists_every_command() -> None:

@@ -1,0 +1,234 @@
+"""How fast the app opens, and how long the UI ever stalls while a run goes on.
+
+* startup (headless) - a fresh `python` process per launch, timed from spawn until the app
+  has painted its first full frame (the task screen, as `fixloop-tui PATH` opens): the
+  process imports `tui.app`, loads the settings, builds the app and runs it with Textual's
+  headless driver; the app reports the moment two refreshes after mount have been painted
+  and exits. The sandbox check that starts after the first frame is left out, so that the
+  process can exit at once (target: median < 1.0 s).
+* startup (tmux) - `fixloop-tui PATH` in a real terminal (tmux, 80x24), timed from spawn
+  until `tmux capture-pane` shows the task box; then `escape` quits it. Includes the
+  shell, the console script and tmux's own latency (polled every 10 ms).
+* stall - one whole run in step mode (the scripted model server over HTTP through litellm,
+  the real gVisor sandbox, real git) driven with Pilot, approving each proposal; a probe
+  on the UI's event loop sleeps 10 ms at a time and records how late it wakes up. The
+  longest lateness is the longest UI stall (target < 100 ms).
+
+  .venv/bin/python bench/tui_startup.py [--runs N] [--tmux] [--stall] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+# Runs in the child process: the app as the command line builds it, exiting at first paint.
+CHILD = """
+import sys, time
+from pathlib import Path
+from engine.config import load_settings
+from tui.app import FixloopApp
+
+class FirstFrame(FixloopApp):
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.call_after_refresh(self.call_after_refresh, self.painted)
+
+    def _check_project(self):  # starts after the first frame; skipped so the process can exit
+        return None
+
+    def painted(self) -> None:
+        print(time.time(), type(self.screen).__name__, flush=True)
+        self.exit()
+
+project = Path(sys.argv[1])
+settings = load_settings(project, {"model": "openai/scripted", "api_base": "http://127.0.0.1:9"})
+FirstFrame(project, settings).run(headless=True, size=(80, 24))
+"""
+
+
+def committed_copy(source: Path, scratch: Path) -> Path:
+    """The example as a committed git checkout the sandbox's user can read."""
+    import git
+
+    root = scratch / source.name
+    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, root)
+    repo = git.Repo.init(root)
+    repo.git.add("-A")
+    repo.index.commit("the buggy example")
+    for path in [scratch, *root.rglob("*")]:
+        if ".git" not in path.parts:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def startup_headless(project: Path, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.time()
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(project)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+            timeout=60,
+        )
+        painted, screen = done.stdout.split()
+        assert screen == "TaskScreen", screen
+        times.append(float(painted) - started)
+    return times
+
+
+def startup_tmux(project: Path, runs: int) -> list[float]:
+    script = Path(sys.executable).parent / "fixloop-tui"
+    command = f"{script} {project} --model openai/scripted --api-base http://127.0.0.1:9"
+    times = []
+    for index in range(runs):
+        session = f"fixloop-bench-{os.getpid()}-{index}"
+        started = time.monotonic()
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command],
+            check=True,
+        )
+        try:
+            while True:
+                shown = subprocess.run(
+                    ["tmux", "capture-pane", "-p", "-t", session],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+                if "enter: start the run" in shown:
+                    times.append(time.monotonic() - started)
+                    break
+                assert time.monotonic() - started < 30, "the app did not open in 30 s"
+                time.sleep(0.01)
+            subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
+            deadline = time.monotonic() + 60  # quitting waits for the sandbox check to end
+            while time.monotonic() < deadline:
+                alive = subprocess.run(
+                    ["tmux", "has-session", "-t", session], capture_output=True, check=False
+                )
+                if alive.returncode != 0:
+                    break
+                time.sleep(0.1)
+        finally:  # normally gone already: the app quit and the session with it
+            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    return times
+
+
+async def stall(project: Path) -> dict[str, Any]:
+    """One run in the app, step mode, approving every proposal; how late the UI loop woke."""
+    from engine.config import load_settings
+    from tests.model_server import ScriptedModelServer, reply
+    from tui.app import FixloopApp
+    from tui.screens.end import EndScreen
+    from tui.screens.review import ReviewScreen
+
+    fixes = [
+        ("use true division", "// len(found)", "/ len(found)"),
+        ("return n words", "most_common(n - 1)", "most_common(n)"),
+    ]
+    server = ScriptedModelServer().start()
+    for explanation, search, replace in fixes:
+        edit = {"path": "textstats/core.py", "search": search, "replace": replace}
+        server.script(reply(json.dumps({"explanation": explanation, "edits": [edit]})))
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
+    settings = load_settings(project, {"model": "openai/scripted", "api_base": server.base_url})
+    app = FixloopApp(project, settings, task="Make the failing tests pass.")
+    lateness: list[tuple[float, float]] = []  # (how late, when)
+    started = time.perf_counter()
+
+    async def probe() -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            lateness.append((now - before - 0.01, now - started))
+
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            task = asyncio.create_task(probe())
+            approved = None
+            while not isinstance(app.screen, EndScreen):
+                assert time.perf_counter() - started < 300, "the run did not end in 300 s"
+                if isinstance(app.screen, ReviewScreen) and app.screen is not approved:
+                    approved = app.screen
+                    await pilot.press("a")
+                await pilot.pause(0.05)
+            elapsed = time.perf_counter() - started
+            task.cancel()
+            status = app.screen.outcome.status
+            while app.running:
+                await pilot.pause(0.05)
+    finally:
+        server.stop()
+    ordered = sorted(late for late, _ in lateness)
+    worst = sorted(lateness, reverse=True)[:3]
+    return {
+        "status": status,
+        "run_s": round(elapsed, 2),
+        "max_stall_ms": round(ordered[-1] * 1000, 1),
+        "p99_stall_ms": round(ordered[int(len(ordered) * 0.99)] * 1000, 1),
+        "median_stall_ms": round(statistics.median(ordered) * 1000, 2),
+        "worst_ms_at_s": [(round(late * 1000), round(at, 1)) for late, at in worst],
+    }
+
+
+async def stalls(scratch: Path) -> dict[str, Any]:
+    """A cold run (the process's first: litellm loads in it) and a warm one after it."""
+    cold = await stall(committed_copy(REPO / "examples" / "textstats", scratch / "cold"))
+    warm = await stall(committed_copy(REPO / "examples" / "textstats", scratch / "warm"))
+    return {"stall_cold": cold, "stall_warm": warm}
+
+
+def summary(times: list[float]) -> dict[str, Any]:
+    return {
+        "runs": len(times),
+        "median_s": round(statistics.median(times), 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--tmux", action="store_true", help="also time a real terminal")
+    parser.add_argument("--stall", action="store_true", help="also measure UI stalls in a run")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="fixloop-bench-") as scratch:
+        project = committed_copy(REPO / "examples" / "textstats", Path(scratch))
+        results["startup_headless"] = summary(startup_headless(project, args.runs))
+        if args.tmux:
+            results["startup_tmux"] = summary(startup_tmux(project, args.runs))
+        if args.stall:
+            results.update(asyncio.run(stalls(Path(scratch))))
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    for name, numbers in results.items():
+        print(f"{name:17} " + "  ".join(f"{key}={value}" for key, value in numbers.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,623 @@
+"""The interactive app driven with Textual's Pilot, end to end: the scripted model server
+over HTTP (through litellm), the real gVisor sandbox and real git.
+
+Each test presses the keys a person would, waits for the screen the run leads to, and checks
+what the run did: its events, the commits on its branch, the user's checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import git
+import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Log, Static, TextArea
+
+from engine.config import load_settings
+from engine.events import Event, ReviewResolved, RunStarted
+from engine.rundir import read_events
+from engine.session import run_path
+from tests.model_server import ScriptedModelServer, hang, reply
+from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
+from tui.app import FixloopApp
+from tui.screens.editor import EditorScreen
+from tui.screens.end import EndScreen
+from tui.screens.review import ReviewScreen
+from tui.screens.suspicious import SuspiciousPassScreen
+from tui.screens.task import TaskScreen
+from tui.widgets.code import CodePane
+from tui.widgets.diff import DiffPane
+from tui.widgets.feedback import FeedbackPane
+from tui.widgets.header import RunHeader
+from tui.widgets.history import HistoryPane
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def sandboxed(test: F) -> F:
+    """The test runs the real gVisor sandbox (it fails, never skips, in CI)."""
+    marked: F = pytest.mark.sandbox(pytest.mark.usefixtures("needs_gvisor")(test))
+    return marked
+
+
+REPO = Path(__file__).parents[2]
+EXAMPLE = REPO / "examples" / "textstats"
+KEY = "sk-test-tui-0123456789"
+SIZE = (120, 40)
+WAIT_S = 120.0  # one step of a run is ~1 s; the first includes loading litellm and the sandbox
+
+MEAN_FIX = {
+    "path": "textstats/core.py",
+    "search": "return sum(len(w) for w in found) // len(found)",
+    "replace": "return sum(len(w) for w in found) / len(found)",
+}
+TOP_FIX = {
+    "path": "textstats/core.py",
+    "search": "return counts.most_common(n - 1)",
+    "replace": "return counts.most_common(n)",
+}
+SKIP_TOP = {
+    "path": "tests/test_core.py",
+    "search": "def test_top_words_returns_n():",
+    "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
+}
+S = TypeVar("S", bound=Screen[Any])
+
+
+def answer(explanation: str, *edits: dict[str, str]) -> str:
+    return "```json\n" + json.dumps({"explanation": explanation, "edits": list(edits)}) + "\n```"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The buggy example as the user's committed checkout, readable by the sandbox's user."""
+    root = tmp_path / "textstats"
+    shutil.copytree(EXAMPLE, root)
+    repo = git.Repo.init(root, initial_branch="main")
+    repo.git.add("-A")
+    repo.index.commit("the buggy example")
+    for path in [tmp_path, *root.rglob("*")]:
+        if ".git" not in path.parts:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def make_app(
+    server: ScriptedModelServer, root: Path, *, task: str | None = "Fix textstats.", **flags: Any
+) -> FixloopApp:
+    settings = load_settings(
+        root,
+        {"model": "openai/scripted", "api_base": server.base_url, **flags},
+        environ={},
+        user_config=root / "no-user-config.toml",
+    )
+    return FixloopApp(root, settings, task=task)
+
+
+async def wait_for(pilot: Pilot[Any], ready: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.05)
+
+
+async def wait_screen(pilot: Pilot[Any], kind: type[S], after: Screen[Any] | None = None) -> S:
+    """The next screen of `kind` on top (a different one than `after`)."""
+    app = pilot.app
+    await wait_for(
+        pilot,
+        lambda: isinstance(app.screen, kind) and app.screen is not after,
+        f"the {kind.__name__}",
+    )
+    screen = app.screen
+    assert isinstance(screen, kind)
+    await pilot.pause()
+    return screen
+
+
+async def end_of_run(pilot: Pilot[Any]) -> EndScreen:
+    """The end modal, once the engine's thread is done too."""
+    end = await wait_screen(pilot, EndScreen)
+    app = pilot.app
+    assert isinstance(app, FixloopApp)
+    await wait_for(pilot, lambda: not app.running, "the engine's thread to finish")
+    return end
+
+
+async def decide(pilot: Pilot[Any], end: EndScreen, key: str) -> None:
+    await pilot.press(key)
+    await wait_for(pilot, lambda: end.finished is not None and not end.busy, "the git work")
+
+
+def run_events(app: FixloopApp) -> list[Event]:
+    return read_events(run_path(app.project, app.main.view.run_id) / "events.jsonl")
+
+
+def branch_subjects(root: Path, branch: str) -> list[str]:
+    return [c.summary for c in git.Repo(root).iter_commits(branch, max_count=5)]
+
+
+def text_of(screen: Screen[Any], selector: str) -> str:
+    return str(screen.query_one(selector, Static).render())
+
+
+def report_written(path: str) -> bool:
+    return Path(path).is_file()
+
+
+def history_statuses(app: FixloopApp) -> list[str]:
+    table = app.main.query_one(DataTable)
+    return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+def test_opening_the_app_imports_neither_litellm_nor_the_runner() -> None:
+    probe = (
+        "import sys, tui.app; "
+        "print(sorted(m for m in ('litellm', 'openai', 'engine.runner') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+async def test_the_first_frame_asks_for_the_task_while_the_project_is_checked(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    app = make_app(model_server, project, task=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TaskScreen)
+        assert "checking the project in the sandbox" in text_of(screen, "#state-text")
+        assert screen.query_one(Input).value == "Make the failing tests pass."
+        assert screen.query_one(Input).has_focus
+        await pilot.press("escape")
+    assert not app.running
+    assert model_server.count == 0
+
+
+# -- keys on a finished run (fixed data, no sandbox) -----------------------------------------
+
+
+async def finished_app(pilot: Pilot[Any]) -> FixloopApp:
+    app = pilot.app
+    assert isinstance(app, FixloopApp)
+    await showing(finished_run())(pilot)
+    return app
+
+
+async def test_o_switches_the_feedback_pane_between_packet_and_model_output() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        feedback = app.main.query_one(FeedbackPane)
+        assert feedback.tab == "packet"
+        await pilot.press("o")
+        assert feedback.tab == "model"
+        await pilot.press("o")
+        assert feedback.tab == "packet"
+
+
+async def test_moving_in_the_history_moves_every_pane_and_l_follows_the_live_one() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        assert app.main.selected == 2
+        await pilot.press("up")
+        await settle(pilot)
+        assert app.main.selected == 1
+        assert not app.main.follow
+        assert "+    return sum(len(w) for w in found) / len(found)" in str(
+            app.main.query_one("#diff-text", Static).render()
+        )
+        assert "1 of 5 tests failing" in text_of(app.main, "#packet-text")
+        await pilot.press("l")
+        await settle(pilot)
+        assert (app.main.selected, app.main.follow) == (2, True)
+
+
+async def test_f_shows_the_next_file_under_repair() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        code = app.main.query_one(CodePane)
+        assert [f.path for f in code.files] == ["textstats/core.py", "tests/test_core.py"]
+        assert code.current is not None
+        assert code.current.path == "textstats/core.py"
+        await pilot.press("f")
+        assert code.current.path == "tests/test_core.py"
+        assert "tests/test_core.py" in str(code.border_title)
+
+
+async def test_the_four_panes_survive_a_resize_down_to_80x24() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        for pane in (CodePane, FeedbackPane, HistoryPane, DiffPane):
+            region = app.main.query_one(pane).region
+            assert region.width >= 38, pane.__name__
+            assert region.height >= 9, pane.__name__
+        assert app.main.query_one(RunHeader).region.height == 2
+        await pilot.press("up")
+        await settle(pilot)
+        assert app.main.selected == 1
+
+
+async def test_every_action_is_in_the_command_palette() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        titles = {command.title for command in app.get_system_commands(app.main)}
+        for wanted in ("Mode", "Code: next file", "Feedback", "History", "Theme: light"):
+            assert any(title.startswith(wanted) for title in titles), wanted
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"switch step", "enter")
+        await wait_for(pilot, lambda: app.gate.mode == "auto", "the mode to switch")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"theme light", "enter")
+        await wait_for(pilot, lambda: app.theme == "fixloop-light", "the theme to switch")
+
+
+async def test_the_review_modal_puts_its_decisions_in_the_palette() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        request = review_request()
+        review = ReviewScreen(request)
+        await app.push_screen(review)
+        titles = [command.title for command in app.get_system_commands(review)]
+        assert "Review: approve (a)" in titles
+        assert "Review: allow test edits (t)" in titles
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.screen is app.main
+
+
+# -- step mode --------------------------------------------------------------------------------
+
+
+@sandboxed
+async def test_step_mode_runs_to_ok_with_an_approval_per_proposal(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    app = make_app(model_server, project, task=None)
+    async with app.run_test(size=SIZE) as pilot:
+        task_screen = await wait_screen(pilot, TaskScreen)
+        await wait_for(
+            pilot,
+            lambda: "3 passed, 2 failed" in text_of(task_screen, "#state-text"),
+            "the verifier's verdict on the checkout",
+        )
+        task_screen.query_one(Input).value = ""
+        await pilot.press(*"Fix the word stats", "enter")
+        first = await wait_screen(pilot, ReviewScreen)
+        assert first.request.n == 1
+        assert "+    return sum(len(w) for w in found) / len(found)" in first.diff_text()
+        assert "use true division" in text_of(first, "#explanation")
+        await pilot.press("a")
+        second = await wait_screen(pilot, ReviewScreen, after=first)
+        assert second.request.n == 2
+        assert "+    return counts.most_common(n)" in second.diff_text()
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert end.outcome.reason == "verified green on iteration 2"
+        assert history_statuses(app) == ["failing", "failing", "ok"]
+        header = str(app.main.query_one(RunHeader).render())
+        assert "iteration 2/4" in header
+        assert "sandbox gvisor" in header
+        streamed = "\n".join(app.main.query_one("#model-log", Log).lines)
+        assert '"explanation": "return n words, not n - 1"' in streamed
+    assert model_server.count == 2
+    started = next(e for e in run_events(app) if isinstance(e, RunStarted))
+    assert started.task == "Fix the word stats"
+    assert branch_subjects(project, end.outcome.branch)[:2] == [
+        "fixloop[iter 2/4]: return n words, not n - 1",
+        "fixloop[iter 1/4]: use true division in mean_word_length",
+    ]
+    assert app.exit_status == 0
+
+
+@sandboxed
+async def test_edit_then_approve_commits_the_persons_own_version(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("use true division", MEAN_FIX)))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        review = await wait_screen(pilot, ReviewScreen)
+        await pilot.press("e")
+        editor = await wait_screen(pilot, EditorScreen)
+        area = editor.query_one(TextArea)
+        assert "/ len(found)" in area.text  # the proposal's version, to start from
+        area.load_text(area.text.replace("most_common(n - 1)", "most_common(n)"))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is review, "the review to come back")
+        assert "+    return counts.most_common(n)" in review.diff_text()
+        assert "your edit" in text_of(review, "#notice")
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    assert model_server.count == 1
+    assert branch_subjects(project, end.outcome.branch)[0] == "fixloop[iter 1/4]: edited by you"
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
+    assert [(e.decision, e.note) for e in resolved] == [("edit", "edited by you")]
+
+
+@sandboxed
+async def test_escape_leaves_the_editor_without_changing_the_proposal(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        review = await wait_screen(pilot, ReviewScreen)
+        await pilot.press("e")
+        editor = await wait_screen(pilot, EditorScreen)
+        editor.query_one(TextArea).load_text("garbage")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is review, "the review to come back")
+        assert review.edited is None
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    subject = branch_subjects(project, end.outcome.branch)[0]
+    assert subject == "fixloop[iter 1/4]: true division; n words"
+
+
+@sandboxed
+async def test_abort_at_review_ends_the_run_aborted_and_keeps_its_trail(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("use true division", MEAN_FIX)))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot, ReviewScreen)
+        await pilot.press("x")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "aborted"
+        assert end.outcome.reason == "aborted by you at review"
+        assert end.outcome.report.endswith("report.md")
+    assert report_written(end.outcome.report)
+    assert app.exit_status == 130
+    assert model_server.count == 1
+
+
+@sandboxed
+async def test_x_stops_a_run_while_the_model_is_answering(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(hang(60))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: model_server.count == 1, "the model request")
+        await pilot.press("x")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "aborted"
+        assert history_statuses(app)[-1] == "aborted"
+    assert app.exit_status == 130
+
+
+@sandboxed
+async def test_quit_mid_run_stops_the_engine_before_the_app_exits(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(hang(60))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: model_server.count == 1, "the model request")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert not app.running
+    assert app.return_value == 130
+    assert app.outcome is not None
+    assert app.outcome.status == "aborted"
+
+
+# -- auto mode and switching ------------------------------------------------------------------
+
+
+@sandboxed
+async def test_m_switches_to_auto_and_back_while_the_run_goes_on(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("use true division", MEAN_FIX)),
+        reply(answer("return n words", TOP_FIX)),
+    )
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("m")
+        assert app.gate.mode == "auto"
+        assert "auto mode" in str(app.main.query_one(RunHeader).render())
+        first = lambda: app.main.view.iterations.get(1)  # noqa: E731
+        await wait_for(pilot, lambda: (it := first()) is not None and it.decision != "", "1")
+        assert not isinstance(app.screen, ReviewScreen)
+        await pilot.press("m")
+        assert app.gate.mode == "step"
+        review = await wait_screen(pilot, ReviewScreen)
+        assert review.request.n == 2
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
+    assert [(e.n, e.note) for e in resolved] == [(1, "auto mode"), (2, "")]
+
+
+# -- suspicious passes ------------------------------------------------------------------------
+
+
+@sandboxed
+async def test_a_suspicious_pass_accepted_ends_ok_and_is_recorded(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("fix the mean, skip the other", MEAN_FIX, SKIP_TOP)))
+    app = make_app(model_server, project, allow_test_edits=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot, ReviewScreen)
+        await pilot.press("a")
+        doubt = await wait_screen(pilot, SuspiciousPassScreen)
+        assert any("@pytest.mark.skip" in reason for reason in doubt.request.reasons)
+        assert "+@pytest.mark.skip" in doubt.request.test_diff
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert end.outcome.reason.startswith("suspicious pass accepted (accepted by you)")
+        assert history_statuses(app)[-1] == "accepted"
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved) and e.kind == "pass"]
+    assert [(e.decision, e.note) for e in resolved] == [("accept", "accepted by you")]
+
+
+@sandboxed
+async def test_t_lets_a_test_edit_through_and_a_rejected_pass_keeps_repairing(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    unskip = {
+        "path": SKIP_TOP["path"],
+        "search": SKIP_TOP["replace"],
+        "replace": SKIP_TOP["search"],
+    }
+    model_server.script(
+        reply(answer("fix the mean, skip the other", MEAN_FIX, SKIP_TOP)),
+        reply(answer("unskip; n words", unskip, TOP_FIX)),
+    )
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        review = await wait_screen(pilot, ReviewScreen)
+        assert review.request.held_back == ["tests/test_core.py"]
+        assert "will be held back" in text_of(review, "#notice")
+        await pilot.press("t")
+        assert "WILL be changed" in text_of(review, "#notice")
+        await pilot.press("a")
+        doubt = await wait_screen(pilot, SuspiciousPassScreen)
+        assert doubt.request.n == 1
+        await pilot.press("r")
+        second = await wait_screen(pilot, ReviewScreen)
+        assert second.request.n == 2
+        await pilot.press("t")
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    assert model_server.count == 2
+    told = model_server.requests[1].body["messages"][-1]["content"]
+    assert "the pass was rejected as not honest" in told
+    assert app.exit_status == 0
+
+
+# -- the end of a run -------------------------------------------------------------------------
+
+
+async def finished_ok(pilot: Pilot[Any]) -> EndScreen:
+    await wait_screen(pilot, ReviewScreen)
+    await pilot.press("a")
+    end = await end_of_run(pilot)
+    assert end.outcome.status == "ok"
+    return end
+
+
+@sandboxed
+async def test_accept_squashes_the_run_onto_the_users_branch(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    repo = git.Repo(project)
+    start = repo.head.commit.hexsha
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        end = await finished_ok(pilot)
+        await decide(pilot, end, "a")
+        assert end.finished is not None
+        assert end.finished.done
+        assert end.finished.commit is not None
+        assert end.finished.commit[:10] in text_of(end, "#result")
+    head = repo.head.commit
+    assert head.hexsha == end.finished.commit
+    assert [p.hexsha for p in head.parents] == [start]
+    assert head.summary == "Fix textstats."
+    assert repo.active_branch.name == "main"
+    assert "most_common(n)" in (project / "textstats" / "core.py").read_text()
+    assert not repo.is_dirty(untracked_files=False)
+    assert end.outcome.branch not in [b.name for b in repo.branches]
+
+
+@sandboxed
+async def test_keep_leaves_the_branch_and_the_checkout_alone(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    repo = git.Repo(project)
+    start = repo.head.commit.hexsha
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        end = await finished_ok(pilot)
+        await decide(pilot, end, "k")
+        assert end.finished is not None
+        assert end.finished.done
+        assert "kept on branch" in text_of(end, "#result")
+    assert repo.head.commit.hexsha == start
+    assert end.outcome.branch in [b.name for b in repo.branches]
+    assert "most_common(n - 1)" in (project / "textstats" / "core.py").read_text()
+
+
+@sandboxed
+async def test_discard_deletes_the_branch(model_server: ScriptedModelServer, project: Path) -> None:
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    repo = git.Repo(project)
+    start = repo.head.commit.hexsha
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        end = await finished_ok(pilot)
+        await decide(pilot, end, "d")
+        assert end.finished is not None
+        assert end.finished.done
+    assert repo.head.commit.hexsha == start
+    assert end.outcome.branch not in [b.name for b in repo.branches]
+    assert not (project / ".fixloop" / "worktrees" / app.main.view.run_id).exists()
+
+
+@sandboxed
+async def test_a_refused_accept_says_why_and_discard_still_works(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("true division; n words", MEAN_FIX, TOP_FIX)))
+    repo = git.Repo(project)
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        end = await finished_ok(pilot)
+        core = project / "textstats" / "core.py"
+        core.write_text(core.read_text() + "\n# the person's own edit\n")
+        await decide(pilot, end, "a")
+        assert end.finished is not None
+        assert not end.finished.done
+        assert "accept refused" in text_of(end, "#result")
+        assert "you changed textstats/core.py" in text_of(end, "#result")
+        await decide(pilot, end, "d")
+        assert end.finished.done
+    assert "# the person's own edit" in core.read_text()
+    assert end.outcome.branch not in [b.name for b in repo.branches]

@@ -1,0 +1,459 @@
+"""SVG snapshots of every screen and modal, in two themes (three for the main screen).
+
+The screens are fed fixed data — a run's events with fixed times, fixed packets, patches and
+file texts — so nothing in a snapshot depends on the clock, a temp path or a random run id.
+Update with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, TextArea
+
+from engine.check import Verification
+from engine.classify import Classification, ErrorClass
+from engine.config import Settings
+from engine.edits import Edit, Proposal
+from engine.events import (
+    BaseEvent,
+    Committed,
+    EditsApplied,
+    IterationStarted,
+    ModelRequested,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+    ReviewRequested,
+    ReviewResolved,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+    StageStarted,
+)
+from engine.results import StageKind, StageResult, TestCounts
+from engine.session import (
+    CodeFile,
+    FilePreview,
+    Finished,
+    IterationArtifacts,
+    ProposalPreview,
+    file_diff,
+)
+from engine.verdict import Judgement, Verdict
+from tui.app import FixloopApp
+from tui.gate import PassReviewRequest, ProposalReviewRequest
+from tui.screens.editor import EditorFile, EditorScreen
+from tui.screens.end import EndScreen, RunOutcome
+from tui.screens.review import ReviewScreen
+from tui.screens.suspicious import SuspiciousPassScreen
+from tui.screens.task import TaskScreen
+
+SnapCompare = Callable[..., bool]
+
+PROJECT = Path("/home/you/textstats")
+RUN_ID = "20261202-141503-a1b2"
+BRANCH = f"fixloop/{RUN_ID}"
+T0 = 1_764_684_903.0
+TESTS = "python -m pytest -q"
+BIG = (120, 40)
+SMALL = (80, 24)
+
+CORE = '''import re
+from collections import Counter
+
+WORD = re.compile(r"[A-Za-z']+")
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def word_count(text: str) -> int:
+    return len(words(text))
+
+
+def mean_word_length(text: str) -> float:
+    found = words(text)
+    if not found:
+        return 0.0
+    return sum(len(w) for w in found) // len(found)
+
+
+def top_words(text: str, n: int) -> list[tuple[str, int]]:
+    """The n most common words, most common first, ties in order of first use."""
+    counts = Counter(words(text))
+    return counts.most_common(n - 1)
+'''
+CORE_1 = CORE.replace("// len(found)", "/ len(found)")
+CORE_2 = CORE_1.replace("most_common(n - 1)", "most_common(n)")
+TEST_CORE = """from textstats import mean_word_length, top_words, word_count
+
+
+def test_word_count_ignores_punctuation():
+    assert word_count("Hello, world! Hello again.") == 4
+
+
+def test_mean_word_length_is_exact():
+    assert mean_word_length("ab abc") == 2.5
+
+
+def test_top_words_returns_n():
+    assert top_words("a b a c b a", 2) == [("a", 3), ("b", 2)]
+"""
+TEST_SKIPPED = TEST_CORE.replace(
+    "def test_top_words_returns_n():",
+    "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
+)
+TOP_EXPECTED = "expected `[('a', 3), ('b', 2)]`, got `[('a', 3)]`"
+INSTRUCTIONS = (
+    "Fix only the failures above. Keep public names and signatures. "
+    "Do not edit, skip or delete tests."
+)
+PACKET_0 = f"""Verification failed (iteration 1/4): 2 of 5 tests failing. Error class: logic.
+
+FAILED: tests/test_core.py::test_mean_word_length_is_exact (tests/test_core.py:13)
+  failing line: assert mean_word_length("ab abc") == 2.5
+  expected: `2.5`
+  actual:   `2`
+
+Also failing:
+- failed: tests/test_core.py::test_top_words_returns_n — {TOP_EXPECTED}
+
+{INSTRUCTIONS}"""
+PACKET_1 = f"""Verification failed (iteration 2/4): 1 of 5 tests failing. Error class: logic.
+Progress: 1 test now passes that failed before; 1 still fails.
+
+FAILED: tests/test_core.py::test_top_words_returns_n (tests/test_core.py:21)
+  failing line: assert top_words("a b a c b a", 2) == [("a", 3), ("b", 2)]
+  expected: `[('a', 3), ('b', 2)]`
+  actual:   `[('a', 3)]`
+
+Your last edit changed: textstats/core.py (lines 16-22).
+{INSTRUCTIONS}"""
+
+
+def git_diff(path: str, before: str, after: str) -> str:
+    text = file_diff(path, before, after)
+    return f"diff --git a/{path} b/{path}\nindex 0c1acf0..4de0a93 100644\n{text}"
+
+
+DIFF_1 = git_diff("textstats/core.py", CORE, CORE_1)
+DIFF_2 = git_diff("textstats/core.py", CORE_1, CORE_2)
+ARTIFACTS = {
+    0: IterationArtifacts(
+        packet_text=PACKET_0,
+        files=[CodeFile(path="textstats/core.py", text=CORE)],
+    ),
+    1: IterationArtifacts(
+        packet_text=PACKET_1,
+        diff=DIFF_1,
+        response='```json\n{"explanation": "use true division in mean_word_length"}\n```',
+        files=[
+            CodeFile(path="textstats/core.py", text=CORE_1),
+            CodeFile(path="tests/test_core.py", text=TEST_CORE),
+        ],
+    ),
+    2: IterationArtifacts(
+        diff=DIFF_2,
+        files=[
+            CodeFile(path="textstats/core.py", text=CORE_2),
+            CodeFile(path="tests/test_core.py", text=TEST_CORE),
+        ],
+    ),
+}
+
+
+def counts(passed: int, failed: int) -> dict[str, int]:
+    return {"collected": 5, "passed": passed, "failed": failed, "errors": 0, "skipped": 0}
+
+
+def verification(
+    n: int, t: float, exit_code: int, verdict: str, counts: dict[str, int]
+) -> list[BaseEvent]:
+    return [
+        StageStarted(ts=t, n=n, stage="tests", cmd=TESTS),
+        StageFinished(ts=t + 0.9, n=n, stage="tests", exit_code=exit_code, duration_ms=870),
+        PacketReady(
+            ts=t + 1.0,
+            n=n,
+            verdict=verdict,
+            error_class="logic" if verdict == "failing" else "none",
+            tests=counts,
+        ),
+    ]
+
+
+def iteration(n: int, t: float, explanation: str, files: list[str]) -> list[BaseEvent]:
+    return [
+        IterationStarted(ts=t, n=n, max_n=4),
+        ModelRequested(ts=t + 0.1, n=n, model="openai/gpt-4o-mini", prompt_tokens=812),
+        ModelResponded(ts=t + 2.1, n=n, prompt_tokens=790, completion_tokens=58, cost_usd=0.000153),
+        ProposalReady(ts=t + 2.2, n=n, explanation=explanation, files=files),
+        ReviewRequested(ts=t + 2.2, n=n, kind="proposal"),
+    ]
+
+
+def applied(n: int, t: float, files: list[str], sha: str, explanation: str) -> list[BaseEvent]:
+    return [
+        ReviewResolved(ts=t, n=n, kind="proposal", decision="approve", by="person"),
+        EditsApplied(ts=t + 0.1, n=n, files=files),
+        Committed(ts=t + 0.2, n=n, sha=sha, message=f"fixloop[iter {n}/4]: {explanation}"),
+    ]
+
+
+def started() -> list[BaseEvent]:
+    return [
+        RunStarted(
+            ts=T0,
+            run_id=RUN_ID,
+            task="Make the failing tests pass.",
+            project=str(PROJECT),
+            model="openai/gpt-4o-mini",
+            sandbox="gvisor",
+            max_iterations=4,
+            branch=BRANCH,
+            baseline="b0a1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9",
+            config={"budget": {"max_tokens": 20000, "max_cost_usd": 0.5}},
+        ),
+        *verification(0, T0 + 0.2, 1, "failing", counts(3, 2)),
+    ]
+
+
+CORE_PY = ["textstats/core.py"]
+SHA_1 = "3f2c1b0a9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b"
+SHA_2 = "9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e"
+
+
+def until_second_review() -> list[BaseEvent]:
+    return [
+        *started(),
+        *iteration(1, T0 + 1.5, "use true division in mean_word_length", CORE_PY),
+        *applied(1, T0 + 7.0, CORE_PY, SHA_1, "use true division in mean_word_length"),
+        *verification(1, T0 + 7.3, 1, "failing", counts(4, 1)),
+        *iteration(2, T0 + 8.5, "return n words, not n - 1", CORE_PY),
+    ]
+
+
+def finished_run() -> list[BaseEvent]:
+    return [
+        *until_second_review(),
+        *applied(2, T0 + 12.0, CORE_PY, SHA_2, "return n words, not n - 1"),
+        *verification(2, T0 + 12.3, 0, "ok", counts(5, 0)),
+        RunFinished(
+            ts=T0 + 13.4,
+            status="ok",
+            reason="verified green on iteration 2",
+            iterations=2,
+            branch=BRANCH,
+            final_commit=SHA_2,
+            tokens=1696,
+            cost_usd=0.000306,
+            duration_s=13.4,
+        ),
+    ]
+
+
+def until_suspicious_pass() -> list[BaseEvent]:
+    files = ["textstats/core.py", "tests/test_core.py"]
+    return [
+        *started(),
+        *iteration(1, T0 + 1.5, "fix the mean; that top_words test is wrong", files),
+        *applied(1, T0 + 7.0, files, SHA_1, "fix the mean; that top_words test is wrong"),
+        *verification(1, T0 + 7.3, 0, "suspicious_pass", {**counts(4, 0), "skipped": 1}),
+        ReviewRequested(ts=T0 + 8.4, n=1, kind="pass", reasons=PASS_REASONS),
+    ]
+
+
+PASS_REASONS = [
+    "test file tests/test_core.py was modified since the baseline",
+    "added @pytest.mark.skip at tests/test_core.py:23",
+]
+OUTCOME = RunOutcome(
+    status="ok",
+    reason="verified green on iteration 2",
+    iterations=2,
+    branch=BRANCH,
+    tokens=1696,
+    cost_usd=0.000306,
+    duration_s=13.4,
+)
+
+
+def app_in(theme: str) -> FixloopApp:
+    settings = Settings(model="openai/gpt-4o-mini", sandbox="gvisor", approve="step", theme=theme)
+    return FixloopApp(PROJECT, settings, autostart=False)
+
+
+def showing(events: list[BaseEvent], *, select: int | None = None, then: Any = None):
+    """A run_before that loads fixed events into the main screen, then pushes a screen."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, FixloopApp)
+        await pilot.pause()
+        if events:
+            for event in events:
+                app.main.view.apply(event)
+            app.main.load_view(app.main.view, ARTIFACTS)
+        if select is not None:
+            app.main.select(select)
+        await settle(pilot)
+        if then is not None:
+            await app.push_screen(then())
+            for widget in [*app.screen.query(Input), *app.screen.query(TextArea)]:
+                widget.cursor_blink = False
+        await settle(pilot)
+
+    return run_before
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until the workers that load the panes are done and their results are shown."""
+    while any(worker.is_running for worker in pilot.app.workers):
+        await pilot.pause(0.01)
+    await pilot.pause()
+
+
+def review_request() -> ProposalReviewRequest:
+    proposal = Proposal(
+        explanation="return n words, not n - 1",
+        edits=[
+            Edit(path="textstats/core.py", search="most_common(n - 1)", replace="most_common(n)"),
+            Edit(path="tests/test_core.py", content=TEST_SKIPPED),
+        ],
+        format="json",
+    )
+    files = [
+        FilePreview(path="textstats/core.py", before=CORE_1, after=CORE_2),
+        FilePreview(path="tests/test_core.py", before=TEST_CORE, after=TEST_SKIPPED, pinned=True),
+    ]
+    diff = "".join(file_diff(f.path, f.before, f.after) for f in files)
+    return ProposalReviewRequest(
+        n=2,
+        max_n=4,
+        proposal=proposal,
+        held_back=["tests/test_core.py"],
+        preview=ProposalPreview(files=files, diff=diff),
+        future=Future(),
+    )
+
+
+def pass_request() -> PassReviewRequest:
+    return PassReviewRequest(
+        n=1,
+        reasons=PASS_REASONS,
+        test_diff=git_diff("tests/test_core.py", TEST_CORE, TEST_SKIPPED),
+        future=Future(),
+    )
+
+
+def check_result() -> Verification:
+    stage = StageResult(
+        name="tests", kind=StageKind.TESTS, cmd=TESTS, exit_code=1, duration_ms=1830
+    )
+    judgement = Judgement(
+        verdict=Verdict.FAILING,
+        classification=Classification(error_class=ErrorClass.LOGIC, primary="assertion"),
+        tests=TestCounts(collected=5, passed=3, failed=2),
+    )
+    return Verification(judgement=judgement, stages=[stage], packet_text=PACKET_0)
+
+
+# -- the main screen --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", ["dark", "light", "high-contrast"])
+def test_main_screen_with_a_finished_run(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    assert snap_compare(app, terminal_size=BIG, run_before=showing(finished_run(), select=1))
+
+
+def test_main_screen_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    assert snap_compare(app, terminal_size=SMALL, run_before=showing(finished_run()))
+
+
+def test_main_screen_shows_the_next_file_after_f(snap_compare: SnapCompare) -> None:
+    app = app_in("light")
+    run_before = showing(finished_run(), select=1)
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before, press=["f"])
+
+
+# -- the modals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_review_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def test_review_modal_at_80x24_with_test_edits_allowed(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=["t"])
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_editor_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    files = [EditorFile("textstats/core.py", CORE_2), EditorFile("tests/test_core.py", TEST_CORE)]
+    run_before = showing(until_second_review(), then=lambda: EditorScreen(files))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_suspicious_pass_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    run_before = showing(until_suspicious_pass(), then=lambda: SuspiciousPassScreen(pass_request()))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_end_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    run_before = showing(finished_run(), then=lambda: EndScreen(OUTCOME))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def test_end_modal_after_accept(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    accepted = Finished(
+        choice="accept", done=True, commit=SHA_2, detail=f"accepted as {SHA_2[:10]} on main"
+    )
+    run_before = showing(finished_run(), then=lambda: EndScreen(OUTCOME, accepted))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def test_end_modal_when_the_run_could_not_start(snap_compare: SnapCompare) -> None:
+    app = app_in("light")
+    outcome = RunOutcome(
+        status="error",
+        reason="/home/you/textstats is not a git repository; run `git init` and commit",
+        decidable=False,
+    )
+    run_before = showing([], then=lambda: EndScreen(outcome))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+# -- the task screen --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_task_screen_with_the_checkout_verified(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(project=str(PROJECT), model="openai/gpt-4o-mini", sandbox="gvisor")
+        screen.call_after_refresh(screen.show_check, check_result())
+        return screen
+
+    run_before = showing([], then=task_screen)
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)

@@ -1,0 +1,529 @@
+"""The interactive app: `fixloop-tui [PATH] [flags]` without `--headless`.
+
+The engine runs in a thread worker with its own asyncio loop (the workspace makes blocking
+git calls); its events, streamed text and review requests come back as messages. Opening is
+fast: the runner (and with it the model client) is imported inside the worker, and the
+first frame waits for neither the sandbox nor the verifier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+
+import themes
+from engine.check import Verification
+from engine.config import ConfigError, Settings
+from engine.events import RunFinished, RunStarted
+from engine.session import (
+    Finish,
+    Finished,
+    IterationArtifacts,
+    iteration_artifacts,
+    run_path,
+)
+from tui.gate import (
+    EngineEvent,
+    InteractiveGate,
+    Mode,
+    ModelText,
+    PassReviewAsked,
+    ReviewAsked,
+    UiSink,
+)
+from tui.screens.editor import EditorScreen
+from tui.screens.end import EndScreen, RunOutcome
+from tui.screens.main import MainScreen
+from tui.screens.review import ReviewScreen
+from tui.screens.suspicious import SuspiciousPassScreen
+from tui.screens.task import TaskScreen
+from tui.widgets.code import warm_up
+
+EXIT_USAGE = 2
+EXIT_INFRA = 6
+QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
+THEME_LABELS = {
+    themes.DARK.name: "dark",
+    themes.LIGHT.name: "light",
+    themes.HIGH_CONTRAST.name: "high contrast",
+}
+
+
+class FixloopApp(App[int]):
+    """One run of the repair loop, watched and steered by a person."""
+
+    CSS_PATH = str(themes.STYLESHEET)
+    TITLE = "fixloop"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("m", "toggle_mode", "mode"),
+        Binding("x", "abort_run", "abort"),
+        Binding("s", "show_summary", "end of run"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    class ProjectChecked(Message):
+        """The verifier's verdict on the checkout before the run (or why there is none)."""
+
+        def __init__(self, result: Verification | None, error: str | None) -> None:
+            super().__init__()
+            self.result = result
+            self.error = error
+
+    class RunOver(Message):
+        """The engine's thread is done (after RunFinished, or instead of it on a start-up
+        failure)."""
+
+        def __init__(self, error: str | None = None, usage: bool = False) -> None:
+            super().__init__()
+            self.error = error
+            self.usage = usage
+
+    class Settled(Message):
+        """Accept, keep or discard is done (or the accept was refused)."""
+
+        def __init__(self, finished: Finished) -> None:
+            super().__init__()
+            self.finished = finished
+
+    def __init__(
+        self,
+        project: Path,
+        settings: Settings,
+        *,
+        task: str | None = None,
+        autostart: bool = True,
+    ) -> None:
+        super().__init__()
+        self.project = project
+        self.settings = settings
+        self.initial_task = task
+        self.autostart = autostart  # False: show what it is given, start nothing
+        self.mode: Mode = settings.approve or "step"
+        self.gate = InteractiveGate(self.post_from_thread, self.mode)
+        self.sink = UiSink(self.post_from_thread)
+        self.main = MainScreen(
+            project=str(project),
+            model=settings.model or "default model",
+            sandbox=settings.sandbox or "auto",
+            mode=self.mode,
+        )
+        self.outcome: RunOutcome | None = None
+        self.finished: Finished | None = None
+        self.exit_status = 0
+        self.running = False
+        self._quitting = False
+        self._cancelled = False
+        self._engine: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self._checking: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+
+    # -- start-up -------------------------------------------------------------------------------
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {**super().get_theme_variable_defaults(), **themes.VARIABLE_DEFAULTS}
+
+    def get_default_screen(self) -> Screen[Any]:
+        return self.main
+
+    def on_mount(self) -> None:
+        for theme in themes.THEMES:
+            self.register_theme(theme)
+        wanted = themes.theme_name(self.settings.theme)
+        if wanted not in self.available_themes:
+            self.notify(
+                f"unknown theme {self.settings.theme!r}; try dark, light or high-contrast",
+                severity="warning",
+            )
+            wanted = themes.DEFAULT
+        self.theme = wanted
+        self._warm_up()
+        if not self.autostart:
+            return
+        if self.initial_task is None:
+            screen = TaskScreen(
+                project=str(self.project),
+                model=self.settings.model or "default model",
+                sandbox=self.settings.sandbox or "auto",
+                mode=self.mode,
+            )
+            self.push_screen(screen, self.begin)
+            self.call_after_refresh(self._check_project)
+        else:
+            self.call_after_refresh(self.begin, self.initial_task)
+
+    @work(thread=True, group="warm-up", exit_on_error=False)
+    def _warm_up(self) -> None:
+        """What the first iteration's panes need, loaded before the run gets there."""
+        warm_up()
+
+    def post_from_thread(self, message: Message) -> bool:
+        """post_message, safe from any thread, even while the app shuts down."""
+        try:
+            return self.post_message(message)
+        except RuntimeError:  # the app's loop is closed
+            return False
+
+    @work(thread=True, exclusive=True, group="check", exit_on_error=False)
+    async def _check_project(self) -> None:
+        from engine.session import check_project
+
+        task = asyncio.current_task()
+        assert task is not None
+        self._checking = (asyncio.get_running_loop(), task)
+        try:
+            result = await check_project(self.project, self.settings)
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            self.post_from_thread(self.ProjectChecked(None, str(exc)))
+            return
+        finally:
+            self._checking = None
+        self.post_from_thread(self.ProjectChecked(result, None))
+
+    @on(ProjectChecked)
+    def _checked(self, message: ProjectChecked) -> None:
+        if isinstance(self.screen, TaskScreen):
+            self.screen.show_check(message.result, message.error)
+
+    def begin(self, task: str | None) -> None:
+        """Start the run with `task` (from the task screen or --task)."""
+        if task is None or self.running:
+            return
+        _cancel(self._checking)
+        self.initial_task = task
+        self.running = True
+        self.refresh_bindings()
+        self.main.note = "starting: the worktree, the sandbox and the first verification…"
+        self.main.refresh_header()
+        self._run_engine(task)
+
+    # -- the engine's thread --------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    async def _run_engine(self, task: str) -> None:
+        from engine.runner import start_run  # the model client's modules load off the UI thread
+        from engine.workspace import WorkspaceError
+
+        current = asyncio.current_task()
+        assert current is not None
+        self._engine = (asyncio.get_running_loop(), current)
+        settings = self.settings.model_copy(update={"task": task})
+        try:
+            await start_run(
+                self.project,
+                settings,
+                gate=self.gate,
+                sinks=[self.gate, self.sink],
+                on_model_text=self.sink.model_text,
+            )
+        except asyncio.CancelledError:
+            self.post_from_thread(self.RunOver())
+            return
+        except (ConfigError, WorkspaceError) as exc:
+            self.post_from_thread(self.RunOver(str(exc), usage=True))
+            return
+        except Exception as exc:
+            self.post_from_thread(self.RunOver(str(exc) or type(exc).__name__))
+            return
+        finally:
+            self._engine = None
+        self.post_from_thread(self.RunOver())
+
+    @on(EngineEvent)
+    def _engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        if isinstance(event, RunStarted):
+            self.main.note = ""
+            self.main.loader = functools.partial(_artifacts, self.project, event.run_id)
+        self.main.apply(event)
+        if isinstance(event, RunFinished):
+            self._run_finished(event)
+
+    @on(ModelText)
+    def _model_text(self, message: ModelText) -> None:
+        self.main.stream(message.text)
+
+    @on(ReviewAsked)
+    def _review_asked(self, message: ReviewAsked) -> None:
+        request = message.request
+        self.push_screen(ReviewScreen(request), lambda review: _resolve(request, review))
+
+    @on(PassReviewAsked)
+    def _pass_review_asked(self, message: PassReviewAsked) -> None:
+        request = message.request
+        self.push_screen(SuspiciousPassScreen(request), lambda review: _resolve(request, review))
+
+    def _run_finished(self, event: RunFinished) -> None:
+        from engine.guards import EXIT_CODES, RunStatus
+
+        self._close_reviews()
+        report = run_path(self.project, event.run_id) / "report.md"
+        self.outcome = RunOutcome(
+            status=event.status,
+            reason=event.reason,
+            iterations=event.iterations,
+            branch=event.branch,
+            tokens=event.tokens,
+            cost_usd=event.cost_usd,
+            duration_s=event.duration_s,
+            report=str(report) if report.is_file() else "",
+            decidable=bool(event.branch),
+        )
+        try:
+            self.exit_status = EXIT_CODES[RunStatus(event.status)]
+        except ValueError:
+            self.exit_status = EXIT_INFRA
+        self.refresh_bindings()
+        if not self._quitting:
+            self.push_screen(EndScreen(self.outcome))
+
+    @on(RunOver)
+    def _run_over(self, message: RunOver) -> None:
+        self.running = False
+        self.main.note = ""
+        self.main.refresh_header()
+        if message.error is not None:
+            self._close_reviews()
+            self.exit_status = EXIT_USAGE if message.usage else EXIT_INFRA
+            if self.outcome is None:
+                self.outcome = RunOutcome(status="error", reason=message.error, decidable=False)
+                if not self._quitting:
+                    self.push_screen(EndScreen(self.outcome))
+            else:
+                self.notify(message.error, title="the run's thread failed", severity="error")
+        self.refresh_bindings()
+        if self._quitting:
+            self.exit(self.exit_status)
+
+    def _close_reviews(self) -> None:
+        """Reviews the run no longer waits for (it ended, or was stopped) go away."""
+        waiting = (ReviewScreen, EditorScreen, SuspiciousPassScreen)
+        while len(self.screen_stack) > 1 and isinstance(self.screen, waiting):
+            self.pop_screen()
+
+    # -- end of run -----------------------------------------------------------------------------
+
+    @on(EndScreen.Decided)
+    def _decided(self, message: EndScreen.Decided) -> None:
+        view = self.main.view
+        if view.run_id:
+            self._finish(view.run_id, message.choice)
+
+    @work(thread=True, exclusive=True, group="finish", exit_on_error=False)
+    def _finish(self, run_id: str, choice: Finish) -> None:
+        from engine.session import finish_run
+
+        try:
+            finished = finish_run(self.project, run_id, choice)
+        except Exception as exc:  # the git work failed unexpectedly: say so, change nothing
+            finished = Finished(choice=choice, done=False, detail=str(exc))
+        self.post_from_thread(self.Settled(finished))
+
+    @on(Settled)
+    def _settled(self, message: Settled) -> None:
+        if message.finished.done:
+            self.finished = message.finished
+        for screen in self.screen_stack:
+            if isinstance(screen, EndScreen):
+                screen.show_finished(message.finished)
+        self.notify(
+            message.finished.detail,
+            severity="information" if message.finished.done else "error",
+        )
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def action_toggle_mode(self) -> None:
+        self.mode = "auto" if self.mode == "step" else "step"
+        self.gate.mode = self.mode
+        self.main.set_mode(self.mode)
+        self.notify(
+            "auto: proposals are approved; only a suspicious pass stops the run"
+            if self.mode == "auto"
+            else "step: every proposal waits for your review",
+            title=f"{self.mode} mode",
+        )
+
+    def action_abort_run(self) -> None:
+        if not self.running:
+            return
+        at_gate = self.gate.waiting
+        self.gate.close("aborted by you")  # a waiting review ends the run cleanly as aborted
+        if not at_gate and not self._cancelled:
+            self._cancelled = True  # once: a second cancel would cut the sandbox's clean-up
+            _cancel(self._engine)  # mid-model or mid-verification: stop it there
+        self.notify("stopping the run…", title="abort")
+
+    def action_show_summary(self) -> None:
+        if self.outcome is not None and not isinstance(self.screen, EndScreen):
+            self.push_screen(EndScreen(self.outcome, self.finished))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Abort only while a run goes on; the end-of-run summary only once there is one."""
+        if action == "abort_run":
+            return self.running
+        if action == "show_summary":
+            return self.outcome is not None
+        return True
+
+    async def action_quit(self) -> None:
+        _cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
+        if not self.running:
+            self.exit(self.exit_status)
+            return
+        if self._quitting:
+            return
+        self._quitting = True
+        self.action_abort_run()
+        self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Mode: switch step/auto (m)",
+            "step: review every proposal; auto: stop only at a suspicious pass",
+            self.action_toggle_mode,
+        )
+        if self.running:
+            yield SystemCommand(
+                "Abort the run (x)", "stop the loop; the branch is kept", self.action_abort_run
+            )
+        if self.outcome is not None:
+            yield SystemCommand(
+                "End of run: accept, keep or discard (s)",
+                "squash onto your branch, keep the branch, or delete it",
+                self.action_show_summary,
+            )
+        yield SystemCommand(
+            "Code: next file (f)", "show the next file under repair", self.main.action_next_file
+        )
+        yield SystemCommand(
+            "Feedback: packet or model output (o)",
+            "switch the feedback pane's tab",
+            self.main.action_toggle_output,
+        )
+        yield SystemCommand(
+            "History: follow the live iteration (l)",
+            "select the latest iteration and stay on it",
+            self.main.action_follow,
+        )
+        for theme in themes.THEMES:
+            yield SystemCommand(
+                f"Theme: {THEME_LABELS[theme.name]}",
+                f"switch to the {THEME_LABELS[theme.name]} theme",
+                functools.partial(setattr, self, "theme", theme.name),
+            )
+        yield from _screen_commands(screen)
+
+
+def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
+    """The open modal's own actions, so every decision is in the palette too."""
+    if isinstance(screen, ReviewScreen):
+        yield SystemCommand(
+            "Review: approve (a)", "apply and verify the proposal", screen.action_approve
+        )
+        yield SystemCommand("Review: edit (e)", "edit the proposal in the app", screen.action_edit)
+        yield SystemCommand("Review: abort (x)", "end the run here", screen.action_abort)
+        if screen.request.held_back:
+            yield SystemCommand(
+                "Review: allow test edits (t)",
+                "let this proposal change pinned tests",
+                screen.action_allow_tests,
+            )
+    elif isinstance(screen, SuspiciousPassScreen):
+        yield SystemCommand(
+            "Suspicious pass: accept (a)", "end the run ok; recorded", screen.action_accept
+        )
+        yield SystemCommand(
+            "Suspicious pass: reject (r)", "do not trust this pass", screen.action_reject
+        )
+    elif isinstance(screen, EndScreen):
+        for choice, help_text in (
+            ("accept", "squash the run onto your branch"),
+            ("keep", "keep branch fixloop/<run>"),
+            ("discard", "delete the run's branch"),
+        ):
+            yield SystemCommand(
+                f"End of run: {choice} ({choice[0]})",
+                help_text,
+                functools.partial(screen.action_decide, choice),
+            )
+    elif isinstance(screen, EditorScreen):
+        yield SystemCommand(
+            "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save
+        )
+        yield SystemCommand(
+            "Editor: back to the review (esc)", "discard the edits", screen.action_cancel
+        )
+
+
+def _artifacts(
+    project: Path, run_id: str, n: int, rev: str | None, touched: list[str], named: list[str]
+) -> IterationArtifacts:
+    return iteration_artifacts(project, run_id, n, rev=rev, touched=touched, named=named)
+
+
+def _resolve(request: Any, review: Any) -> None:
+    """A modal's answer to the engine (a modal closed without one decides nothing)."""
+    if review is not None:
+        request.resolve(review)
+
+
+def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None) -> None:
+    """Cancel a task running on another thread's loop (if it still runs)."""
+    if running is None:
+        return
+    loop, task = running
+    with contextlib.suppress(RuntimeError):  # that loop has already closed
+        loop.call_soon_threadsafe(task.cancel)
+
+
+# -- the command line's entry --------------------------------------------------------------------
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """`fixloop-tui [PATH] [flags]`: settings as for headless, then the app; its exit code."""
+    from engine.config import load_settings
+    from tui.headless import RUN_FLAGS
+
+    if args.spec is not None:
+        print("fixloop-tui: error: --spec is not built yet", file=sys.stderr)
+        return EXIT_USAGE
+    project: Path = args.path.resolve()
+    if not project.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in RUN_FLAGS}
+    if args.task_file is not None:
+        try:
+            flags["task"] = args.task_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        settings = load_settings(project, flags)
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    app = FixloopApp(project, settings, task=flags.get("task"))
+    app.run()
+    if app.outcome is not None:
+        line = f"fixloop: {app.outcome.status} — {app.outcome.reason}"
+        if app.finished is not None:
+            line += f"; {app.finished.detail}"
+        elif app.outcome.decidable:
+            line += f"; the result stays on branch {app.outcome.branch}"
+        print(line, file=sys.stderr)
+    return app.exit_status

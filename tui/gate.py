@@ -1,0 +1,199 @@
+"""Where the engine thread meets the screen: the interactive Gate, and the messages the
+engine's thread posts to the app (events, streamed model text, review requests).
+
+The engine runs in a worker thread with its own asyncio loop. `InteractiveGate.review`
+posts a request holding a `concurrent.futures.Future` and awaits it there; the UI resolves
+the future when the person decides. Neither side ever blocks the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from textual.message import Message
+
+from engine.edits import Proposal
+from engine.events import BaseEvent, RunStarted
+from engine.gate import PassReview, Review
+from engine.session import ProposalPreview, pass_test_diff, preview_proposal, worktree_path
+
+Mode = Literal["step", "auto"]
+Post = Callable[[Message], object]
+
+
+# -- what the engine thread posts --------------------------------------------------------------
+
+
+class EngineEvent(Message):
+    """One event of the run, in the order the loop emitted it."""
+
+    def __init__(self, event: BaseEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class ModelText(Message):
+    """A piece of the model's answer as it streams in."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+@dataclass
+class ProposalReviewRequest:
+    """A proposal waiting for the person: approve, edit or abort."""
+
+    n: int
+    max_n: int
+    proposal: Proposal
+    held_back: list[str]
+    preview: ProposalPreview
+    future: Future[Review] = field(default_factory=Future)
+
+    def resolve(self, review: Review) -> bool:
+        """Hand the decision to the engine; False if the run no longer waits for it."""
+        if self.future.done():
+            return False
+        try:
+            self.future.set_result(review)
+        except Exception:  # cancelled or resolved by the engine thread in the meantime
+            return False
+        return True
+
+
+@dataclass
+class PassReviewRequest:
+    """A suspicious pass waiting for the person: accept (recorded) or reject."""
+
+    n: int
+    reasons: list[str]
+    test_diff: str
+    future: Future[PassReview] = field(default_factory=Future)
+
+    def resolve(self, review: PassReview) -> bool:
+        if self.future.done():
+            return False
+        try:
+            self.future.set_result(review)
+        except Exception:
+            return False
+        return True
+
+
+class ReviewAsked(Message):
+    def __init__(self, request: ProposalReviewRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class PassReviewAsked(Message):
+    def __init__(self, request: PassReviewRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+# -- the engine side -----------------------------------------------------------------------------
+
+
+class UiSink:
+    """An EventSink (and the loop's `on_model_text`) that posts to the app, never waiting."""
+
+    def __init__(self, post: Post) -> None:
+        self._post = post
+
+    def emit(self, event: BaseEvent) -> None:
+        self._post(EngineEvent(event))
+
+    def model_text(self, text: str) -> None:
+        self._post(ModelText(text))
+
+
+class InteractiveGate:
+    """engine.gate.Gate for a person at the screen; also an EventSink, to learn the worktree.
+
+    `mode` is read by the engine thread at each proposal and set by the UI: in `step` every
+    proposal waits for a review; in `auto` proposals are approved and only a suspicious pass
+    stops the run.
+    """
+
+    def __init__(self, post: Post, mode: Mode = "step") -> None:
+        self.mode: Mode = mode
+        self._post = post
+        self._lock = threading.Lock()
+        self._pending: list[ProposalReviewRequest | PassReviewRequest] = []
+        self._closed: str | None = None
+        self._root: Path | None = None
+        self._baseline = ""
+        self._max_n = 0
+
+    # -- EventSink ----------------------------------------------------------------------------
+
+    def emit(self, event: BaseEvent) -> None:
+        if isinstance(event, RunStarted):
+            self._root = worktree_path(Path(event.project), event.run_id)
+            self._baseline = event.baseline
+            self._max_n = event.max_iterations
+
+    # -- Gate -----------------------------------------------------------------------------------
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        if self._closed is not None:
+            return Review(decision="abort", note=self._closed)
+        if self.mode == "auto":
+            return Review(decision="approve", note="auto mode")
+        preview = (
+            preview_proposal(proposal, self._root, held_back)
+            if self._root is not None
+            else ProposalPreview(files=[], diff="", error="the worktree is unknown")
+        )
+        request = ProposalReviewRequest(n, self._max_n, proposal, list(held_back), preview)
+        if not self._ask(request, ReviewAsked(request)):
+            return Review(decision="abort", note=self._closed or "the app closed")
+        return await asyncio.wrap_future(request.future)
+
+    async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
+        if self._closed is not None:
+            return PassReview(accept=False, note=self._closed)
+        test_diff = ""
+        if self._root is not None and self._baseline:
+            try:
+                test_diff = pass_test_diff(self._root, self._baseline)
+            except Exception as exc:  # the diff only illustrates the reasons
+                test_diff = f"(the test diff could not be read: {exc})"
+        request = PassReviewRequest(n, list(reasons), test_diff)
+        if not self._ask(request, PassReviewAsked(request)):
+            return PassReview(accept=False, note=self._closed or "the app closed")
+        return await asyncio.wrap_future(request.future)
+
+    # -- the UI side ----------------------------------------------------------------------------
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the engine waits for a review right now."""
+        with self._lock:
+            return any(not request.future.done() for request in self._pending)
+
+    def close(self, note: str) -> None:
+        """Answer every open and future review with abort / reject (the person stopped)."""
+        with self._lock:
+            self._closed = note
+            pending, self._pending = self._pending, []
+        for request in pending:
+            if isinstance(request, ProposalReviewRequest):
+                request.resolve(Review(decision="abort", note=note))
+            else:
+                request.resolve(PassReview(accept=False, note=note))
+
+    def _ask(self, request: ProposalReviewRequest | PassReviewRequest, message: Message) -> bool:
+        with self._lock:
+            if self._closed is not None:
+                return False
+            self._pending = [r for r in self._pending if not r.future.done()] + [request]
+        return self._post(message) is not False

@@ -1,0 +1,251 @@
+"""The main screen: header, the four panes (code, feedback, history, diff) and the footer.
+
+Events go in through `apply` (attributes down); the history pane says which iteration the
+person picked (messages up). What an iteration left on disk (packet, patch, answer, code at
+its commit) is read in a thread worker and shown when it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer
+from textual.worker import get_current_worker
+
+from engine.events import BaseEvent, ModelRequested, PacketReady, RunStarted
+from engine.session import IterationArtifacts
+from tui.widgets.code import CodePane
+from tui.widgets.diff import DiffPane, added_lines
+from tui.widgets.feedback import FeedbackPane
+from tui.widgets.header import Activity, RunHeader, activity_of
+from tui.widgets.history import HistoryPane
+from tui.widgets.run_view import IterationView, RunView
+
+# (n, rev, touched files, files the user named) -> what the iteration left behind
+ArtifactLoader = Callable[[int, str | None, list[str], list[str]], IterationArtifacts]
+RELOAD_DELAY_S = 0.1
+
+
+def empty_diff_note(it: IterationView | None) -> str:
+    if it is None:
+        return "no iteration yet"
+    if it.n == 0:
+        return "no edit yet: this is the project before the first proposal"
+    if it.status == "format_error":
+        return "the answer could not be used: nothing was changed"
+    if it.status == "no_change":
+        return "the proposal changed no file"
+    if it.in_progress:
+        return "no commit yet"
+    return "no change in this iteration"
+
+
+class MainScreen(Screen[None]):
+    """The run, live or finished; the selected iteration drives every pane."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "next_file", "next file"),
+        Binding("o", "toggle_output", "output"),
+        Binding("l", "follow", "follow"),
+    ]
+
+    class Loaded(Message):
+        """What iteration n left on disk, read by the worker."""
+
+        def __init__(self, n: int, artifacts: IterationArtifacts) -> None:
+            super().__init__()
+            self.n = n
+            self.artifacts = artifacts
+
+    def __init__(
+        self,
+        *,
+        project: str = "",
+        model: str = "",
+        sandbox: str = "",
+        mode: str = "step",
+        loader: ArtifactLoader | None = None,
+    ) -> None:
+        super().__init__()
+        self.view = RunView()
+        self.mode = mode
+        self.loader = loader
+        self.selected: int | None = None
+        self.follow = True
+        self.streamed = 0
+        self.note = ""  # what happens before the run's first event
+        self.ready = False  # the panes are mounted
+        self._header_args = {"project": project, "model": model, "sandbox": sandbox}
+        self._artifacts: dict[int, IterationArtifacts] = {}
+        self._reload: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(**self._header_args)
+        with Grid(id="panes"):
+            yield CodePane(id="code")
+            yield FeedbackPane(id="feedback")
+            yield HistoryPane(id="history")
+            yield DiffPane(id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        # The panes inside the grid mount a moment after the screen: render once they are in.
+        self.call_after_refresh(self._ready)
+
+    def _ready(self) -> None:
+        self.ready = True
+        self.query_one(HistoryPane).table.focus()
+        self.query_one(HistoryPane).show(self.view)
+        if self.selected is not None:
+            self.select(self.selected)
+        elif self.view.latest is not None:
+            self.select(self.view.latest)
+        self.refresh_header()
+
+    # -- attributes down ------------------------------------------------------------------
+
+    def apply(self, event: BaseEvent) -> None:
+        """Fold in one engine event and bring the panes up to date."""
+        self.view.apply(event)
+        if isinstance(event, RunStarted):
+            self.follow, self.selected = True, None
+        if not self.ready:
+            return
+        self.query_one(HistoryPane).show(self.view)
+        feedback = self.query_one(FeedbackPane)
+        following = self.follow and getattr(event, "n", None) == self.view.latest
+        if isinstance(event, ModelRequested):
+            self.streamed = 0
+            if following:
+                feedback.begin_stream()
+                feedback.open_tab("model")
+        elif isinstance(event, PacketReady) and following:
+            feedback.open_tab("packet")
+        latest = self.view.latest
+        if self.follow and latest is not None and latest != self.selected:
+            self.select(latest)
+        else:
+            self.render_selected()
+            self.schedule_reload()
+        self.refresh_header()
+
+    def stream(self, text: str) -> None:
+        """A piece of the model's answer for the iteration under way."""
+        self.streamed += len(text)
+        latest = self.view.latest
+        if latest is not None:
+            self.view.iterations[latest].model_text += text
+        if self.ready and self.follow and self.selected == latest:
+            self.query_one(FeedbackPane).stream(text)
+        self.refresh_header()
+
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        self.refresh_header()
+
+    def load_view(self, view: RunView, artifacts: dict[int, IterationArtifacts]) -> None:
+        """Show a run from fixed data (a finished run, a snapshot): no worker, no disk."""
+        self.view = view
+        self._artifacts = dict(artifacts)
+        self.loader = lambda n, *_: artifacts.get(n, IterationArtifacts())
+        self.selected = view.latest
+        if self.ready:
+            self.query_one(HistoryPane).show(view)
+            self.select(view.latest or 0)
+            self.refresh_header()
+
+    def select(self, n: int) -> None:
+        """Move every pane to iteration n."""
+        self.selected = n
+        if not self.ready:
+            return
+        self.query_one(HistoryPane).select(n)
+        self.render_selected()
+        self.schedule_reload(now=True)
+
+    def refresh_header(self) -> None:
+        if not self.ready:
+            return
+        activity = activity_of(self.view, self.streamed)
+        if not self.view.run_id and self.note:
+            activity = Activity(self.note, busy=True)
+        self.query_one(RunHeader).show(self.view, self.mode, activity)
+
+    def render_selected(self) -> None:
+        n = self.selected
+        it = self.view.iterations.get(n) if n is not None else None
+        artifacts = self._artifacts.get(n, IterationArtifacts()) if n is not None else None
+        artifacts = artifacts or IterationArtifacts()
+        feedback = self.query_one(FeedbackPane)
+        feedback.show(it, artifacts.packet_text)
+        live_answer = it is not None and it.status == "asking" and n == self.view.latest
+        if it is not None and not live_answer:
+            feedback.show_response(artifacts.response or it.model_text)
+        self.query_one(CodePane).show(artifacts.files, added_lines(artifacts.diff))
+        self.query_one(DiffPane).show(artifacts.diff, empty=empty_diff_note(it))
+
+    # -- messages up ------------------------------------------------------------------------
+
+    @on(HistoryPane.Selected)
+    def _picked(self, message: HistoryPane.Selected) -> None:
+        self.follow = message.n == self.view.latest
+        self.select(message.n)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_next_file(self) -> None:
+        self.query_one(CodePane).next_file()
+
+    def action_toggle_output(self) -> None:
+        feedback = self.query_one(FeedbackPane)
+        feedback.open_tab("model" if feedback.tab == "packet" else "packet")
+
+    def action_follow(self) -> None:
+        self.follow = True
+        if self.view.latest is not None:
+            self.select(self.view.latest)
+
+    # -- loading what an iteration left on disk -----------------------------------------
+
+    def schedule_reload(self, now: bool = False) -> None:
+        if self.loader is None or self.selected is None:
+            return
+        if now:
+            if self._reload is not None:
+                self._reload.stop()
+                self._reload = None
+            self._start_load()
+        elif self._reload is None:
+            self._reload = self.set_timer(RELOAD_DELAY_S, self._start_load)
+
+    def _start_load(self) -> None:
+        self._reload = None
+        n = self.selected
+        if self.loader is None or n is None:
+            return
+        it = self.view.iterations.get(n)
+        touched = list(it.files) if it else []
+        self._load(n, self.view.rev_at(n), touched, list(self.view.named_files))
+
+    @work(thread=True, exclusive=True, group="artifacts", exit_on_error=False)
+    def _load(self, n: int, rev: str | None, touched: list[str], named: list[str]) -> None:
+        loader = self.loader
+        if loader is None:
+            return
+        artifacts = loader(n, rev, touched, named)
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.Loaded(n, artifacts))  # thread-safe; never waits for the UI
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        self._artifacts[message.n] = message.artifacts
+        if self.ready and message.n == self.selected:
+            self.render_selected()

@@ -1,0 +1,180 @@
+"""The review modal (step mode): one proposal — the model's explanation and its edits as a
+diff against the current files — and the person's decision: approve `a`, edit `e`, abort `x`.
+
+Edit opens the in-app editor over the files as the proposal would leave them; saving brings
+the person back here with their version as the diff, and approving then commits it as their
+own edit (`fixloop[iter N/M]: edited by you`). When the proposal touches pinned tests, `t`
+lets those edits through (a pass then needs approval too).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+from textual.widgets.button import ButtonVariant
+
+from engine.edits import Edit, Proposal
+from engine.gate import Review
+from engine.session import file_diff
+from tui.gate import ProposalReviewRequest
+from tui.screens.editor import EditorFile, EditorScreen
+from tui.widgets.diff import diff_content
+
+EDITED_BY_YOU = "edited by you"
+
+
+class ReviewScreen(ModalScreen[Review]):
+    """Dismissed with the person's Review."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "approve", "approve"),
+        Binding("e", "edit", "edit"),
+        Binding("x", "abort", "abort"),
+        Binding("t", "allow_tests", "allow test edits", show=False),
+    ]
+
+    def __init__(self, request: ProposalReviewRequest) -> None:
+        super().__init__()
+        self.request = request
+        self.allow_test_edits = False
+        self.edited: dict[str, str] | None = None  # the person's version of the files
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        with Vertical(id="dialog", classes="dialog") as dialog:
+            dialog.border_title = f"iteration {request.n}/{request.max_n} · review the proposal"
+            explanation = request.proposal.explanation or "(no explanation)"
+            yield Static(
+                Content.assemble(("the model says: ", "bold"), explanation), id="explanation"
+            )
+            yield Static(self._notice(), id="notice")
+            with VerticalScroll(id="review-diff", classes="diff"):
+                yield Static(self._diff(), id="diff-text")
+            with Horizontal(classes="buttons"):
+                yield _button("approve [a]", "approve", "success")
+                yield _button("edit [e]", "edit", "primary")
+                yield _button("abort [x]", "abort", "error")
+                if request.held_back:
+                    yield _button("allow test edits [t]", "allow_tests", "warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#approve", Button).focus()
+
+    # -- what the modal shows -------------------------------------------------------------------
+
+    def diff_text(self) -> str:
+        """The diff being reviewed: the model's proposal, or the person's edit of it."""
+        if self.edited is None:
+            return self.request.preview.diff
+        before = {f.path: f.before for f in self.request.preview.files}
+        return "".join(
+            file_diff(path, before.get(path), text) for path, text in self.edited.items()
+        )
+
+    def _diff(self) -> Content:
+        preview = self.request.preview
+        if preview.error and self.edited is None:
+            return Content.styled(preview.error, "$text-error")
+        diff = self.diff_text()
+        if not diff.strip():
+            return Content.styled("this changes nothing", "$text-muted")
+        return diff_content(diff)
+
+    def _notice(self) -> Content:
+        request = self.request
+        if self.edited is not None:
+            files = ", ".join(self.edited) or "no file"
+            return Content("\n").join(
+                [
+                    Content.assemble(("files: ", "bold"), files),
+                    Content.styled(
+                        "your edit: approving commits it as your own (e: edit again)",
+                        "bold $text-accent",
+                    ),
+                ]
+            )
+        files = ", ".join(f.path for f in request.preview.files) or "no file"
+        lines = [Content.assemble(("files: ", "bold"), files)]
+        if request.preview.error:
+            lines.append(
+                Content.styled(
+                    "these edits do not apply to the current files: approving tells the model why",
+                    "$text-warning",
+                )
+            )
+        if request.held_back:
+            held = ", ".join(request.held_back)
+            if self.allow_test_edits:
+                text = f"pinned tests {held} WILL be changed: a pass will then need your approval"
+                lines.append(Content.styled(text, "bold $text-error"))
+            else:
+                text = f"pinned tests {held} will be held back (t: allow these edits)"
+                lines.append(Content.styled(text, "$text-warning"))
+        return Content("\n").join(lines)
+
+    def _refresh(self) -> None:
+        self.query_one("#notice", Static).update(self._notice())
+        self.query_one("#diff-text", Static).update(self._diff())
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_approve(self) -> None:
+        if self.edited is None:
+            self.dismiss(Review(decision="approve", allow_test_edits=self.allow_test_edits))
+            return
+        proposal = Proposal(
+            explanation=EDITED_BY_YOU,
+            edits=[Edit(path=path, content=text) for path, text in self.edited.items()],
+            format=self.request.proposal.format,
+        )
+        self.dismiss(Review(decision="edit", proposal=proposal, note=EDITED_BY_YOU))
+
+    def action_abort(self) -> None:
+        self.dismiss(Review(decision="abort", note="aborted by you at review"))
+
+    def action_allow_tests(self) -> None:
+        if not self.request.held_back or self.edited is not None:
+            return
+        self.allow_test_edits = not self.allow_test_edits
+        label = "hold tests back [t]" if self.allow_test_edits else "allow test edits [t]"
+        self.query_one("#allow_tests", Button).label = Content(label)
+        self._refresh()
+
+    def action_edit(self) -> None:
+        self.app.push_screen(EditorScreen(self.editable_files()), self._edited)
+
+    def editable_files(self) -> list[EditorFile]:
+        """The files as the proposal (or the person's last edit) would leave them; pinned
+        tests only when their edits are allowed."""
+        if self.edited is not None:
+            return [EditorFile(path=path, text=text) for path, text in self.edited.items()]
+        held = set(self.request.held_back) if not self.allow_test_edits else set()
+        files = []
+        for preview in self.request.preview.files:
+            if preview.path in held:
+                continue
+            text = preview.after if preview.after is not None else preview.before
+            files.append(EditorFile(path=preview.path, text=text or ""))
+        return files
+
+    def _edited(self, texts: dict[str, str] | None) -> None:
+        if texts is None:
+            return  # the person went back without saving
+        self.edited = texts
+        self._refresh()
+
+
+def _button(label: str, action: str, variant: ButtonVariant) -> Button:
+    return Button(
+        Content(label),
+        id=action,
+        variant=variant,
+        compact=True,
+        action=f"screen.{action}",
+    )

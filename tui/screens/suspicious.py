@@ -1,0 +1,68 @@
+"""The suspicious-pass modal: every command passed, but something makes the pass doubtful
+(a test edited, a skip added, fewer tests). The reasons and the test diff; accept `a` (the
+run ends ok, and the acceptance is recorded) or reject `r` (the run ends suspicious_pass)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from engine.gate import PassReview
+from tui.gate import PassReviewRequest
+from tui.widgets.diff import diff_content
+
+
+class SuspiciousPassScreen(ModalScreen[PassReview]):
+    """Dismissed with the person's PassReview."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "accept", "accept the pass"),
+        Binding("r", "reject", "reject it"),
+    ]
+
+    def __init__(self, request: PassReviewRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        with Vertical(id="dialog", classes="dialog warning") as dialog:
+            dialog.border_title = f"iteration {request.n} · the tests pass, but…"
+            reasons = [Content.styled("why this pass may not be honest:", "bold $text-warning")]
+            reasons += [Content(f"  • {reason}") for reason in request.reasons]
+            yield Static(Content("\n").join(reasons), id="reasons")
+            with VerticalScroll(id="pass-diff", classes="diff"):
+                if request.test_diff.strip():
+                    yield Static(diff_content(request.test_diff))
+                else:
+                    yield Static(Content.styled("no test file changed", "$text-muted"))
+            with Horizontal(classes="buttons"):
+                yield Button(
+                    Content("accept [a]"),
+                    id="accept",
+                    variant="warning",
+                    compact=True,
+                    action="screen.accept",
+                )
+                yield Button(
+                    Content("reject [r]"),
+                    id="reject",
+                    variant="primary",
+                    compact=True,
+                    action="screen.reject",
+                )
+
+    def on_mount(self) -> None:
+        self.query_one("#reject", Button).focus()
+
+    def action_accept(self) -> None:
+        self.dismiss(PassReview(accept=True, note="accepted by you"))
+
+    def action_reject(self) -> None:
+        self.dismiss(PassReview(accept=False, note="rejected by you", keep_repairing=True))

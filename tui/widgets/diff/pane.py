@@ -1,0 +1,34 @@
+"""The diff pane: the selected iteration's patch (what its commit changed)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from tui.widgets.diff.render import diff_content
+
+
+class DiffPane(VerticalScroll):
+    """Shows one unified diff, or a line saying why there is none."""
+
+    DEFAULT_CSS = """
+    DiffPane > Static { width: auto; min-width: 100%; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "diff"
+        self._shown: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content.styled("no iteration yet", "$text-muted"), id="diff-text")
+
+    def show(self, diff: str, *, empty: str = "no change in this iteration") -> None:
+        if self._shown == (diff, empty):
+            return  # keep the scroll position while the same patch stays selected
+        self._shown = (diff, empty)
+        body = diff_content(diff) if diff.strip() else Content.styled(empty, "$text-muted")
+        self.query_one("#diff-text", Static).update(body)
+        self.scroll_home(animate=False)

@@ -1,0 +1,164 @@
+"""The feedback pane, two tabs: `packet` — each verifier stage's state, the verdict, and the
+repair packet the model is told next (or why there is none); `model` — the model's answer,
+streamed in while it is generated."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Log, Static, TabbedContent, TabPane
+
+from tui.widgets.history.pane import status_colour
+from tui.widgets.run_view import IterationView, StageView
+
+STAGE_MARKS = {"ok": ("✓", "$text-success"), "running": ("…", "$text-muted")}
+
+
+def stage_line(stage: StageView) -> Content:
+    mark, style = STAGE_MARKS.get(stage.state, ("✗", "$text-error"))
+    parts: list[str | tuple[str, str]] = [(f"{mark} ", style), (stage.name, "bold"), " "]
+    parts.append((stage.state, style))
+    if stage.exit_code is not None:
+        parts.append((f" {stage.duration_ms / 1000:.1f}s", "$text-muted"))
+    parts.append((f" · {stage.cmd}", "$text-muted"))
+    return Content.assemble(*parts)
+
+
+def verdict_line(it: IterationView) -> Content:
+    colour = status_colour(it.status)
+    parts: list[str | tuple[str, str]] = [
+        (
+            it.status.replace("_", " ").upper(),
+            f"bold $text-{colour}" if colour != "foreground" else "bold",
+        )
+    ]
+    if it.tests:
+        t = it.tests
+        counts = f"{t.get('passed', 0)} passed, {t.get('failed', 0)} failed"
+        if t.get("errors"):
+            counts += f", {t['errors']} errors"
+        if t.get("skipped"):
+            counts += f", {t['skipped']} skipped"
+        parts.append(f" · {counts}")
+    if it.error_class and it.error_class != "none":
+        parts.append((f" · {it.error_class}", "$text-muted"))
+    return Content.assemble(*parts)
+
+
+BASELINE_INTRO = "Before any edit: the project as the run started."
+PACKET_HEADING = "repair packet — what the model is told next:"
+
+
+def feedback_content(
+    it: IterationView | None,
+    packet_text: str,
+    *,
+    intro: str = BASELINE_INTRO,
+    heading: str = PACKET_HEADING,
+) -> Content:
+    """Everything the packet tab shows for one iteration."""
+    if it is None:
+        return Content.styled("nothing verified yet", "$text-muted")
+    blocks: list[Content] = []
+    if it.n == 0:
+        blocks.append(Content.styled(intro, "italic"))
+    elif it.explanation:
+        blocks.append(Content.assemble(("proposal: ", "bold"), it.explanation))
+    if it.stages:
+        blocks.append(Content("\n").join(stage_line(s) for s in it.stages))
+    if not it.in_progress or it.tests:
+        blocks.append(verdict_line(it))
+    notes = _notes(it)
+    if notes:
+        blocks.append(notes)
+    if packet_text.strip() and it.status in ("failing", "no_change"):
+        title = Content.styled(heading, "bold $text-primary")
+        blocks.append(Content("\n").join([title, Content(packet_text.rstrip())]))
+    return Content("\n\n").join(blocks)
+
+
+def _notes(it: IterationView) -> Content | None:
+    lines: list[Content] = []
+    if it.format_error:
+        lines.append(Content.styled("the answer could not be used:", "bold $text-warning"))
+        lines.append(Content(it.format_error.rstrip()))
+    if it.held_back:
+        held = ", ".join(it.held_back)
+        lines.append(Content.styled(f"held back (pinned tests): {held}", "$text-warning"))
+    if it.pass_reasons:
+        lines.append(Content.styled("why the pass is doubted:", "bold $text-warning"))
+        lines.extend(Content(f"  • {reason}") for reason in it.pass_reasons)
+    if it.status == "ok":
+        lines.append(
+            Content.styled("verified green: every stage passed, honestly.", "$text-success")
+        )
+    if it.guard:
+        lines.append(Content.styled(f"guard tripped: {it.guard}", "bold $text-error"))
+    return Content("\n").join(lines) if lines else None
+
+
+class FeedbackPane(Vertical):
+    """Two tabs; the screen picks which one follows a live run."""
+
+    DEFAULT_CSS = """
+    FeedbackPane TabbedContent { height: 1fr; }
+    FeedbackPane TabPane { padding: 0; height: 1fr; }
+    FeedbackPane ContentSwitcher { height: 1fr; }
+    FeedbackPane #packet-scroll { height: 1fr; }
+    FeedbackPane Log { height: 1fr; border: none; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "feedback"
+        self._shown: tuple[int | None, Content] | None = None
+        self._response: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial="packet"):
+            with TabPane("packet", id="packet"), VerticalScroll(id="packet-scroll"):
+                yield Static(
+                    Content.styled("nothing verified yet", "$text-muted"), id="packet-text"
+                )
+            with TabPane("model", id="model"):
+                yield Log(id="model-log", highlight=False)
+
+    def show(self, it: IterationView | None, packet_text: str) -> None:
+        body = feedback_content(it, packet_text)
+        n = it.n if it else None
+        if self._shown is not None and self._shown[0] == n and self._shown[1].is_same(body):
+            return
+        moved = self._shown is None or self._shown[0] != n
+        self._shown = (n, body)
+        self.query_one("#packet-text", Static).update(body)
+        if moved:
+            self.query_one("#packet-scroll", VerticalScroll).scroll_home(animate=False)
+
+    def show_response(self, text: str) -> None:
+        """The model's whole answer (a finished iteration); unchanged text keeps the scroll."""
+        if text == self._response:
+            return
+        self._response = text
+        log = self.query_one("#model-log", Log)
+        log.clear()
+        log.write(text or "(no answer for this iteration)")
+
+    def begin_stream(self) -> None:
+        """Empty the model tab for an answer about to stream in."""
+        self._response = ""
+        self.query_one("#model-log", Log).clear()
+
+    def stream(self, text: str) -> None:
+        """Append a piece of the answer being generated."""
+        if self._response is None:
+            self.begin_stream()
+        self._response = (self._response or "") + text
+        self.query_one("#model-log", Log).write(text)
+
+    def open_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    @property
+    def tab(self) -> str:
+        return self.query_one(TabbedContent).active

@@ -1,0 +1,233 @@
+"""The run as the panes show it: the engine's events folded into one record per iteration.
+
+Pure data, no Textual: the live app and the snapshot tests feed it events (or fixed values),
+and every pane renders a slice of it. Iteration 0 is the verification before any edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.events import (
+    BaseEvent,
+    Committed,
+    EditsApplied,
+    GuardTripped,
+    IterationStarted,
+    ModelRequested,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+    ReviewRequested,
+    ReviewResolved,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+    StageStarted,
+)
+
+# An iteration in one of these is still under way.
+IN_PROGRESS = frozenset({"verifying", "asking", "answered", "review", "applying", "pass review"})
+
+
+@dataclass
+class StageView:
+    name: str
+    cmd: str
+    exit_code: int | None = None  # None: still running
+    duration_ms: int = 0
+    timed_out: bool = False
+    oom_killed: bool = False
+
+    @property
+    def state(self) -> str:
+        if self.exit_code is None:
+            return "running"
+        if self.timed_out:
+            return "timed out"
+        if self.oom_killed:
+            return "out of memory"
+        if self.exit_code == 0:
+            return "ok"
+        return "sandbox error" if self.exit_code < 0 else f"exit {self.exit_code}"
+
+
+@dataclass
+class IterationView:
+    n: int
+    status: str = "asking"
+    explanation: str = ""
+    format_error: str = ""
+    files: list[str] = field(default_factory=list)
+    held_back: list[str] = field(default_factory=list)
+    commit: str | None = None
+    tests: dict[str, int] | None = None
+    error_class: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    started: float = 0.0
+    ended: float = 0.0
+    stages: list[StageView] = field(default_factory=list)
+    decision: str = ""
+    pass_reasons: list[str] = field(default_factory=list)
+    guard: str = ""
+    model_text: str = ""  # streamed while the model answers
+
+    @property
+    def duration_s(self) -> float:
+        return max(self.ended - self.started, 0.0) if self.started else 0.0
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status in IN_PROGRESS
+
+
+@dataclass
+class RunView:
+    run_id: str = ""
+    task: str = ""
+    project: str = ""
+    model: str = ""
+    sandbox: str = ""
+    max_iterations: int = 0
+    branch: str = ""
+    baseline: str = ""
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    named_files: list[str] = field(default_factory=list)
+    iterations: dict[int, IterationView] = field(default_factory=dict)
+    status: str = ""  # empty while the run is live
+    reason: str = ""
+    final_commit: str | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def live(self) -> bool:
+        return bool(self.run_id) and not self.status
+
+    @property
+    def latest(self) -> int | None:
+        return max(self.iterations) if self.iterations else None
+
+    @property
+    def current_n(self) -> int:
+        """The iteration under way (or last), counting only the model's iterations."""
+        return max((n for n in self.iterations if n > 0), default=0)
+
+    def rev_at(self, n: int) -> str | None:
+        """The commit the code stood at after iteration n: its own, or the last one before."""
+        for k in sorted(self.iterations, reverse=True):
+            commit = self.iterations[k].commit
+            if k <= n and commit:
+                return commit
+        return self.baseline or None
+
+    def apply(self, event: BaseEvent) -> int | None:
+        """Fold one event in; returns the iteration it changed, if any."""
+        if isinstance(event, RunStarted):
+            self._started(event)
+            return 0
+        if isinstance(event, RunFinished):
+            self._finished(event)
+            return self.latest
+        n = getattr(event, "n", None)
+        if not isinstance(n, int):
+            return None
+        if isinstance(event, IterationStarted):
+            self._close_unfinished()
+            self.iterations[n] = IterationView(n=n, started=event.ts)
+        it = self.iterations.setdefault(n, IterationView(n=n, started=event.ts))
+        it.ended = event.ts
+        self._update(it, event)
+        return n
+
+    # -- the events, one by one -----------------------------------------------------------
+
+    def _started(self, event: RunStarted) -> None:
+        budget = event.config.get("budget") or {}
+        self.run_id = event.run_id
+        self.task = event.task
+        self.project = event.project
+        self.model = event.model
+        self.sandbox = event.sandbox
+        self.max_iterations = event.max_iterations
+        self.branch = event.branch
+        self.baseline = event.baseline
+        self.max_tokens = budget.get("max_tokens")
+        self.max_cost_usd = budget.get("max_cost_usd")
+        self.named_files = list(event.config.get("files") or [])
+        self.iterations[0] = IterationView(n=0, status="verifying", started=event.ts)
+
+    def _update(self, it: IterationView, event: BaseEvent) -> None:
+        if isinstance(event, ModelRequested):
+            it.status, it.model_text = "asking", ""
+        elif isinstance(event, ModelResponded):
+            it.status = "answered"
+            it.tokens = event.prompt_tokens + event.completion_tokens
+            it.cost_usd = event.cost_usd
+            self.tokens = sum(i.tokens for i in self.iterations.values())
+            self.cost_usd = sum(i.cost_usd for i in self.iterations.values())
+        elif isinstance(event, ProposalReady):
+            it.explanation = event.explanation
+            it.files = list(event.files)
+            if event.format_error:
+                it.status, it.format_error = "format_error", event.format_error
+        elif isinstance(event, ReviewRequested):
+            it.status = "review" if event.kind == "proposal" else "pass review"
+            if event.kind == "pass":
+                it.pass_reasons = list(event.reasons)
+        elif isinstance(event, ReviewResolved):
+            it.decision = event.decision
+            if event.kind == "proposal":
+                it.status = "aborted" if event.decision == "abort" else "applying"
+            else:
+                it.status = "accepted" if event.decision == "accept" else "suspicious_pass"
+        elif isinstance(event, EditsApplied):
+            it.files, it.held_back = list(event.files), list(event.held_back)
+            if not event.files:
+                it.status = "no_change"
+        elif isinstance(event, Committed):
+            it.commit = event.sha
+        elif isinstance(event, StageStarted):
+            it.status = "verifying"
+            it.stages = [s for s in it.stages if s.name != event.stage]
+            it.stages.append(StageView(name=event.stage, cmd=event.cmd))
+        elif isinstance(event, StageFinished):
+            self._stage_finished(it, event)
+        elif isinstance(event, PacketReady):
+            it.status = event.verdict
+            it.tests = dict(event.tests) if event.tests else None
+            it.error_class = event.error_class
+        elif isinstance(event, GuardTripped):
+            it.guard = f"{event.guard}: {event.detail}"
+
+    def _stage_finished(self, it: IterationView, event: StageFinished) -> None:
+        stage = next((s for s in it.stages if s.name == event.stage), None)
+        if stage is None:
+            stage = StageView(name=event.stage, cmd="")
+            it.stages.append(stage)
+        stage.exit_code = event.exit_code
+        stage.duration_ms = event.duration_ms
+        stage.timed_out = event.timed_out
+        stage.oom_killed = event.oom_killed
+
+    def _close_unfinished(self) -> None:
+        """An approved proposal whose edits did not apply leaves no event of its own."""
+        for it in self.iterations.values():
+            if it.status == "applying":
+                it.status = "format_error"
+                it.format_error = it.format_error or "the approved edits did not apply"
+
+    def _finished(self, event: RunFinished) -> None:
+        self.status = event.status
+        self.reason = event.reason
+        self.final_commit = event.final_commit
+        self.tokens = event.tokens
+        self.cost_usd = event.cost_usd
+        self.duration_s = event.duration_s
+        for it in self.iterations.values():
+            if it.in_progress:
+                it.status = "aborted" if event.status == "aborted" else "stopped"
+                it.ended = event.ts

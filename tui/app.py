@@ -495,29 +495,13 @@ def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None)
 
 def run_app(args: argparse.Namespace) -> int:
     """`fixloop-tui [PATH] [flags]`: settings as for headless, then the app; its exit code."""
-    from engine.config import load_settings
-    from tui.headless import RUN_FLAGS
+    from tui.headless import settings_from_args
 
-    if args.spec is not None:
-        print("fixloop-tui: error: --spec is not built yet", file=sys.stderr)
-        return EXIT_USAGE
-    project: Path = args.path.resolve()
-    if not project.is_dir():
-        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
-        return EXIT_USAGE
-    flags: dict[str, Any] = {key: getattr(args, key, None) for key in RUN_FLAGS}
-    if args.task_file is not None:
-        try:
-            flags["task"] = args.task_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE
-    try:
-        settings = load_settings(project, flags)
-    except ConfigError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    app = FixloopApp(project, settings, task=flags.get("task"))
+    prepared = settings_from_args(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, settings = prepared
+    app = FixloopApp(project, settings, task=settings.task)
     app.run()
     if app.outcome is not None:
         line = f"fixloop: {app.outcome.status} — {app.outcome.reason}"

@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.config import ConfigError, load_settings
+from engine.config import ConfigError, Settings, load_settings
 from engine.events import (
     BaseEvent,
     Committed,
@@ -146,7 +146,8 @@ class ProgressPrinter:
         return None
 
 
-def run_headless(args: argparse.Namespace) -> int:
+def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
+    """(project, settings) for `run`, headless or not; or the usage exit code, said why."""
     if args.spec is not None:
         print("fixloop-tui: error: --spec is not built yet", file=sys.stderr)
         return EXIT_USAGE
@@ -162,10 +163,17 @@ def run_headless(args: argparse.Namespace) -> int:
             print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        settings = load_settings(project, flags)
+        return project, load_settings(project, flags)
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    prepared = settings_from_args(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, settings = prepared
     gate = PolicyGate(accept_suspicious=bool(settings.accept_suspicious))
     sinks = [ProgressPrinter(sys.stderr)]
     return _complete(args, start_run(project, settings, gate=gate, sinks=sinks))

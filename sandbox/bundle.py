@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.contract import BASE_ENV, Limits
-from sandbox.interpreter import Interpreter
+from sandbox.contract import BASE_ENV, ExecRequest, Limits
+from sandbox.interpreter import Interpreter, default_python, probe
 
 INSIDE_DIR = Path(__file__).parent / "inside"
 SANDBOX_LIB = "/fixloop/lib"
@@ -61,6 +61,19 @@ class Profile:
             preload,
             extra,
         )
+
+
+def profile_for(request: ExecRequest, *, pooled: bool) -> Profile:
+    """The profile a request needs. Only a pooled sandbox for a Python job warms up pytest
+    before READY: without a pool the job is already waiting, and ruff or mypy gain nothing."""
+    command = os.path.basename(request.argv[0])
+    python_job = command.startswith("python") or command == "pytest"
+    return Profile.of(
+        probe(request.python or default_python()),
+        request.limits,
+        preload=pooled and python_job,
+        mounts=request.mounts,
+    )
 
 
 def sandbox_path(interpreter: Interpreter) -> str:

@@ -43,6 +43,7 @@ from sandbox.bundle import (
     Profile,
     base_environment,
     mount_points,
+    profile_for,
     skeleton_root,
 )
 from sandbox.contract import ExecRequest, ExecResult, Limits
@@ -599,14 +600,7 @@ class DockerSandbox:
         await container.destroy()
 
     def profile(self, request: ExecRequest) -> Profile:
-        command = os.path.basename(request.argv[0])
-        python_job = command.startswith("python") or command == "pytest"
-        return Profile.of(
-            probe(request.python or default_python()),
-            request.limits,
-            preload=self.pool.size > 0 and python_job,
-            mounts=request.mounts,
-        )
+        return profile_for(request, pooled=self.pool.size > 0)
 
     async def warm(self, request: ExecRequest) -> None:
         """Start pooled containers for requests like this one, before they arrive."""

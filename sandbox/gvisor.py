@@ -28,12 +28,12 @@ from sandbox.bundle import (
     Profile,
     base_environment,
     mount_points,
+    profile_for,
     skeleton_root,
     write_bundle,
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.interpreter import default_python, probe
 from sandbox.output import CappedStream
 from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
@@ -300,16 +300,7 @@ class GvisorSandbox:
         self.pool.fill(self.profile(request))
 
     def profile(self, request: ExecRequest) -> Profile:
-        # Only a pooled sandbox for a Python job warms up pytest before READY:
-        # without a pool the job is already waiting, and ruff or mypy gain nothing.
-        command = os.path.basename(request.argv[0])
-        python_job = command.startswith("python") or command == "pytest"
-        return Profile.of(
-            probe(request.python or default_python()),
-            request.limits,
-            preload=self.pool.size > 0 and python_job,
-            mounts=request.mounts,
-        )
+        return profile_for(request, pooled=self.pool.size > 0)
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)

@@ -31,6 +31,7 @@ class Baseline(BaseModel):
     repo: Path
     rev: str = "HEAD"
     collected: int | None = None
+    pins: TestPins | None = None  # the test files' fingerprints at `rev`, when already known
 
 
 class Verification(BaseModel):
@@ -80,7 +81,7 @@ async def verify_tree(
     skips: list[AddedSkip] = []
     notes: list[str] = []
     if baseline is not None:
-        pins = TestPins.from_commit(baseline.repo, baseline.rev)
+        pins = baseline.pins or TestPins.from_commit(baseline.repo, baseline.rev)
         changes = changed_tests(pins, root)
         skips = added_skips(baseline.repo, baseline.rev, root)
         skips += config_changes(baseline.repo, baseline.rev, root)

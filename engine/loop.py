@@ -147,12 +147,14 @@ class FixLoop:
                 continue
             held_notes = [held_back_note(held_back)] if held_back else []
             packet_notes = list(held_notes)
-            touched, commit = self.apply_and_commit(n, proposal, held_back, record, packet_notes)
+            touched, commit, diff = self.apply_and_commit(
+                n, proposal, held_back, record, packet_notes
+            )
             if commit is None:
                 record.duration_s = time.monotonic() - started
                 continue
             verify_started = time.monotonic()
-            current = await self.verify_after_edit(n, touched, commit, current)
+            current = await self.verify_after_edit(n, touched, diff, current)
             record.verify_s = time.monotonic() - verify_started
             record.duration_s = time.monotonic() - started
             ending = await self.judge(n, current, touched, record)
@@ -305,8 +307,9 @@ class FixLoop:
         held_back: list[str],
         record: IterationRecord,
         notes: list[str],
-    ) -> tuple[list[str], str | None]:
-        """Apply and commit; (touched files, commit), or no commit and a note for the model."""
+    ) -> tuple[list[str], str | None, str]:
+        """Apply and commit; (touched files, commit, its diff), or no commit and a note for
+        the model."""
         workspace = self.deps.workspace
         try:
             applied = apply(proposal, workspace.root)
@@ -314,7 +317,7 @@ class FixLoop:
             record.status = "format_error"
             record.summary = "; ".join(exc.problems)
             notes.insert(0, str(exc))
-            return [], None
+            return [], None, ""
         self.emit(EditsApplied(n=n, files=applied.files, held_back=held_back))
         message = iteration_message(n, self.config.max_iterations, proposal.explanation)
         commit = workspace.commit(message) if applied.files else None
@@ -325,18 +328,16 @@ class FixLoop:
                 "Your last answer changed no file (its edits were held back or repeated the "
                 "current content). Change the code under test."
             )
-            return [], None
+            return [], None, ""
         record.commit = commit
         self.emit(Committed(n=n, sha=commit, message=message))
-        self.deps.run_dir.write_text(
-            f"{self.deps.run_dir.iteration(n)}/patch.diff", workspace.diff(commit)
-        )
-        return applied.files, commit
+        diff = workspace.diff(commit)
+        self.deps.run_dir.write_text(f"{self.deps.run_dir.iteration(n)}/patch.diff", diff)
+        return applied.files, commit, diff
 
     async def verify_after_edit(
-        self, n: int, touched: list[str], commit: str, previous: Verification
+        self, n: int, touched: list[str], diff: str, previous: Verification
     ) -> Verification:
-        diff = self.deps.workspace.diff(commit)
         result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
         if result.judgement.verdict is Verdict.ENV_FAILURE:
             result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
@@ -420,7 +421,10 @@ class FixLoop:
             workspace.root,
             self.deps.verifier,
             baseline=Baseline(
-                repo=workspace.root, rev=workspace.baseline, collected=self.baseline_collected
+                repo=workspace.root,
+                rev=workspace.baseline,
+                collected=self.baseline_collected,
+                pins=workspace.pins,
             ),
             touched=touched or [],
             last_diff=diff,

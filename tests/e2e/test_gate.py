@@ -3,7 +3,6 @@ suspicious pass keeps the run going, and the model is told why."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,29 +12,17 @@ from engine.edits import Proposal
 from engine.gate import PassReview, Review
 from engine.runner import start_run
 from tests.model_server import ScriptedModelServer, reply
-from tests.projects import EXAMPLES, committed_copy
+from tests.projects import (
+    EXAMPLES,
+    MEAN_FIX,
+    SKIP_TOP,
+    TOP_FIX,
+    UNSKIP_TOP,
+    answer,
+    committed_copy,
+)
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
-
-MEAN_FIX = {
-    "path": "textstats/core.py",
-    "search": "return sum(len(w) for w in found) // len(found)",
-    "replace": "return sum(len(w) for w in found) / len(found)",
-}
-TOP_FIX = {
-    "path": "textstats/core.py",
-    "search": "return counts.most_common(n - 1)",
-    "replace": "return counts.most_common(n)",
-}
-SKIP_TOP = {
-    "path": "tests/test_core.py",
-    "search": "def test_top_words_returns_n():",
-    "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
-}
-
-
-def answer(*edits: dict[str, str]) -> str:
-    return json.dumps({"explanation": "fix", "edits": list(edits)})
 
 
 class RejectingGate:
@@ -57,12 +44,9 @@ async def test_a_rejected_pass_keeps_repairing_and_the_model_hears_why(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-gate-0123456789")
     root = committed_copy(EXAMPLES / "textstats", tmp_path)
-    unskip = {
-        "path": SKIP_TOP["path"],
-        "search": SKIP_TOP["replace"],
-        "replace": SKIP_TOP["search"],
-    }
-    model_server.script(reply(answer(MEAN_FIX, SKIP_TOP)), reply(answer(unskip, TOP_FIX)))
+    model_server.script(
+        reply(answer("fix", MEAN_FIX, SKIP_TOP)), reply(answer("fix", UNSKIP_TOP, TOP_FIX))
+    )
     settings = load_settings(
         root, {"model": "openai/scripted", "api_base": model_server.base_url, "sandbox": "gvisor"}
     )

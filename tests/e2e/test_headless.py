@@ -22,28 +22,14 @@ import pytest
 
 from engine.rundir import read_events
 from tests.model_server import ScriptedModelServer, hang, reply, status
-from tests.projects import PROJECTS, committed_copy
+from tests.projects import MEAN_FIX, PROJECTS, SKIP_TOP, TOP_FIX, answer, committed_copy
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "textstats"
 KEY = "sk-test-e2e-0123456789"
 
-MEAN_FIX = {
-    "path": "textstats/core.py",
-    "search": "return sum(len(w) for w in found) // len(found)",
-    "replace": "return sum(len(w) for w in found) / len(found)",
-}
-TOP_FIX = {
-    "path": "textstats/core.py",
-    "search": "return counts.most_common(n - 1)",
-    "replace": "return counts.most_common(n)",
-}
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
-
-
-def answer(explanation: str, *edits: dict[str, str]) -> str:
-    return "```json\n" + json.dumps({"explanation": explanation, "edits": list(edits)}) + "\n```"
 
 
 @pytest.fixture
@@ -160,13 +146,6 @@ def test_a_model_down_for_good_exits_6_with_the_run_directory_intact(
     assert (Path(result["run_dir"]) / "events.jsonl").is_file()
     assert checkout_state(project) == before
     assert_trail_agrees(result)
-
-
-SKIP_TOP = {
-    "path": "tests/test_core.py",
-    "search": "def test_top_words_returns_n():",
-    "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
-}
 
 
 def test_a_test_edit_is_held_back_and_the_next_packet_says_so(

@@ -7,7 +7,6 @@ what the run did: its events, the commits on its branch, the user's checkout.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from engine.events import Event, ReviewResolved, RunStarted
 from engine.rundir import read_events
 from engine.session import run_path
 from tests.model_server import ScriptedModelServer, hang, reply
+from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
 from tui.app import FixloopApp
 from tui.screens.editor import EditorScreen
@@ -55,26 +55,7 @@ KEY = "sk-test-tui-0123456789"
 SIZE = (120, 40)
 WAIT_S = 120.0  # one step of a run is ~1 s; the first includes loading litellm and the sandbox
 
-MEAN_FIX = {
-    "path": "textstats/core.py",
-    "search": "return sum(len(w) for w in found) // len(found)",
-    "replace": "return sum(len(w) for w in found) / len(found)",
-}
-TOP_FIX = {
-    "path": "textstats/core.py",
-    "search": "return counts.most_common(n - 1)",
-    "replace": "return counts.most_common(n)",
-}
-SKIP_TOP = {
-    "path": "tests/test_core.py",
-    "search": "def test_top_words_returns_n():",
-    "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
-}
 S = TypeVar("S", bound=Screen[Any])
-
-
-def answer(explanation: str, *edits: dict[str, str]) -> str:
-    return "```json\n" + json.dumps({"explanation": explanation, "edits": list(edits)}) + "\n```"
 
 
 @pytest.fixture(autouse=True)
@@ -498,14 +479,9 @@ async def test_a_suspicious_pass_accepted_ends_ok_and_is_recorded(
 async def test_t_lets_a_test_edit_through_and_a_rejected_pass_keeps_repairing(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    unskip = {
-        "path": SKIP_TOP["path"],
-        "search": SKIP_TOP["replace"],
-        "replace": SKIP_TOP["search"],
-    }
     model_server.script(
         reply(answer("fix the mean, skip the other", MEAN_FIX, SKIP_TOP)),
-        reply(answer("unskip; n words", unskip, TOP_FIX)),
+        reply(answer("unskip; n words", UNSKIP_TOP, TOP_FIX)),
     )
     app = make_app(model_server, project)
     async with app.run_test(size=SIZE) as pilot:

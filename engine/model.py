@@ -7,6 +7,8 @@ attempt, and keeping API keys out of every error message and log line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import importlib
 import inspect
 import logging
@@ -15,7 +17,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
@@ -106,14 +108,33 @@ def _import_litellm() -> ModuleType:
             os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
             os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
             os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-            import litellm
+            with _frozen_after():
+                import litellm
 
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            _quiet_litellm_loggers()
-            _warm_tokenizers(litellm)
+                litellm.suppress_debug_info = True
+                litellm.telemetry = False
+                _quiet_litellm_loggers()
+                _warm_tokenizers(litellm)
             _litellm = litellm
         return _litellm
+
+
+@contextlib.contextmanager
+def _frozen_after() -> Iterator[None]:
+    """No garbage collection during the block; what it created is then left out of later ones.
+
+    Importing litellm creates ~400k long-lived objects. Each full pass of the collector over
+    them held the GIL for 90-240 ms, in whichever thread triggered it: the app's longest UI
+    stalls. Frozen objects are never traversed again (their garbage, if any, is a one-off).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _quiet_litellm_loggers() -> None:

@@ -22,6 +22,7 @@ class Review(BaseModel):
     proposal: Proposal | None = None  # the edited proposal, for "edit"
     allow_test_edits: bool = False  # the person let this proposal's test edits through
     note: str = ""
+    by: Literal["person", "policy"] = "policy"  # who decided, for the audit trail
 
 
 class PassReview(BaseModel):
@@ -31,6 +32,7 @@ class PassReview(BaseModel):
     note: str = ""
     # On a rejection: go on repairing (the model is told why) instead of ending the run.
     keep_repairing: bool = False
+    by: Literal["person", "policy"] = "policy"
 
 
 class Gate(Protocol):
@@ -39,6 +41,11 @@ class Gate(Protocol):
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review: ...
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview: ...
+
+    async def between(self, n: int) -> str | None:
+        """Before iteration n asks the model: wait while the run is paused; a note ends the
+        run there as aborted."""
+        ...
 
 
 class PolicyGate:
@@ -54,6 +61,9 @@ class PolicyGate:
         if self.accept_suspicious:
             return PassReview(accept=True, note="accepted by --accept-suspicious")
         return PassReview(accept=False, note="headless runs never accept a suspicious pass")
+
+    async def between(self, n: int) -> str | None:
+        return None
 
 
 class TestEditSplit(BaseModel):

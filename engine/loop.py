@@ -131,6 +131,8 @@ class FixLoop:
         packet_notes: list[str] = []
         for n in range(first, self.config.max_iterations + 1):
             self.check_budget(n)
+            if stop := await self.deps.gate.between(n):
+                raise Ending(RunStatus.ABORTED, stop)
             started = time.monotonic()
             self.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
             record = IterationRecord(n=n, status="running")
@@ -279,7 +281,7 @@ class FixLoop:
         review = await self.deps.gate.review(n, proposal, split.held_back)
         self.emit(
             ReviewResolved(
-                n=n, kind="proposal", decision=review.decision, note=review.note, by="policy"
+                n=n, kind="proposal", decision=review.decision, note=review.note, by=review.by
             )
         )
         if review.decision == "abort":
@@ -368,6 +370,7 @@ class FixLoop:
                     kind="pass",
                     decision="accept" if review.accept else "reject",
                     note=review.note,
+                    by=review.by,
                 )
             )
             if review.accept:

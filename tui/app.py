@@ -36,6 +36,7 @@ from engine.session import (
 )
 from tui.gate import (
     EngineEvent,
+    Held,
     InteractiveGate,
     Mode,
     ModelText,
@@ -68,6 +69,7 @@ class FixloopApp(App[int]):
     TITLE = "fixloop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_mode", "mode"),
+        Binding("p", "toggle_pause", "pause"),
         Binding("x", "abort_run", "abort"),
         Binding("s", "show_summary", "end of run"),
         Binding("q", "quit", "quit"),
@@ -251,6 +253,11 @@ class FixloopApp(App[int]):
         if isinstance(event, RunFinished):
             self._run_finished(event)
 
+    @on(Held)
+    def _held(self, message: Held) -> None:
+        if self.gate.paused:
+            self.main.set_paused(f"paused before iteration {message.n} · p resumes")
+
     @on(ModelText)
     def _model_text(self, message: ModelText) -> None:
         self.main.stream(message.text)
@@ -293,6 +300,7 @@ class FixloopApp(App[int]):
     def _run_over(self, message: RunOver) -> None:
         self.running = False
         self.main.note = ""
+        self.main.paused = ""
         self.main.refresh_header()
         if message.error is not None:
             self._close_reviews()
@@ -356,6 +364,19 @@ class FixloopApp(App[int]):
             title=f"{self.mode} mode",
         )
 
+    def action_toggle_pause(self) -> None:
+        if not self.running:
+            return
+        if self.gate.paused:
+            self.gate.resume()
+            self.main.set_paused("")
+            self.notify("the loop goes on", title="resumed")
+        else:
+            self.gate.pause()
+            self.main.set_paused("pausing: the loop holds once the step under way is done")
+            self.notify("the loop holds before its next iteration; p resumes", title="paused")
+        self.refresh_bindings()
+
     def action_abort_run(self) -> None:
         if not self.running:
             return
@@ -372,7 +393,7 @@ class FixloopApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Abort only while a run goes on; the end-of-run summary only once there is one."""
-        if action == "abort_run":
+        if action in ("abort_run", "toggle_pause"):
             return self.running
         if action == "show_summary":
             return self.outcome is not None
@@ -397,6 +418,11 @@ class FixloopApp(App[int]):
             self.action_toggle_mode,
         )
         if self.running:
+            yield SystemCommand(
+                "Resume the run (p)" if self.gate.paused else "Pause the run (p)",
+                "hold the loop before its next iteration, or let it go on",
+                self.action_toggle_pause,
+            )
             yield SystemCommand(
                 "Abort the run (x)", "stop the loop; the branch is kept", self.action_abort_run
             )

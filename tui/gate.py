@@ -87,6 +87,14 @@ class PassReviewRequest:
         return True
 
 
+class Held(Message):
+    """The loop stopped before iteration n because the person paused it."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+
 class ReviewAsked(Message):
     def __init__(self, request: ProposalReviewRequest) -> None:
         super().__init__()
@@ -132,6 +140,8 @@ class InteractiveGate:
         self._root: Path | None = None
         self._baseline = ""
         self._max_n = 0
+        self._paused: Future[None] | None = None  # set while paused; done on resume
+        self._holding = False  # the loop waits in `between` right now
 
     # -- EventSink ----------------------------------------------------------------------------
 
@@ -145,7 +155,7 @@ class InteractiveGate:
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         if self._closed is not None:
-            return Review(decision="abort", note=self._closed)
+            return Review(decision="abort", note=self._closed, by="person")
         if self.mode == "auto":
             return Review(decision="approve", note="auto mode")
         preview = (
@@ -160,7 +170,7 @@ class InteractiveGate:
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
         if self._closed is not None:
-            return PassReview(accept=False, note=self._closed)
+            return PassReview(accept=False, note=self._closed, by="person")
         test_diff = ""
         if self._root is not None and self._baseline:
             try:
@@ -172,24 +182,55 @@ class InteractiveGate:
             return PassReview(accept=False, note=self._closed or "the app closed")
         return await asyncio.wrap_future(request.future)
 
+    async def between(self, n: int) -> str | None:
+        with self._lock:
+            closed, paused = self._closed, self._paused
+        if closed is None and paused is not None:
+            self._holding = True
+            self._post(Held(n))
+            try:
+                await asyncio.wrap_future(paused)
+            finally:
+                self._holding = False
+        return self._closed
+
     # -- the UI side ----------------------------------------------------------------------------
 
     @property
-    def waiting(self) -> bool:
-        """Whether the engine waits for a review right now."""
+    def paused(self) -> bool:
+        return self._paused is not None
+
+    def pause(self) -> None:
+        """Hold the loop before its next iteration (the step under way finishes)."""
         with self._lock:
-            return any(not request.future.done() for request in self._pending)
+            if self._paused is None and self._closed is None:
+                self._paused = Future()
+
+    def resume(self) -> None:
+        with self._lock:
+            paused, self._paused = self._paused, None
+        if paused is not None and not paused.done():
+            paused.set_result(None)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the engine waits for the person right now (a review, or a pause)."""
+        with self._lock:
+            return self._holding or any(not r.future.done() for r in self._pending)
 
     def close(self, note: str) -> None:
         """Answer every open and future review with abort / reject (the person stopped)."""
         with self._lock:
             self._closed = note
             pending, self._pending = self._pending, []
+            paused, self._paused = self._paused, None
+        if paused is not None and not paused.done():
+            paused.set_result(None)  # a paused loop wakes up to end as aborted
         for request in pending:
             if isinstance(request, ProposalReviewRequest):
-                request.resolve(Review(decision="abort", note=note))
+                request.resolve(Review(decision="abort", note=note, by="person"))
             else:
-                request.resolve(PassReview(accept=False, note=note))
+                request.resolve(PassReview(accept=False, note=note, by="person"))
 
     def _ask(self, request: ProposalReviewRequest | PassReviewRequest, message: Message) -> bool:
         with self._lock:

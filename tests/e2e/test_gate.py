@@ -38,6 +38,9 @@ class RejectingGate:
         self.passes.append(reasons)
         return PassReview(accept=False, note="no skipping", keep_repairing=True)
 
+    async def between(self, n: int) -> str | None:
+        return None
+
 
 async def test_a_rejected_pass_keeps_repairing_and_the_model_hears_why(
     model_server: ScriptedModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -448,7 +448,63 @@ async def test_m_switches_to_auto_and_back_while_the_run_goes_on(
         end = await end_of_run(pilot)
         assert end.outcome.status == "ok"
     resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
-    assert [(e.n, e.note) for e in resolved] == [(1, "auto mode"), (2, "")]
+    assert [(e.n, e.note, e.by) for e in resolved] == [
+        (1, "auto mode", "policy"),
+        (2, "", "person"),
+    ]
+
+
+# -- pause --------------------------------------------------------------------------------------
+
+
+def header_text(app: FixloopApp) -> str:
+    return str(app.main.query_one(RunHeader).render())
+
+
+@sandboxed
+async def test_p_holds_the_loop_before_its_next_iteration_and_p_lets_it_go_on(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("use true division", MEAN_FIX)),
+        reply(answer("return n words", TOP_FIX)),
+    )
+    app = make_app(model_server, project, approve="auto")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.running, "the run to start")
+        await pilot.press("p")
+        assert app.gate.paused
+        await wait_for(
+            pilot, lambda: "paused before iteration 1" in header_text(app), "the loop to hold"
+        )
+        await pilot.pause(1.0)
+        assert model_server.count == 0, "a paused loop asked the model"
+        assert app.main.view.iterations.keys() == {0}
+        await pilot.press("p")
+        assert not app.gate.paused
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert "paused" not in header_text(app)
+    assert model_server.count == 2
+
+
+@sandboxed
+async def test_x_while_paused_ends_the_run_aborted_without_asking_the_model(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.running, "the run to start")
+        await pilot.press("p")
+        await wait_for(
+            pilot, lambda: "paused before iteration 1" in header_text(app), "the loop to hold"
+        )
+        await pilot.press("x")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "aborted"
+        assert end.outcome.reason == "aborted by you"
+    assert model_server.count == 0
+    assert app.exit_status == 130
 
 
 # -- suspicious passes ------------------------------------------------------------------------

@@ -82,6 +82,7 @@ class MainScreen(Screen[None]):
         self.follow = True
         self.streamed = 0
         self.note = ""  # what happens before the run's first event
+        self.paused = ""  # while the person holds the loop: what that means right now
         self.ready = False  # the panes are mounted
         self._header_args = {"project": project, "model": model, "sandbox": sandbox}
         self._artifacts: dict[int, IterationArtifacts] = {}
@@ -147,6 +148,10 @@ class MainScreen(Screen[None]):
             self.query_one(FeedbackPane).stream(text)
         self.refresh_header()
 
+    def set_paused(self, note: str) -> None:
+        self.paused = note
+        self.refresh_header()
+
     def set_mode(self, mode: str) -> None:
         self.mode = mode
         self.refresh_header()
@@ -177,6 +182,8 @@ class MainScreen(Screen[None]):
         activity = activity_of(self.view, self.streamed)
         if not self.view.run_id and self.note:
             activity = Activity(self.note, busy=True)
+        elif self.paused and self.view.live:
+            activity = Activity(self.paused)
         self.query_one(RunHeader).show(self.view, self.mode, activity)
 
     def render_selected(self) -> None:

@@ -126,17 +126,19 @@ class ReviewScreen(ModalScreen[Review]):
 
     def action_approve(self) -> None:
         if self.edited is None:
-            self.dismiss(Review(decision="approve", allow_test_edits=self.allow_test_edits))
+            self.dismiss(
+                Review(decision="approve", allow_test_edits=self.allow_test_edits, by="person")
+            )
             return
         proposal = Proposal(
             explanation=EDITED_BY_YOU,
             edits=[Edit(path=path, content=text) for path, text in self.edited.items()],
             format=self.request.proposal.format,
         )
-        self.dismiss(Review(decision="edit", proposal=proposal, note=EDITED_BY_YOU))
+        self.dismiss(Review(decision="edit", proposal=proposal, note=EDITED_BY_YOU, by="person"))
 
     def action_abort(self) -> None:
-        self.dismiss(Review(decision="abort", note="aborted by you at review"))
+        self.dismiss(Review(decision="abort", note="aborted by you at review", by="person"))
 
     def action_allow_tests(self) -> None:
         if not self.request.held_back or self.edited is not None:

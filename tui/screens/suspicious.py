@@ -62,7 +62,9 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
         self.query_one("#reject", Button).focus()
 
     def action_accept(self) -> None:
-        self.dismiss(PassReview(accept=True, note="accepted by you"))
+        self.dismiss(PassReview(accept=True, note="accepted by you", by="person"))
 
     def action_reject(self) -> None:
-        self.dismiss(PassReview(accept=False, note="rejected by you", keep_repairing=True))
+        self.dismiss(
+            PassReview(accept=False, note="rejected by you", keep_repairing=True, by="person")
+        )

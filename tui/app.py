@@ -30,8 +30,6 @@ from engine.events import RunFinished, RunStarted
 from engine.session import (
     Finish,
     Finished,
-    IterationArtifacts,
-    iteration_artifacts,
     run_path,
 )
 from tui.gate import (
@@ -47,7 +45,9 @@ from tui.gate import (
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
+from tui.screens.replay import ReplayScreen, artifact_loader
 from tui.screens.review import ReviewScreen
+from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
 from tui.widgets.code import warm_up
@@ -72,6 +72,7 @@ class FixloopApp(App[int]):
         Binding("p", "toggle_pause", "pause"),
         Binding("x", "abort_run", "abort"),
         Binding("s", "show_summary", "end of run"),
+        Binding("r", "open_runs", "runs"),
         Binding("q", "quit", "quit"),
     ]
 
@@ -106,12 +107,15 @@ class FixloopApp(App[int]):
         *,
         task: str | None = None,
         autostart: bool = True,
+        browse: str | None = None,
     ) -> None:
         super().__init__()
         self.project = project
         self.settings = settings
         self.initial_task = task
         self.autostart = autostart  # False: show what it is given, start nothing
+        # Not None: no run, only the trail — "" opens the list of runs, a run id that run.
+        self.browse = browse
         self.mode: Mode = settings.approve or "step"
         self.gate = InteractiveGate(self.post_from_thread, self.mode)
         self.sink = UiSink(self.post_from_thread)
@@ -150,6 +154,12 @@ class FixloopApp(App[int]):
             wanted = themes.DEFAULT
         self.theme = wanted
         self._warm_up()
+        if self.browse is not None:
+            if self.browse:
+                self.replay(self.browse)
+            else:
+                self.action_open_runs()
+            return
         if not self.autostart:
             return
         if self.initial_task is None:
@@ -248,7 +258,7 @@ class FixloopApp(App[int]):
         event = message.event
         if isinstance(event, RunStarted):
             self.main.note = ""
-            self.main.loader = functools.partial(_artifacts, self.project, event.run_id)
+            self.main.loader = artifact_loader(self.project, event.run_id)
         self.main.apply(event)
         if isinstance(event, RunFinished):
             self._run_finished(event)
@@ -377,6 +387,26 @@ class FixloopApp(App[int]):
             self.notify("the loop holds before its next iteration; p resumes", title="paused")
         self.refresh_bindings()
 
+    def action_open_runs(self) -> None:
+        if isinstance(self.screen, RunsScreen):
+            return
+        self.push_screen(RunsScreen(self.project), self._runs_closed)
+
+    def _runs_closed(self, run_id: str | None) -> None:
+        if run_id:
+            self.replay(run_id)
+        elif self.browse is not None:
+            self.exit(0)
+
+    def replay(self, run_id: str) -> None:
+        """Open a past run read-only (back to the list when it closes, when browsing)."""
+
+        def closed(_: None) -> None:
+            if self.browse is not None:
+                self.action_open_runs()
+
+        self.push_screen(ReplayScreen(self.project, run_id), closed)
+
     def action_abort_run(self) -> None:
         if not self.running:
             return
@@ -432,6 +462,11 @@ class FixloopApp(App[int]):
                 "squash onto your branch, keep the branch, or delete it",
                 self.action_show_summary,
             )
+        yield SystemCommand(
+            "Runs: open a past run (r)",
+            "list the project's runs and replay one read-only",
+            self.action_open_runs,
+        )
         yield SystemCommand(
             "Code: next file (f)", "show the next file under repair", self.main.action_next_file
         )
@@ -493,12 +528,6 @@ def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield SystemCommand(
             "Editor: back to the review (esc)", "discard the edits", screen.action_cancel
         )
-
-
-def _artifacts(
-    project: Path, run_id: str, n: int, rev: str | None, touched: list[str], named: list[str]
-) -> IterationArtifacts:
-    return iteration_artifacts(project, run_id, n, rev=rev, touched=touched, named=named)
 
 
 def _resolve(request: Any, review: Any) -> None:

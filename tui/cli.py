@@ -126,13 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_demo_arguments(demo)
 
+    replay = commands.add_parser(
+        "replay",
+        help="open past runs read-only in the app: pick one from the list, or name it",
+    )
+    replay.add_argument("run", nargs="?", default="", help="run id (default: choose from a list)")
+    replay.add_argument("path", nargs="?", type=Path, default=None, help="project directory")
+    replay.add_argument("--theme", help="dark, light or high-contrast")
+
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
     return parser
 
 
-COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "report", "resume", "demo")
+COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "replay", "report", "resume", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args)
         if args.command == "runs":
             return _runs(args)
+        if args.command == "replay":
+            return _replay(args)
         if args.command == "verify":
             from tui.verify import verify_command
 
@@ -268,6 +278,37 @@ def _runs(args: argparse.Namespace) -> int:
     for run in runs:
         task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
         print(f"{run.id:20}  {run.status:16}  {run.iterations:4}  {run.started:19}  {task}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
+    from engine.config import ConfigError, load_settings
+    from engine.rundir import FIXLOOP_DIR, RUNS_DIR
+
+    run, path = args.run, args.path
+    if path is None:
+        run, path = ("", Path(run)) if run and Path(run).is_dir() else (run, Path.cwd())
+    project = path.resolve()
+    runs = project / FIXLOOP_DIR / RUNS_DIR
+    if not runs.is_dir():
+        print(f"fixloop-tui: error: no runs yet in {project}", file=sys.stderr)
+        return EXIT_USAGE
+    if run and not (runs / run / "events.jsonl").is_file():
+        print(
+            f"fixloop-tui: error: no run {run!r} in {project} (see `fixloop-tui runs`)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        settings = load_settings(project, {"theme": args.theme})
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from tui.app import FixloopApp
+
+    app = FixloopApp(project, settings, autostart=False, browse=run)
+    app.run()
     return 0
 
 

@@ -31,7 +31,9 @@ from tests.tui.test_snapshots import app_in, finished_run, review_request, settl
 from tui.app import FixloopApp
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen
+from tui.screens.replay import ReplayScreen
 from tui.screens.review import ReviewScreen
+from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
 from tui.widgets.code import CodePane
@@ -653,3 +655,76 @@ async def test_a_refused_accept_says_why_and_discard_still_works(
         assert end.finished.done
     assert "# the person's own edit" in core.read_text()
     assert end.outcome.branch not in [b.name for b in repo.branches]
+
+
+# -- past runs ----------------------------------------------------------------------------------
+
+
+@sandboxed
+async def test_a_past_run_opens_read_only_from_the_runs_list_and_steps_through(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    from engine.gate import PolicyGate
+    from engine.runner import start_run
+
+    model_server.script(
+        reply(answer("use true division", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    settings = load_settings(
+        project,
+        {"model": "openai/scripted", "api_base": model_server.base_url, "task": "Fix it."},
+        environ={},
+        user_config=project / "no-user-config.toml",
+    )
+    result = await start_run(project, settings, gate=PolicyGate())
+    assert result.status == "ok"
+    head = git.Repo(project).head.commit.hexsha
+    app = FixloopApp(project, settings, autostart=False, browse="")
+    async with app.run_test(size=SIZE) as pilot:
+        runs = await wait_screen(pilot, RunsScreen)
+        await wait_for(pilot, lambda: runs.runs is not None, "the list of runs")
+        table = runs.query_one(DataTable)
+        assert table.row_count == 1
+        assert [str(c) for c in table.get_row_at(0)][2:] == ["ok", "2", "Fix it."]
+        await pilot.press("enter")
+        replay = await wait_screen(pilot, ReplayScreen)
+        await wait_for(pilot, lambda: bool(replay.view.run_id), "the run's trail")
+        assert replay.view.run_id == result.run_id
+        assert replay.selected == 0
+        assert "finished: ok" in str(replay.query_one(RunHeader).render())
+        await pilot.press("]")
+        await wait_for(
+            pilot,
+            lambda: (
+                "+    return sum(len(w) for w in found) / len(found)"
+                in replay.query_one(DiffPane).text
+            ),
+            "iteration 1's diff",
+        )
+        assert replay.selected == 1
+        await pilot.press("]", "]")  # past the last one: stays there
+        assert replay.selected == 2
+        await wait_for(
+            pilot, lambda: "most_common(n)" in replay.query_one(DiffPane).text, "iteration 2"
+        )
+        await pilot.press("[")
+        assert replay.selected == 1
+        await pilot.press("escape")
+        await wait_screen(pilot, RunsScreen, after=runs)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert app.return_code == 0
+    assert git.Repo(project).head.commit.hexsha == head, "a replay changed the checkout"
+    assert not git.Repo(project).is_dirty(untracked_files=True)
+
+
+async def test_replay_of_a_missing_run_says_so_and_returns_to_the_list(tmp_path: Path) -> None:
+    (tmp_path / ".fixloop" / "runs").mkdir(parents=True)
+    settings = load_settings(tmp_path, {}, environ={}, user_config=tmp_path / "none.toml")
+    app = FixloopApp(tmp_path, settings, autostart=False, browse="20990101-000000-dead")
+    async with app.run_test(size=SIZE) as pilot:
+        runs = await wait_screen(pilot, RunsScreen)
+        await wait_for(pilot, lambda: runs.runs == [], "the empty list")
+        assert "no runs yet" in text_of(runs, "#runs-note")
+        assert any("no run '20990101-000000-dead'" in n.message for n in app._notifications)

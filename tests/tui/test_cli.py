@@ -112,7 +112,7 @@ def test_without_headless_run_starts_the_app_which_checks_the_project_first(
 def test_help_lists_every_command() -> None:
     done = fixloop("--help")
     assert done.returncode == 0
-    for command in ("doctor", "sandbox", "verify", "run", "runs", "report"):
+    for command in ("doctor", "sandbox", "verify", "run", "runs", "replay", "report", "resume"):
         assert command in done.stdout
 
 
@@ -125,3 +125,17 @@ def test_doctor_json_reports_a_working_sandbox(tmp_path: Path) -> None:
     assert report["sandbox_works"] is True
     assert checks["gvisor sandbox"]["ok"] is True
     assert checks["git"]["ok"] is True
+
+
+def test_replay_without_runs_or_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
+    done = fixloop("replay", str(tmp_path))
+    assert (done.returncode, done.stderr.strip()) == (
+        2,
+        f"fixloop-tui: error: no runs yet in {tmp_path}",
+    )
+    (tmp_path / ".fixloop" / "runs").mkdir(parents=True)
+    done = fixloop("replay", "20990101-000000-dead", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"fixloop-tui: error: no run '20990101-000000-dead' in {tmp_path} (see `fixloop-tui runs`)"
+    )

@@ -37,6 +37,7 @@ from engine.events import (
     StageStarted,
 )
 from engine.results import StageKind, StageResult, TestCounts
+from engine.rundir import RunSummary
 from engine.session import (
     CodeFile,
     FilePreview,
@@ -50,9 +51,12 @@ from tui.app import FixloopApp
 from tui.gate import PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
+from tui.screens.replay import ReplayScreen
 from tui.screens.review import ReviewScreen
+from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
+from tui.widgets.run_view import RunView
 
 SnapCompare = Callable[..., bool]
 
@@ -441,6 +445,59 @@ def test_end_modal_when_the_run_could_not_start(snap_compare: SnapCompare) -> No
     )
     run_before = showing([], then=lambda: EndScreen(outcome))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+# -- past runs ------------------------------------------------------------------------------
+
+
+PAST_RUNS = [
+    RunSummary(
+        id=RUN_ID,
+        task="Make the failing tests pass.",
+        status="ok",
+        iterations=2,
+        started="2026-12-02 14:15:03",
+        path="",
+    ),
+    RunSummary(
+        id="20261202-093311-c3d4",
+        task="Handle an empty text in mean_word_length without dividing by zero, and say so",
+        status="suspicious_pass",
+        iterations=1,
+        started="2026-12-02 09:33:11",
+        path="",
+    ),
+    RunSummary(
+        id="20261201-170245-e5f6",
+        task="Fix the word stats",
+        status="exhausted",
+        iterations=4,
+        started="2026-12-01 17:02:45",
+        path="",
+    ),
+]
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_runs_screen(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    run_before = showing([], then=lambda: RunsScreen(PROJECT, PAST_RUNS))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def replay_screen() -> ReplayScreen:
+    view = RunView()
+    for event in finished_run():
+        view.apply(event)
+    loader = lambda n, *_: ARTIFACTS.get(n, IterationArtifacts())  # noqa: E731
+    return ReplayScreen(PROJECT, RUN_ID, view=view, loader=loader)
+
+
+@pytest.mark.parametrize("theme", ["dark", "high-contrast"])
+def test_replay_screen_stepped_to_iteration_1(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    run_before = showing([], then=replay_screen)
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before, press=["]"])
 
 
 # -- the task screen --------------------------------------------------------------------------

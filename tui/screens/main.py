@@ -167,6 +167,18 @@ class MainScreen(Screen[None]):
             self.select(view.latest or 0)
             self.refresh_header()
 
+    def show_run(self, view: RunView, loader: ArtifactLoader) -> None:
+        """Show a whole run read from its trail; the panes load each iteration from disk."""
+        self.view, self.loader, self._artifacts = view, loader, {}
+        self.follow = False
+        first = min(view.iterations, default=None)
+        self.selected = first
+        if self.ready:
+            self.query_one(HistoryPane).show(view)
+            if first is not None:
+                self.select(first)
+            self.refresh_header()
+
     def select(self, n: int) -> None:
         """Move every pane to iteration n."""
         self.selected = n

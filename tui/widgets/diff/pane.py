@@ -25,6 +25,11 @@ class DiffPane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("no iteration yet", "$text-muted"), id="diff-text")
 
+    @property
+    def text(self) -> str:
+        """The patch shown (empty when there is none)."""
+        return self._shown[0] if self._shown else ""
+
     def show(self, diff: str, *, empty: str = "no change in this iteration") -> None:
         if self._shown == (diff, empty):
             return  # keep the scroll position while the same patch stays selected

@@ -1,0 +1,107 @@
+"""Replay: a past run opened read-only in the four panes, from its audit trail (the run
+directory's events and the commits on its branch). The history's cursor, or `[` and `]`,
+steps through its iterations; `escape` closes it. Nothing here can change the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.binding import Binding, BindingType
+from textual.message import Message
+
+from engine.rundir import read_events
+from engine.session import IterationArtifacts, iteration_artifacts, run_path
+from tui.screens.main import ArtifactLoader, MainScreen
+from tui.widgets.run_view import RunView
+
+UNFINISHED = "the trail has no end: the run was cut off (`fixloop-tui resume`) or still runs"
+
+
+def artifact_loader(project: Path, run_id: str) -> ArtifactLoader:
+    """Reads what iteration n of the run left on disk and on its branch."""
+
+    def load(n: int, rev: str | None, touched: list[str], named: list[str]) -> IterationArtifacts:
+        return iteration_artifacts(project, run_id, n, rev=rev, touched=touched, named=named)
+
+    return load
+
+
+def replayed_view(project: Path, run_id: str) -> RunView:
+    """The run as its events.jsonl tells it; ValueError if there is no such run."""
+    path = run_path(project, run_id) / "events.jsonl"
+    events = read_events(path)
+    if not events:
+        raise ValueError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
+    view = RunView()
+    for event in events:
+        view.apply(event)
+    if not view.status:
+        view.status, view.reason = "unfinished", UNFINISHED
+    return view
+
+
+class ReplayScreen(MainScreen):
+    """A past run; dismissed with None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close replay"),
+        Binding("[", "step(-1)", "previous", key_display="["),
+        Binding("]", "step(1)", "next", key_display="]"),
+    ]
+
+    class Read(Message):
+        def __init__(self, view: RunView | None, error: str = "") -> None:
+            super().__init__()
+            self.view = view
+            self.error = error
+
+    def __init__(
+        self,
+        project: Path,
+        run_id: str,
+        *,
+        view: RunView | None = None,
+        loader: ArtifactLoader | None = None,
+    ) -> None:
+        super().__init__(project=str(project), mode="replay")
+        self.project = project
+        self.run_id = run_id
+        self.given = view  # already read (a snapshot); None: read the run's trail
+        self.follow = False
+        self._loader = loader or artifact_loader(project, run_id)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        if self.given is None:
+            self._read()
+        else:
+            self.post_message(self.Read(self.given))
+
+    @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
+    def _read(self) -> None:
+        try:
+            view = replayed_view(self.project, self.run_id)
+        except (OSError, ValueError) as exc:
+            self.post_message(self.Read(None, str(exc)))
+            return
+        self.post_message(self.Read(view))
+
+    @on(Read)
+    def _shown(self, message: Read) -> None:
+        if message.view is None:
+            self.app.notify(message.error, title="replay", severity="error")
+            self.dismiss(None)
+            return
+        self.show_run(message.view, self._loader)
+
+    def action_step(self, delta: int) -> None:
+        numbers = sorted(self.view.iterations)
+        if not numbers:
+            return
+        at = numbers.index(self.selected) if self.selected in numbers else 0
+        self.select(numbers[max(0, min(at + delta, len(numbers) - 1))])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

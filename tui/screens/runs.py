@@ -1,0 +1,122 @@
+"""The runs screen: the project's past runs, newest first (the audit trail, listed).
+`enter` opens the highlighted run read-only; `escape` closes the list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from engine.rundir import RunSummary, list_runs
+from tui.widgets.history import status_colour
+
+TASK_WIDTH = 48
+
+
+class RunsScreen(ModalScreen[str | None]):
+    """Dismissed with the chosen run's id, or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "open read-only", priority=True),
+        Binding("escape", "close", "close"),
+    ]
+
+    class Listed(Message):
+        def __init__(self, runs: list[RunSummary] | None, error: str = "") -> None:
+            super().__init__()
+            self.runs = runs
+            self.error = error
+
+    def __init__(self, project: Path, runs: list[RunSummary] | None = None) -> None:
+        super().__init__()
+        self.project = project
+        self.given = runs  # already read (a snapshot); None: read them from the project
+        self.runs: list[RunSummary] | None = None  # None: still being read
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog runs") as dialog:
+            dialog.border_title = "past runs"
+            dialog.border_subtitle = "enter: open read-only · esc: close"
+            yield Static(Content.styled("reading the runs…", "$text-muted"), id="runs-note")
+            table: DataTable[str | Text] = DataTable(
+                id="runs-table", cursor_type="row", zebra_stripes=True
+            )
+            for label in ("run", "started", "status", "iterations", "task"):
+                table.add_column(label, key=label)
+            yield table
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        if self.given is None:
+            self._list()
+        else:
+            self.post_message(self.Listed(self.given))
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def _list(self) -> None:
+        try:
+            runs = list_runs(self.project)
+        except OSError as exc:
+            self.post_message(self.Listed(None, f"the runs could not be read: {exc}"))
+            return
+        self.post_message(self.Listed(runs))
+
+    @on(Listed)
+    def _listed(self, message: Listed) -> None:
+        self.runs = message.runs
+        note = self.query_one("#runs-note", Static)
+        if message.runs is None:
+            note.update(Content.styled(message.error, "$text-error"))
+            return
+        if not message.runs:
+            note.update(
+                Content.styled(f"no runs yet in {self.project}", "$text-muted"),
+            )
+            return
+        count = len(message.runs)
+        note.update(
+            Content.styled(
+                f"{count} run{'s' if count != 1 else ''} in {self.project / '.fixloop' / 'runs'}",
+                "$text-muted",
+            )
+        )
+        table = self.query_one(DataTable)
+        colours = getattr(self.app, "theme_variables", {})
+        for run in message.runs:
+            table.add_row(*_row(run, colours), key=run.id)
+
+    @on(DataTable.RowSelected)
+    def _selected(self, message: DataTable.RowSelected) -> None:
+        if message.row_key.value is not None:
+            self.dismiss(message.row_key.value)
+
+    def action_open(self) -> None:
+        table = self.query_one(DataTable)
+        if not self.runs or table.row_count == 0:
+            return
+        self.dismiss(self.runs[table.cursor_row].id)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _row(run: RunSummary, colours: dict[str, str]) -> tuple[str | Text, ...]:
+    colour = colours.get(status_colour(run.status), "")
+    style = f"bold {colour}" if colour else "bold"
+    task = run.task if len(run.task) <= TASK_WIDTH else run.task[: TASK_WIDTH - 1] + "…"
+    return (
+        run.id,
+        run.started,
+        Text(run.status.replace("_", " "), style=style),
+        Text(str(run.iterations), justify="right"),
+        task,
+    )

@@ -50,6 +50,7 @@ from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
+from tui.screens.watch import WatchScreen
 from tui.widgets.code import warm_up
 
 EXIT_USAGE = 2
@@ -79,10 +80,11 @@ class FixloopApp(App[int]):
     class ProjectChecked(Message):
         """The verifier's verdict on the checkout before the run (or why there is none)."""
 
-        def __init__(self, result: Verification | None, error: str | None) -> None:
+        def __init__(self, result: Verification | None, error: str | None, check: int) -> None:
             super().__init__()
             self.result = result
             self.error = error
+            self.check = check  # which check: a later one makes this one stale
 
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
@@ -108,6 +110,7 @@ class FixloopApp(App[int]):
         task: str | None = None,
         autostart: bool = True,
         browse: str | None = None,
+        watch: bool = False,
     ) -> None:
         super().__init__()
         self.project = project
@@ -116,6 +119,8 @@ class FixloopApp(App[int]):
         self.autostart = autostart  # False: show what it is given, start nothing
         # Not None: no run, only the trail — "" opens the list of runs, a run id that run.
         self.browse = browse
+        self.watching = watch  # watch mode: verify on every save until the person starts a run
+        self._checks = 0
         self.mode: Mode = settings.approve or "step"
         self.gate = InteractiveGate(self.post_from_thread, self.mode)
         self.sink = UiSink(self.post_from_thread)
@@ -162,7 +167,16 @@ class FixloopApp(App[int]):
             return
         if not self.autostart:
             return
-        if self.initial_task is None:
+        if self.watching:
+            watching = WatchScreen(
+                self.project,
+                model=self.settings.model or "default model",
+                sandbox=self.settings.sandbox or "auto",
+                mode=self.mode,
+            )
+            self.push_screen(watching, self.begin)
+            self.call_after_refresh(self._check_project)
+        elif self.initial_task is None:
             screen = TaskScreen(
                 project=str(self.project),
                 model=self.settings.model or "default model",
@@ -192,22 +206,35 @@ class FixloopApp(App[int]):
 
         task = asyncio.current_task()
         assert task is not None
+        self._checks += 1
+        check = self._checks
         self._checking = (asyncio.get_running_loop(), task)
         try:
             result = await check_project(self.project, self.settings)
         except asyncio.CancelledError:
             return
         except Exception as exc:
-            self.post_from_thread(self.ProjectChecked(None, str(exc)))
+            self.post_from_thread(self.ProjectChecked(None, str(exc), check))
             return
         finally:
-            self._checking = None
-        self.post_from_thread(self.ProjectChecked(result, None))
+            if self._checking is not None and self._checking[1] is task:
+                self._checking = None
+        self.post_from_thread(self.ProjectChecked(result, None, check))
 
     @on(ProjectChecked)
     def _checked(self, message: ProjectChecked) -> None:
+        if message.check != self._checks:
+            return  # a later check is under way: this verdict is about older files
         if isinstance(self.screen, TaskScreen):
             self.screen.show_check(message.result, message.error)
+
+    @on(WatchScreen.Saved)
+    def _saved(self, message: WatchScreen.Saved) -> None:
+        """Watch mode: the project changed; verify it again (the check under way stops)."""
+        if self.running:
+            return
+        _cancel(self._checking)
+        self._check_project()
 
     def begin(self, task: str | None) -> None:
         """Start the run with `task` (from the task screen or --task)."""
@@ -548,15 +575,16 @@ def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None)
 # -- the command line's entry --------------------------------------------------------------------
 
 
-def run_app(args: argparse.Namespace) -> int:
-    """`fixloop-tui [PATH] [flags]`: settings as for headless, then the app; its exit code."""
+def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
+    """`fixloop-tui [PATH] [flags]` (or `watch`): settings as for headless, then the app; its
+    exit code."""
     from tui.headless import settings_from_args
 
     prepared = settings_from_args(args)
     if isinstance(prepared, int):
         return prepared
     project, settings = prepared
-    app = FixloopApp(project, settings, task=settings.task)
+    app = FixloopApp(project, settings, task=settings.task, watch=watch)
     app.run()
     if app.outcome is not None:
         line = f"fixloop: {app.outcome.status} — {app.outcome.reason}"

@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_run_arguments(run_command)
 
+    watch = commands.add_parser(
+        "watch",
+        help="verify the project on every save and show the repair packet; enter starts a run",
+    )
+    add_run_arguments(watch)
+
     resume = commands.add_parser(
         "resume", help="continue a run whose process died, losing no committed iteration"
     )
@@ -140,7 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("doctor", "sandbox", "verify", "run", "runs", "replay", "report", "resume", "demo")
+COMMANDS = (
+    "doctor",
+    "sandbox",
+    "verify",
+    "run",
+    "watch",
+    "runs",
+    "replay",
+    "report",
+    "resume",
+    "demo",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.headless import run_headless
 
             return run_headless(args)
+        if args.command == "watch":
+            from tui.app import run_app
+
+            return run_app(args, watch=True)
         if args.command == "demo":
             from tui.demo import run_demo
 

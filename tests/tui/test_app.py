@@ -728,3 +728,51 @@ async def test_replay_of_a_missing_run_says_so_and_returns_to_the_list(tmp_path:
         await wait_for(pilot, lambda: runs.runs == [], "the empty list")
         assert "no runs yet" in text_of(runs, "#runs-note")
         assert any("no run '20990101-000000-dead'" in n.message for n in app._notifications)
+
+
+# -- watch mode ---------------------------------------------------------------------------------
+
+
+@sandboxed
+async def test_watch_mode_verifies_again_on_each_save_and_enter_starts_a_repair(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    from tui.screens.watch import WatchScreen
+
+    model_server.script(reply(answer("return n words, not n - 1", TOP_FIX)))
+    settings = load_settings(
+        project,
+        {"model": "openai/scripted", "api_base": model_server.base_url},
+        environ={},
+        user_config=project / "no-user-config.toml",
+    )
+    app = FixloopApp(project, settings, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        watching = await wait_screen(pilot, WatchScreen)
+        await wait_for(
+            pilot,
+            lambda: "3 passed, 2 failed" in text_of(watching, "#state-text"),
+            "the first verdict",
+        )
+        core = project / "textstats" / "core.py"
+        core.write_text(core.read_text().replace(MEAN_FIX["search"], MEAN_FIX["replace"]))
+        await wait_for(
+            pilot,
+            lambda: "4 passed, 1 failed" in text_of(watching, "#state-text"),
+            "the verdict after the save",
+        )
+        subtitle = str(watching.query_one("#state").border_subtitle)
+        assert "after a save of textstats/core.py" in subtitle
+        assert watching.checks == 2
+        assert model_server.count == 0, "watching alone asked the model"
+        await pilot.press("enter")
+        review = await wait_screen(pilot, ReviewScreen)
+        assert review.request.n == 1
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    # The run started from the checkout as saved: the uncommitted fix is its baseline.
+    assert branch_subjects(project, end.outcome.branch)[:2] == [
+        "fixloop[iter 1/4]: return n words, not n - 1",
+        "fixloop[baseline]: your uncommitted changes",
+    ]

@@ -56,6 +56,7 @@ from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
+from tui.screens.watch import WatchScreen
 from tui.widgets.run_view import RunView
 
 SnapCompare = Callable[..., bool]
@@ -498,6 +499,26 @@ def test_replay_screen_stepped_to_iteration_1(snap_compare: SnapCompare, theme: 
     app = app_in(theme)
     run_before = showing([], then=replay_screen)
     assert snap_compare(app, terminal_size=BIG, run_before=run_before, press=["]"])
+
+
+# -- watch mode -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_watch_screen_after_a_save(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+
+    def watch_screen() -> WatchScreen:
+        screen = WatchScreen(
+            PROJECT, model="openai/gpt-4o-mini", sandbox="gvisor", watch_files=False
+        )
+        screen.clock = lambda: "14:15:03"
+        screen.cause = "a save of textstats/core.py"
+        screen.call_after_refresh(screen.show_check, check_result())
+        return screen
+
+    run_before = showing([], then=watch_screen)
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
 
 
 # -- the task screen --------------------------------------------------------------------------

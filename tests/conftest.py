@@ -14,6 +14,14 @@ from tests.model_server import model_server  # noqa: F401 - the scripted model s
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
 
+@pytest.fixture(autouse=True)
+def private_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's remembered state (the theme) goes to a temp dir, never the real home."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 def sandbox_unavailable(why: str) -> None:
     """Fail under FIXLOOP_REQUIRE_SANDBOX=1 (CI), skip elsewhere."""
     if REQUIRE_SANDBOX:

@@ -22,6 +22,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.theme import Theme
 
 import themes
 from engine.check import Verification
@@ -51,6 +52,7 @@ from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
+from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
 
 EXIT_USAGE = 2
@@ -150,14 +152,17 @@ class FixloopApp(App[int]):
     def on_mount(self) -> None:
         for theme in themes.THEMES:
             self.register_theme(theme)
-        wanted = themes.theme_name(self.settings.theme)
+        chosen = self.settings.theme or remembered_theme()
+        wanted = themes.theme_name(chosen)
         if wanted not in self.available_themes:
             self.notify(
-                f"unknown theme {self.settings.theme!r}; try dark, light or high-contrast",
+                f"unknown theme {chosen!r}; try dark, light or high-contrast",
                 severity="warning",
             )
             wanted = themes.DEFAULT
         self.theme = wanted
+        # From now on a change of theme (the palette, Textual's picker) is remembered.
+        self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._theme_changed)
         self._warm_up()
         if self.browse is not None:
             if self.browse:
@@ -187,6 +192,9 @@ class FixloopApp(App[int]):
             self.call_after_refresh(self._check_project)
         else:
             self.call_after_refresh(self.begin, self.initial_task)
+
+    def _theme_changed(self, theme: Theme) -> None:
+        remember_theme(theme.name)
 
     @work(thread=True, group="warm-up", exit_on_error=False)
     def _warm_up(self) -> None:

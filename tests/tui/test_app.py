@@ -21,7 +21,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Log, Static, TextArea
 
-from engine.config import load_settings
+from engine.config import Settings, load_settings
 from engine.events import Event, ReviewResolved, RunStarted
 from engine.rundir import read_events
 from engine.session import run_path
@@ -261,6 +261,27 @@ async def test_every_action_is_in_the_command_palette() -> None:
         await pilot.pause()
         await pilot.press(*"theme light", "enter")
         await wait_for(pilot, lambda: app.theme == "fixloop-light", "the theme to switch")
+
+
+async def test_a_theme_chosen_in_the_app_is_remembered_but_a_flag_wins() -> None:
+    from tui.state import remembered_theme
+
+    settings = Settings(model="openai/gpt-4o-mini", sandbox="gvisor")
+    first = FixloopApp(Path("/home/you/textstats"), settings, autostart=False)
+    async with first.run_test(size=SIZE) as pilot:
+        assert first.theme == "fixloop-dark"
+        await pilot.pause()
+        first.theme = "fixloop-high-contrast"
+        await wait_for(pilot, lambda: remembered_theme() is not None, "the theme to be saved")
+    assert remembered_theme() == "fixloop-high-contrast"
+    again = FixloopApp(Path("/home/you/textstats"), settings, autostart=False)
+    async with again.run_test(size=SIZE):
+        assert again.theme == "fixloop-high-contrast"
+    flagged = settings.model_copy(update={"theme": "light"})
+    told = FixloopApp(Path("/home/you/textstats"), flagged, autostart=False)
+    async with told.run_test(size=SIZE):
+        assert told.theme == "fixloop-light"
+    assert remembered_theme() == "fixloop-high-contrast"
 
 
 async def test_the_review_modal_puts_its_decisions_in_the_palette() -> None:

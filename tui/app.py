@@ -561,6 +561,11 @@ def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
             "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save
         )
         yield SystemCommand(
+            "Editor: open in $EDITOR (ctrl+o)",
+            "edit this file in your own editor; each save shows up here",
+            screen.action_outside,
+        )
+        yield SystemCommand(
             "Editor: back to the review (esc)", "discard the edits", screen.action_cancel
         )
 

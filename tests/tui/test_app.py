@@ -7,6 +7,7 @@ what the run did: its events, the commits on its branch, the user's checkout.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
 from tui.app import FixloopApp
-from tui.screens.editor import EditorScreen
+from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.review import ReviewScreen
@@ -797,3 +798,49 @@ async def test_watch_mode_verifies_again_on_each_save_and_enter_starts_a_repair(
         "fixloop[iter 1/4]: return n words, not n - 1",
         "fixloop[baseline]: your uncommitted changes",
     ]
+
+
+# -- an outside editor ----------------------------------------------------------------------------
+
+
+async def test_ctrl_o_edits_in_the_persons_editor_and_each_save_shows_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An editor that runs beside the app (headless: no terminal to hand over) and saves twice.
+    saves = "sleep 0.3; printf 'X = 2\\n' > \"$1\"; sleep 0.6; printf 'X = 3\\n' > \"$1\""
+    monkeypatch.setenv("VISUAL", f"sh -c {shlex.quote(saves)} editor")
+    app = app_in("dark")
+    answers: list[dict[str, str] | None] = []
+    files = [EditorFile("textstats/core.py", "X = 1\n"), EditorFile("README.md", "# r\n")]
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        screen = EditorScreen(files)
+        await app.push_screen(screen, answers.append)
+        await pilot.pause()
+        await pilot.press("ctrl+o")
+        area = screen.query_one("#editor-0", TextArea)
+        await wait_for(pilot, lambda: area.text == "X = 3\n", "the second save")
+        scratch = screen.scratch
+        assert scratch is not None
+        assert (scratch / "textstats/core.py").is_file()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert answers == [{"textstats/core.py": "X = 3\n", "README.md": "# r\n"}]
+    assert not scratch.exists(), "the editor's copies were left behind"
+
+
+async def test_ctrl_o_without_an_editor_says_how_to_set_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await finished_app(pilot)
+        screen = EditorScreen([EditorFile("a.py", "X = 1\n")])
+        await app.push_screen(screen)
+        await pilot.pause()
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert screen.scratch is None
+        assert any("$VISUAL or $EDITOR" in n.message for n in app._notifications)

@@ -556,6 +556,10 @@ def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
                 help_text,
                 functools.partial(screen.action_decide, choice),
             )
+        if screen.outcome.report:
+            yield SystemCommand(
+                "End of run: open the report (r)", screen.outcome.report, screen.action_open_report
+            )
     elif isinstance(screen, EditorScreen):
         yield SystemCommand(
             "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save

@@ -623,6 +623,33 @@ async def test_accept_squashes_the_run_onto_the_users_branch(
 
 
 @sandboxed
+async def test_r_at_the_end_of_a_run_that_failed_opens_its_report(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    from textual.widgets import Markdown
+
+    from tui.screens.report import ReportScreen
+
+    model_server.script(reply(answer("true division only", MEAN_FIX)))
+    app = make_app(model_server, project, approve="auto", max_iters=1)
+    async with app.run_test(size=SIZE) as pilot:
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "exhausted"
+        assert end.outcome.report.endswith("report.md")
+        await pilot.press("r")
+        report = await wait_screen(pilot, ReportScreen)
+        await wait_for(
+            pilot,
+            lambda: "test_top_words_returns_n" in report.query_one(Markdown).source,
+            "the report's text",
+        )
+        written = Path(end.outcome.report).read_text()  # noqa: ASYNC240 - a small local file
+        assert report.query_one(Markdown).source == written
+        await pilot.press("escape")
+        await wait_screen(pilot, EndScreen)
+
+
+@sandboxed
 async def test_keep_leaves_the_branch_and_the_checkout_alone(
     model_server: ScriptedModelServer, project: Path
 ) -> None:

@@ -52,6 +52,7 @@ from tui.gate import PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.replay import ReplayScreen
+from tui.screens.report import ReportScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
@@ -446,6 +447,35 @@ def test_end_modal_when_the_run_could_not_start(snap_compare: SnapCompare) -> No
     )
     run_before = showing([], then=lambda: EndScreen(outcome))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+REPORT = """# fixloop report: exhausted
+
+**Task:** Make the failing tests pass.
+**Why it stopped:** 1 proposal did not pass (the iteration cap).
+
+| iteration | status | tests | error class |
+|---|---|---|---|
+| start | failing | 3 passed, 2 failed | logic |
+| 1 | failing | 4 passed, 1 failed | logic |
+
+## Still failing
+
+- `tests/test_core.py::test_top_words_returns_n` — expected `[('a', 3), ('b', 2)]`, got `[('a', 3)]`
+
+## Next steps
+
+Keep the branch `fixloop/20261202-141503-a1b2` and fix `top_words` by hand, or run again
+with more iterations (`--max-iters 6`).
+"""
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_report_modal(snap_compare: SnapCompare, theme: str) -> None:
+    app = app_in(theme)
+    path = PROJECT / ".fixloop" / "runs" / RUN_ID / "report.md"
+    run_before = showing(finished_run(), then=lambda: ReportScreen(path, REPORT))
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
 
 
 # -- past runs ------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """The end-of-run modal: how the run ended and why, what it cost, and what to do with its
 branch — accept `a` (squash onto your branch), keep `k` (the branch stays), discard `d`
-(the branch is deleted). `escape` closes it and leaves the branch as it is."""
+(the branch is deleted). `r` opens the run's report. `escape` closes the modal and leaves the
+branch as it is."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, cast
 
 from textual.app import ComposeResult
@@ -17,6 +19,7 @@ from textual.widgets import Button, Static
 from textual.widgets.button import ButtonVariant
 
 from engine.session import Finish, Finished
+from tui.screens.report import ReportScreen
 from tui.widgets.history import status_colour
 
 
@@ -42,6 +45,7 @@ class EndScreen(ModalScreen[None]):
         Binding("a", "decide('accept')", "accept"),
         Binding("k", "decide('keep')", "keep branch"),
         Binding("d", "decide('discard')", "discard"),
+        Binding("r", "open_report", "report"),
         Binding("escape", "close", "close"),
     ]
 
@@ -69,6 +73,13 @@ class EndScreen(ModalScreen[None]):
                     yield _button("accept [a]", "accept", "success")
                     yield _button("keep branch [k]", "keep", "primary")
                     yield _button("discard [d]", "discard", "error")
+                if outcome.report:
+                    yield Button(
+                        Content("report [r]"),
+                        id="report",
+                        compact=True,
+                        action="screen.open_report",
+                    )
                 yield Button(
                     Content("close [esc]"), id="close", compact=True, action="screen.close"
                 )
@@ -135,6 +146,15 @@ class EndScreen(ModalScreen[None]):
         if choice in ("accept", "keep", "discard"):
             self.show_finished(None)
             self.post_message(self.Decided(cast(Finish, choice)))
+
+    def action_open_report(self) -> None:
+        if self.outcome.report:
+            self.app.push_screen(ReportScreen(Path(self.outcome.report)))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_report":
+            return bool(self.outcome.report)
+        return True
 
     def action_close(self) -> None:
         self.dismiss(None)

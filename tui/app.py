@@ -560,6 +560,10 @@ def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
             yield SystemCommand(
                 "End of run: open the report (r)", screen.outcome.report, screen.action_open_report
             )
+    elif isinstance(screen, WatchScreen):
+        yield SystemCommand(
+            "Watch: verify now (ctrl+r)", "verify the project again", screen.action_verify
+        )
     elif isinstance(screen, EditorScreen):
         yield SystemCommand(
             "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from engine.bench import prompts
 from engine.bench.harness import Evaluator
+from engine.bench.mutants import seeded_mutants
 from engine.bench.runner import BenchConfig, BenchRunner
 from engine.bench.tasks import BenchTask
-from engine.model import Completion, Message
+from engine.model import Completion, Message, ModelError, Usage
 from sandbox.gvisor import GvisorSandbox
 
 pytestmark = pytest.mark.sandbox
@@ -87,3 +89,55 @@ async def test_a_mutant_that_passes_the_tests_is_not_kept(gvisor_pool: GvisorSan
         ("const+1", "1", "2"),
         ("const-1", "1", "0"),
     ]
+
+
+class ScriptedAnswers:
+    """A ModelClient at the seam: each call returns (or raises) the next scripted answer."""
+
+    model = "scripted"
+
+    def __init__(self, *answers: str | Exception) -> None:
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+
+    async def complete(self, messages: list[Message], *, on_text: object = None) -> Completion:
+        self.prompts.append(messages[-1].content)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        usage = Usage(prompt_tokens=50, completion_tokens=5, cost_usd=0.0)
+        return Completion(
+            text=answer,
+            usage=usage,
+            finish_reason="stop",
+            model="scripted",
+            attempts=1,
+            duration_s=0.1,
+        )
+
+
+async def test_repair_mode_survives_a_cut_off_answer_and_one_without_code(
+    gvisor_pool: GvisorSandbox,
+) -> None:
+    fixed = "solution.py\n```python\n" + TASK.prompt + TASK.canonical_solution + "```\n"
+    model = ScriptedAnswers(
+        ModelError("model scripted: answer truncated at max_tokens=8 (finish_reason length)"),
+        "I would change the operator.",
+        fixed,
+    )
+    config = BenchConfig(suite="t", mode="repair", model="scripted", max_rounds=2, limit=1)
+    run = await BenchRunner(config, model, Evaluator(gvisor_pool, timeout_s=60)).run([TASK])
+    [item] = run.items
+    assert item.mutant is not None
+    result = item.arms["packet"]
+    assert [a.status for a in result.attempts] == ["truncated", "no_code", "passed"]
+    assert result.passed_round == 2
+    first, second, third = model.prompts
+    assert "has a bug: its tests fail" in first
+    # Every mutant of this task fails its tests, so the seed's first one is the one kept.
+    mutant = seeded_mutants(TASK, 0)[0]
+    assert item.item_id == f"t/affine#{mutant.id}"
+    assert item.mutant == mutant.describe()
+    assert mutant.program.rstrip() in first  # the model is shown the mutated program
+    assert prompts.TRUNCATED in second
+    assert prompts.NO_CODE in third

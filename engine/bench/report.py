@@ -150,7 +150,8 @@ def write_png(scores: Sequence[ArmScore], rounds: int, path: Path, title: str) -
         ys = [100 * v for v in s.pass_after_round[: rounds + 1]]
         axes.plot(xs, ys, marker="o", label=f"{s.arm} ({s.tasks} tasks)")
     axes.set_xticks(xs, [f"r{x}" if x else "r0\n(one-shot)" for x in xs])
-    axes.set_ylim(0, 100)
+    axes.set_ylim(-3, 103)  # a line at 0% or 100% stays clear of the frame
+    axes.set_yticks(range(0, 101, 20))
     axes.set_xlabel("repair round")
     axes.set_ylabel("tasks passed by this round (%)")
     axes.set_title(title, fontsize=10)

@@ -132,10 +132,11 @@ def test_both_arms_on_two_tasks_one_fixed_in_round_2_one_never(
     assert "actual:   `-1`" in packet
     assert "Test output:" not in packet
     assert "Test output:\n```\n" in raw
-    assert raw.endswith(
-        "Please fix it.\n\n"
-        "Reply with the whole corrected solution.py in one fenced python code block."
-    )
+    assert "\n```\nPlease fix it.\n\n" in raw
+    for prompt in (packet, raw):
+        assert prompt.endswith(
+            "Reply with the whole corrected solution.py in one fenced python code block."
+        )
     assert "FAILED test_solution.py::test_add_1" in raw
     assert "Verification failed" not in raw
     # The packet's second round knows what the first changed.

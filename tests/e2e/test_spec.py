@@ -230,6 +230,34 @@ def test_a_test_calling_an_undefined_function_is_a_reference_error_and_nothing_r
     assert "The spec's signature: def parse_duration(text: str) -> int" in second_prompt
 
 
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("needs_gvisor")
+def test_a_run_that_ends_failing_reports_the_examples_that_kept_failing(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    hours_only = {
+        "path": MODULE,
+        "search": "int(n) for n, unit",
+        "replace": "int(n) * 60 for n, unit",
+    }
+    model_server.script(
+        reply(draft("parse each part's number", WRONG, WEAK_TESTS)),
+        reply(answer("everything is minutes", hours_only)),
+    )
+    done, result = fixloop(model_server, project, "--max-iters", "2")
+    assert done.returncode == 1, done.stderr
+    assert result["status"] == "exhausted"
+    report = Path(result["report"]).read_text(encoding="utf-8")
+    assert "## The spec: what kept failing" in report
+    assert "| example 2: parse_duration('5m') == 300 | 1 | expected 300, got 5 |" in report
+    assert "| example 3: parse_duration('2h') == 7200 | 1, 2 | expected 7200, got 120 |" in report
+    assert "| example 5: parse_duration('') raises ValueError | — | passed |" in report
+    assert (
+        "- example 3 (`parse_duration('2h') == 7200`): still failing while every test the model "
+        "wrote from the description passed" in report
+    )
+
+
 def test_a_bad_spec_is_one_line_and_writes_nothing(
     model_server: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:

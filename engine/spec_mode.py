@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from collections.abc import Callable, Sequence
 
@@ -134,12 +135,17 @@ class SpecMode:
             return
         paths = {edit.path for edit in proposal.edits}
         missing = [path for path in (self.spec.module, self.spec.tests) if path not in paths]
+        hint = f"Send both files complete: first {self.spec.module}, then {self.spec.tests}."
         if missing:
             listed = " and ".join(missing)
             raise EditFormatError(
-                [f"your answer has no {listed}: the first answer writes both files"],
-                f"Send both files complete: first {self.spec.module}, then {self.spec.tests}.",
+                [f"your answer has no {listed}: the first answer writes both files"], hint
             )
+        # The tests are frozen once committed: refuse now what could never be run.
+        tests = next(e for e in proposal.edits if e.path == self.spec.tests)
+        problem = _unusable_tests(self.spec.tests, tests.content)
+        if problem:
+            raise EditFormatError([problem], hint)
 
     def unfrozen(self, proposal: Proposal) -> Proposal:
         """The proposal without its edits to frozen files (they are refused anyway)."""
@@ -305,6 +311,24 @@ def draft_system_prompt(spec: Spec, format: EditFormat) -> str:
         f"pytest tests: two new files, {both}, each as an edit with its whole "
         '"content".\n\n' + instructions(format, spec.module)
     )
+
+
+def _unusable_tests(path: str, content: str | None) -> str | None:
+    """Why a draft's test file could never pass once frozen, or None."""
+    if content is None:
+        return f"{path} must be sent whole: it is a new file"
+    try:
+        tree = ast.parse(content)
+    except SyntaxError as exc:
+        return f"{path} is not valid Python (line {exc.lineno}: {exc.msg})"
+    tests = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+    if not tests:
+        return f"{path} has no test function: write functions named test_..."
+    return None
 
 
 def nothing_yet() -> Verification:

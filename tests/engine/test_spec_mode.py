@@ -111,6 +111,24 @@ def test_the_draft_must_write_both_files(mode: tuple[SpecMode, Recorder]) -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("tests", "problem"),
+    [
+        ("from durations import parse_duration\n<your tests>\n", f"{TESTS} is not valid Python"),
+        ("from durations import parse_duration\n", f"{TESTS} has no test function"),
+    ],
+)
+def test_draft_tests_that_could_never_pass_are_refused_before_they_freeze(
+    mode: tuple[SpecMode, Recorder], tests: str, problem: str
+) -> None:
+    spec_mode, _ = mode
+    with pytest.raises(EditFormatError) as refused:
+        spec_mode.check_draft(
+            proposal(Edit(path=MODULE, content=CODE), Edit(path=TESTS, content=tests))
+        )
+    assert refused.value.problems[0].startswith(problem)
+
+
 def test_after_the_draft_a_test_edit_is_refused_and_the_rest_applies(
     mode: tuple[SpecMode, Recorder],
 ) -> None:

@@ -17,6 +17,7 @@ import ast
 import hashlib
 from collections.abc import Callable, Sequence
 
+from engine import prompts
 from engine.check import Verification
 from engine.classify import Classification, ErrorClass
 from engine.edits import EditFormat, EditFormatError, Proposal, instructions
@@ -101,7 +102,8 @@ class SpecMode:
     # -- the prompt -------------------------------------------------------------------------
 
     def draft_messages(self, notes: Sequence[str]) -> list[Message]:
-        """The first answer's prompt: the spec, and nothing of any implementation."""
+        """The first answer's prompt: the spec, and nothing of any implementation (for small
+        models, the two files to complete: the signature and the import, no more)."""
         spec = self.spec
         user = [
             spec.text(),
@@ -110,8 +112,10 @@ class SpecMode:
             f"tests). Import the function with `from {spec.import_name} import "
             f"{spec.function.name}`. Name the test of constraint N test_constraint_N_<what>.",
             f"After this answer the tests are frozen: later answers may change only {spec.module}.",
-            *notes,
         ]
+        if self.config.edit_format == "whole":
+            user.append("Complete both files:\n\n" + skeletons(spec))
+        user += notes
         return [
             Message(role="system", content=draft_system_prompt(spec, self.config.edit_format)),
             Message(role="user", content="\n\n".join(user)),
@@ -304,12 +308,25 @@ def draft_system_prompt(spec: Spec, format: EditFormat) -> str:
         return (
             "You write a new Python module and its pytest tests from a spec. Reply with two "
             f"files, {both}: for each, its path alone on a line, then a fenced python code "
-            "block holding the whole file. No explanations."
+            "block holding the whole file, complete. No explanations."
         )
     return (
         "You are fixloop's code model. From a spec, you write a new Python module and its "
         f"pytest tests: two new files, {both}, each as an edit with its whole "
         '"content".\n\n' + instructions(format, spec.module)
+    )
+
+
+def skeletons(spec: Spec) -> str:
+    """The two files as a small model should answer them, with nothing implemented: a copy
+    of these as they are fails (the module raises, the tests file has no test) and is
+    repaired or refused, never frozen."""
+    summary = spec.description.splitlines()[0].strip().replace('"', "'")
+    module = f'def {spec.signature}:\n    """{summary}"""\n    raise NotImplementedError\n'
+    tests = f"import pytest\n\nfrom {spec.import_name} import {spec.function.name}\n"
+    return "\n\n".join(
+        prompts.render_file(prompts.PromptFile(path=path, text=text))
+        for path, text in ((spec.module, module), (spec.tests, tests))
     )
 
 

@@ -248,3 +248,32 @@ def test_a_spec_run_can_be_resumed_before_any_verification(
     state = resume_state([started, *recorder.events])
     assert state.next_n == 1
     assert state.baseline_collected is None
+
+
+def test_a_small_models_draft_prompt_shows_the_files_to_complete_and_no_code(
+    mode: tuple[SpecMode, Recorder],
+) -> None:
+    spec_mode, _ = mode
+    spec_mode.config = spec_mode.config.model_copy(update={"edit_format": "whole"})
+    system, user = spec_mode.draft_messages(["a note"])
+    assert system.content.startswith("You write a new Python module and its pytest tests")
+    assert user.content.endswith(
+        "durations.py\n```python\ndef parse_duration(text: str) -> int:\n"
+        "    \"\"\"Parse a duration such as '45s', '5m', '2h' or '1h30m' into a whole number "
+        'of seconds."""\n    raise NotImplementedError\n```\n\n'
+        "tests/test_durations.py\n```python\nimport pytest\n\n"
+        "from durations import parse_duration\n```\n\na note"
+    )
+
+
+def test_the_skeletons_copied_as_they_are_are_refused(mode: tuple[SpecMode, Recorder]) -> None:
+    spec_mode, _ = mode
+    copied = proposal(
+        Edit(path=MODULE, content="def parse_duration(text: str) -> int:\n    raise X\n"),
+        Edit(path=TESTS, content="import pytest\n\nfrom durations import parse_duration\n"),
+    )
+    with pytest.raises(EditFormatError) as refused:
+        spec_mode.check_draft(copied)
+    assert refused.value.problems == [
+        f"{TESTS} has no test function: write functions named test_..."
+    ]

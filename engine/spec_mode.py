@@ -114,7 +114,10 @@ class SpecMode:
             f"After this answer the tests are frozen: later answers may change only {spec.module}.",
         ]
         if self.config.edit_format == "whole":
-            user.append("Complete both files:\n\n" + skeletons(spec))
+            user.append(
+                "Complete both files: write the function, and in each test a short check of "
+                "its constraint:\n\n" + skeletons(spec)
+            )
         user += notes
         return [
             Message(role="system", content=draft_system_prompt(spec, self.config.edit_format)),
@@ -318,20 +321,29 @@ def draft_system_prompt(spec: Spec, format: EditFormat) -> str:
 
 
 def skeletons(spec: Spec) -> str:
-    """The two files as a small model should answer them, with nothing implemented: a copy
-    of these as they are fails (the module raises, the tests file has no test) and is
-    repaired or refused, never frozen."""
-    summary = spec.description.splitlines()[0].strip().replace('"', "'")
+    """The two files as a small model should answer them, with nothing implemented: the
+    signature, and one empty test per constraint (bounded: greedy decoding otherwise writes
+    tests until it runs out of tokens). A copy as it is fails (the module raises, the tests
+    are empty) and is repaired or refused, never frozen."""
+    summary = _one_line_text(spec.description.splitlines()[0])
     module = f'def {spec.signature}:\n    """{summary}"""\n    raise NotImplementedError\n'
-    tests = f"import pytest\n\nfrom {spec.import_name} import {spec.function.name}\n"
+    checks = [(f"test_constraint_{n}", c) for n, c in enumerate(spec.constraints, start=1)]
+    stubs = [f'def {name}():\n    """{_one_line_text(text)}"""\n' for name, text in checks]
+    stubs = stubs or [f'def test_description():\n    """{summary}"""\n']
+    tests = f"import pytest\n\nfrom {spec.import_name} import {spec.function.name}\n\n\n"
+    tests += "\n\n".join(stubs)
     return "\n\n".join(
         prompts.render_file(prompts.PromptFile(path=path, text=text))
         for path, text in ((spec.module, module), (spec.tests, tests))
     )
 
 
+def _one_line_text(text: str) -> str:
+    return " ".join(text.split()).replace('"', "'").replace("\\", "/")
+
+
 def _unusable_tests(path: str, content: str | None) -> str | None:
-    """Why a draft's test file could never pass once frozen, or None."""
+    """Why a draft's test file could never pass once frozen or tests nothing, or None."""
     if content is None:
         return f"{path} must be sent whole: it is a new file"
     try:
@@ -345,7 +357,21 @@ def _unusable_tests(path: str, content: str | None) -> str | None:
     ]
     if not tests:
         return f"{path} has no test function: write functions named test_..."
+    empty = [node.name for node in tests if _is_empty(node)]
+    if empty:
+        return f"{path}: {', '.join(empty)} checks nothing: write its check"
     return None
+
+
+def _is_empty(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body of only a docstring, `pass` or `...`."""
+    for statement in node.body:
+        if isinstance(statement, ast.Pass):
+            continue
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # a docstring or `...`
+        return False
+    return True
 
 
 def nothing_yet() -> Verification:

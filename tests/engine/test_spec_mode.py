@@ -262,7 +262,13 @@ def test_a_small_models_draft_prompt_shows_the_files_to_complete_and_no_code(
         "    \"\"\"Parse a duration such as '45s', '5m', '2h' or '1h30m' into a whole number "
         'of seconds."""\n    raise NotImplementedError\n```\n\n'
         "tests/test_durations.py\n```python\nimport pytest\n\n"
-        "from durations import parse_duration\n```\n\na note"
+        "from durations import parse_duration\n\n\n"
+        "def test_constraint_1():\n"
+        '    """raises ValueError for an unknown unit, such as \'5x\'"""\n\n\n'
+        "def test_constraint_2():\n"
+        '    """raises ValueError for a number without a unit, such as \'10\'"""\n\n\n'
+        "def test_constraint_3():\n"
+        '    """the parts add up: \'1m30s\' is 90"""\n```\n\na note'
     )
 
 
@@ -270,10 +276,12 @@ def test_the_skeletons_copied_as_they_are_are_refused(mode: tuple[SpecMode, Reco
     spec_mode, _ = mode
     copied = proposal(
         Edit(path=MODULE, content="def parse_duration(text: str) -> int:\n    raise X\n"),
-        Edit(path=TESTS, content="import pytest\n\nfrom durations import parse_duration\n"),
+        Edit(
+            path=TESTS,
+            content='def test_constraint_1():\n    """doc"""\n\n\ndef test_constraint_2():\n'
+            "    assert True\n",
+        ),
     )
     with pytest.raises(EditFormatError) as refused:
         spec_mode.check_draft(copied)
-    assert refused.value.problems == [
-        f"{TESTS} has no test function: write functions named test_..."
-    ]
+    assert refused.value.problems == [f"{TESTS}: test_constraint_1 checks nothing: write its check"]

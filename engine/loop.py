@@ -238,8 +238,8 @@ class FixLoop:
         packet = current.packet
         named = [*spec.named_files(), *self.config.files] if spec else self.config.files
         paths = prompts.relevant_paths(root, packet, named=named)
-        if spec is not None:  # the spec's text already lists the examples
-            paths = [path for path in paths if path != spec.spec.examples_file]
+        if spec is not None:
+            paths = spec.shown(paths)
         files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
         pointers = prompts.called_definitions(root, packet, paths)
         return prompts.messages(

@@ -134,6 +134,15 @@ class SpecMode:
     def named_files(self) -> list[str]:
         return [self.spec.module]
 
+    def shown(self, paths: Sequence[str]) -> list[str]:
+        """The files a repair prompt shows: never the examples' file (the spec's text lists
+        the examples); for small models (the whole format) no frozen test file at all, since
+        they send back every file they see and the packet quotes the failing lines."""
+        hidden = {self.spec.examples_file}
+        if self.config.edit_format == "whole":
+            hidden |= set(self.workspace.pins.files) - set(self.baseline_pins.files)
+        return [path for path in paths if path not in hidden]
+
     # -- the proposal -----------------------------------------------------------------------
 
     def check_draft(self, proposal: Proposal) -> None:

@@ -172,7 +172,15 @@ def ambiguities(findings: SpecFindings) -> list[str]:
     if not findings.verified:
         return []
     last = findings.verified[-1]
+    several = len(findings.verified) > 1  # "every iteration" means little after only one
     found = []
+    failing_now = [e for e in findings.examples if e.misses and e.misses[-1].n == last]
+    if len(failing_now) * 2 > len(findings.examples):
+        found.append(
+            f"{len(failing_now)} of {len(findings.examples)} examples fail in the last verified "
+            f"iteration ({last}): the module looks wrong as a whole, not one requirement "
+            "ambiguous; read its code against the description"
+        )
     for example in findings.examples:
         if not example.misses:
             continue
@@ -191,10 +199,11 @@ def ambiguities(findings: SpecFindings) -> list[str]:
                 f"{shown}: the model's answers kept changing ({tried}) — the description may "
                 "not pin this case down"
             )
-        elif len(example.misses) == len(findings.verified) and len(findings.verified) > 1:
+        elif several and len(example.misses) == len(findings.verified):
             found.append(f"{shown}: failed in every verified iteration the same way")
     for constraint in findings.constraints:
-        if constraint.misses and len({m.n for m in constraint.misses}) == len(findings.verified):
+        failed_in = {m.n for m in constraint.misses}
+        if several and len(failed_in) == len(findings.verified):
             found.append(
                 f'constraint {constraint.number} ("{constraint.text}"): the model\'s own test '
                 "of it failed in every verified iteration — it may contradict an example or "

@@ -285,3 +285,15 @@ def test_the_skeletons_copied_as_they_are_are_refused(mode: tuple[SpecMode, Reco
     with pytest.raises(EditFormatError) as refused:
         spec_mode.check_draft(copied)
     assert refused.value.problems == [f"{TESTS}: test_constraint_1 checks nothing: write its check"]
+
+
+def test_repair_prompts_never_show_the_examples_and_small_models_no_frozen_test(
+    mode: tuple[SpecMode, Recorder],
+) -> None:
+    spec_mode, _ = mode
+    spec_mode.start()
+    committed_draft(spec_mode)
+    paths = [MODULE, TESTS, EXAMPLES, "README.md"]
+    assert spec_mode.shown(paths) == [MODULE, TESTS, "README.md"]  # json: hosted models
+    spec_mode.config = spec_mode.config.model_copy(update={"edit_format": "whole"})
+    assert spec_mode.shown(paths) == [MODULE, "README.md"]

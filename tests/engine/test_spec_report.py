@@ -97,6 +97,18 @@ def test_answers_that_keep_changing_point_at_an_open_case() -> None:
     ]
 
 
+def test_most_examples_failing_blames_the_module_and_one_run_proves_little() -> None:
+    failures = [
+        example_miss(n, line, "x", "ValueError")
+        for n, line in ((1, "a"), (2, FIVE_MINUTES), (3, TWO_HOURS))
+    ]
+    runs = [VerifiedIteration(n=1, failures=[*failures, own_miss("test_constraint_3")])]
+    assert ambiguities(spec_findings(SPEC, runs)) == [
+        "3 of 5 examples fail in the last verified iteration (1): the module looks wrong as "
+        "a whole, not one requirement ambiguous; read its code against the description"
+    ]
+
+
 def test_the_section_lists_every_requirement_with_its_failures() -> None:
     runs = [
         VerifiedIteration(

@@ -5,7 +5,10 @@ A 1.5B model may or may not get there; either ending is fine if it is honest: `o
 example passing, or a report that lists every example and constraint with what kept failing.
 Run with `-s` to see the iterations and the wall time:
 
-    pytest -s -m local_model tests/e2e/test_spec_local_model.py
+    pytest -s -m manual tests/e2e/test_spec_local_model.py
+
+It is `manual` (left out of the default run and CI): it takes several CPU minutes, and CI keeps
+one local-model end-to-end test, the demo's.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ REPO = Path(__file__).parents[2]
 SPEC = REPO / "examples" / "specs" / "parse_duration.toml"
 
 
+@pytest.mark.manual
 @pytest.mark.local_model
 @pytest.mark.sandbox
 @pytest.mark.usefixtures("needs_gvisor")

@@ -289,11 +289,16 @@ class ApprovingGate:
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         self.held.append(list(held_back))
         if held_back:
-            return Review(decision="approve", allow_test_edits=True, note="the 90 was a typo")
+            return Review(
+                decision="approve", allow_test_edits=True, note="the 90 was a typo", by="person"
+            )
         return Review(decision="approve")
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
         return PassReview(accept=False, note="no")
+
+    async def between(self, n: int) -> str | None:
+        return None
 
 
 @pytest.mark.sandbox

@@ -15,7 +15,7 @@ import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -33,7 +33,6 @@ from engine.session import (
     Finished,
     run_path,
 )
-from engine.spec import Spec
 from tui.gate import (
     EngineEvent,
     Held,
@@ -50,12 +49,14 @@ from tui.screens.main import MainScreen
 from tui.screens.replay import ReplayScreen, artifact_loader
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
-from tui.screens.spec_form import SpecFormScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
+
+if TYPE_CHECKING:
+    from engine.spec import Spec
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6
@@ -428,6 +429,8 @@ class FixloopApp(App[int]):
 
     def action_new_from_spec(self) -> None:
         """Spec mode from the form: a new module and its tests, instead of a repair."""
+        from tui.screens.spec_form import SpecFormScreen  # the spec validator: when first needed
+
         if self.running or self.outcome is not None or isinstance(self.screen, SpecFormScreen):
             return
         self.push_screen(SpecFormScreen(), self._begin_spec)
@@ -550,6 +553,8 @@ class FixloopApp(App[int]):
 
 def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
     """The open modal's own actions, so every decision is in the palette too."""
+    from tui.screens.spec_form import SpecFormScreen
+
     if isinstance(screen, ReviewScreen):
         yield SystemCommand(
             "Review: approve (a)", "apply and verify the proposal", screen.action_approve

@@ -35,10 +35,11 @@ def remembered_theme() -> str | None:
 
 def remember_theme(name: str) -> None:
     """Keep the person's theme for next time; a failure to write only costs the memory."""
-    if remembered_theme() == name:
+    known = _read()
+    if known.get("theme") == name:
         return
     path = state_path()
-    data = {**_read(), "theme": name}
+    data = {**known, "theme": name}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")

@@ -72,8 +72,7 @@ def draft(explanation: str, module: str, tests: str) -> str:
     )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def spec_project(tmp_path: Path) -> Path:
     """A small git project without the module: what a person starts a spec from."""
     root = tmp_path / "timekeeping"
     root.mkdir()
@@ -83,6 +82,11 @@ def project(tmp_path: Path) -> Path:
     repo.index.commit("start")
     readable(tmp_path)
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return spec_project(tmp_path)
 
 
 def fixloop(

@@ -881,17 +881,10 @@ async def test_ctrl_n_starts_spec_mode_from_the_form_and_the_draft_is_reviewed(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     from engine.spec import load_spec
-    from tests.e2e.test_spec import RIGHT, SPEC, WEAK_TESTS, draft
-    from tests.projects import readable
+    from tests.e2e.test_spec import RIGHT, SPEC, WEAK_TESTS, draft, spec_project
     from tui.screens.spec_form import SpecFormScreen
 
-    root = tmp_path / "timekeeping"
-    root.mkdir()
-    (root / "README.md").write_text("Time keeping helpers.\n", encoding="utf-8")
-    repo = git.Repo.init(root, initial_branch="main")
-    repo.git.add("-A")
-    repo.index.commit("start")
-    readable(tmp_path)
+    root = spec_project(tmp_path)
     model_server.script(reply(draft("parse each part", RIGHT, WEAK_TESTS)))
     app = make_app(model_server, root, task=None)
     async with app.run_test(size=SIZE) as pilot:

@@ -13,8 +13,9 @@ import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TextIO
 
-from sandbox import ExecRequest, FixloopError, Limits, open_sandbox
+from sandbox import ExecRequest, FixloopError, Limits, RuncWarning, open_sandbox
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6
@@ -30,6 +31,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tui.headless import add_docker_arguments, add_run_arguments
+
     parser = argparse.ArgumentParser(
         prog="fixloop-tui",
         description="A sandboxed, audited code -> test -> distill -> repair loop.",
@@ -49,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run CMD in a fresh sandbox over a copy of DIR and print its output. "
         "Exit status: the command's own; 124 on timeout; 137 when killed for memory.",
     )
-    run.add_argument("--backend", "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor")
+    run.add_argument(
+        "--backend", "--sandbox", choices=["gvisor", "docker", "unsafe-local"], default="gvisor"
+    )
+    add_docker_arguments(run)
     run.add_argument(
         "--workdir",
         type=Path,
@@ -86,8 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--type-cmd", metavar="CMD", help="e.g. 'mypy .'")
     verify.add_argument("--format-cmd", metavar="CMD", help="e.g. 'ruff format --check .'")
     verify.add_argument(
-        "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor", help="default gvisor"
+        "--sandbox",
+        choices=["gvisor", "docker", "unsafe-local"],
+        default="gvisor",
+        help="default gvisor",
     )
+    add_docker_arguments(verify)
     verify.add_argument(
         "--python", type=Path, metavar="PATH", help="interpreter whose environment runs the stages"
     )
@@ -103,8 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
         "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage, 3 env_failure, "
         "4 suspicious_pass, 5 budget_exceeded, 6 infrastructure, 130 aborted.",
     )
-    from tui.headless import add_run_arguments
-
     add_run_arguments(run_command)
 
     watch = commands.add_parser(
@@ -167,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "run")
     args = parser.parse_args(argv)
+    show_runc_warnings()
     try:
         if args.command == "doctor":
             return _doctor(args)
@@ -212,6 +221,27 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def show_runc_warnings() -> None:
+    """Every job that runs outside gVisor (--allow-runc) says so on stderr, each time."""
+    warnings.simplefilter("always", RuncWarning)
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, RuncWarning):
+            print(f"fixloop-tui: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     cmd = list(args.cmd)
     if cmd[:1] == ["--"]:
@@ -237,14 +267,17 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     )
 
     async def go() -> object:
-        backend = open_sandbox(args.backend)
+        backend = open_sandbox(args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc)
         try:
             return await backend.run(request)
         finally:
             await backend.close()
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+        from sandbox.local import UnsafeLocalWarning
+
+        # The unsafe-local warning was printed above; a runc warning is printed per job.
+        warnings.simplefilter("ignore", UnsafeLocalWarning)
         result = asyncio.run(go())
     from sandbox import ExecResult
 

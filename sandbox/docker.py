@@ -55,6 +55,8 @@ from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
 
 IMAGE_REPOSITORY = "localhost/fixloop-sandbox"
+IMAGE_FORMAT = "2"  # bump when the image's content changes for the same mount points
+TMPFS_POINTS = frozenset({"/tmp", "/dev/shm", SANDBOX_WORKDIR})
 ID_PREFIX = "fixloop-"
 OWNER_LABEL = "fixloop.owner"
 READY = b"FIXLOOP-READY\n"
@@ -63,7 +65,9 @@ DRAIN_GRACE_S = 2.0
 API_TIMEOUT_S = 60
 # An engine that does not answer a ping this fast is not one to run jobs on; a
 # missing socket fails at once without it.
-PING_TIMEOUT_S = 3
+PING_TIMEOUT_S = 10
+# Understood by Docker since 20.10 and by Podman's compatible API since 3.0.
+API_VERSION = "1.41"
 BACKSTOP_MB = 64
 ALLOW_RUNC_VARIABLE = "FIXLOOP_ALLOW_RUNC"
 RUNC_WARNING = (
@@ -142,7 +146,9 @@ def connect(url: str | None = None) -> docker.DockerClient:
     try:
         if socket_missing(url):
             raise FileNotFoundError(f"no socket {url.split('://', 1)[1]}")
-        client = docker.DockerClient(base_url=url, timeout=PING_TIMEOUT_S)
+        # A fixed API version: asking the engine costs a /version call, which Podman
+        # answers slowly (it runs its conmon and runtime to report their versions).
+        client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=PING_TIMEOUT_S)
         client.ping()
     except Exception as exc:  # docker-py raises many unrelated types
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
@@ -155,8 +161,14 @@ def connect(url: str | None = None) -> docker.DockerClient:
     return client
 
 
-def engine_version(client: docker.DockerClient) -> str:
-    """E.g. 'Podman Engine 4.3.1' or 'Docker Engine - Community 24.0.7'."""
+def engine_version(client: docker.DockerClient, url: str) -> str:
+    """E.g. 'Podman Engine 4.3.1' or 'Docker Engine - Community 24.0.7' (asked once per URL)."""
+    if url not in _ENGINES:
+        _ENGINES[url] = _ask_version(client)
+    return _ENGINES[url]
+
+
+def _ask_version(client: docker.DockerClient) -> str:
     try:
         version: dict[str, Any] = client.version()
     except Exception:  # only for display
@@ -179,13 +191,21 @@ def build_image(client: docker.DockerClient, points: list[str]) -> str:
     from sandbox.gvisor import runtime_dir
 
     root = skeleton_root(runtime_dir(), points)
-    tag = f"{IMAGE_REPOSITORY}:{root.name.removeprefix('rootfs-')}"
+    tag = f"{IMAGE_REPOSITORY}:{root.name.removeprefix('rootfs-')}-{IMAGE_FORMAT}"
     with contextlib.suppress(docker.errors.ImageNotFound):
         client.images.get(tag)
         return tag
+
+    def writable_points(entry: tarfile.TarInfo) -> tarfile.TarInfo:
+        # Podman copies a tmpfs's mode from the directory beneath it (tmpcopyup), over
+        # the mode=1777 asked for; runsc does not, other runtimes do.
+        if entry.isdir() and "/" + entry.name.removeprefix("./") in TMPFS_POINTS:
+            entry.mode = 0o1777
+        return entry
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(str(root), arcname=".")
+        archive.add(str(root), arcname=".", filter=writable_points)
     try:
         answer = client.api.import_image_from_data(buffer.getvalue())
         image_id = _imported_id(answer)
@@ -239,9 +259,11 @@ class Container:
         image: str,
         profile: Profile,
         *,
+        url: str,
         allow_runc: bool = False,
     ) -> None:
         self.client = client
+        self.url = url
         self.image = image
         self.profile = profile
         self.allow_runc = allow_runc
@@ -338,7 +360,7 @@ class Container:
             said = await asyncio.wait_for(self._until_ready(), START_TIMEOUT_S)
             self.kernel = KernelReport.parse(said)
             # Per container, not only at start-up: the engine's runtime can change under us.
-            require_gvisor(self.kernel, self.client.api.base_url, allow_runc=self.allow_runc)
+            require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
         except TimeoutError:
             await self.destroy()
             raise SandboxError(
@@ -553,8 +575,8 @@ class DockerSandbox:
     `pool_size` > 0 keeps containers warm per profile. Construction checks that
     the engine answers and that its containers really run under gVisor (once per
     engine and process); every container checks again before it gets a job.
-    `allow_runc` (default: FIXLOOP_ALLOW_RUNC) accepts a non-gVisor engine and
-    warns (RuncWarning) on every job.
+    `allow_runc` (default: FIXLOOP_ALLOW_RUNC) accepts a non-gVisor engine; every
+    job that then runs outside gVisor warns (RuncWarning).
     """
 
     name: Literal["docker"] = "docker"
@@ -565,7 +587,7 @@ class DockerSandbox:
         self.url = engine_url(url)
         self.allow_runc = runc_allowed() if allow_runc is None else allow_runc
         self.client = connect(self.url)
-        self.engine = engine_version(self.client)
+        self.engine = engine_version(self.client, self.url)
         self._images: dict[tuple[str, ...], str] = {}
         self.pool: WarmPool[Profile, Container] = WarmPool(
             size=pool_size, start=self._start, discard=self._discard
@@ -575,8 +597,6 @@ class DockerSandbox:
         self.gvisor = require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
         if self.gvisor:
             _VERIFIED[self.url] = self.kernel
-        else:
-            warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
 
     @property
     def description(self) -> str:
@@ -593,12 +613,15 @@ class DockerSandbox:
     async def _start(self, profile: Profile) -> Container:
         image = await asyncio.to_thread(self.image, profile)
         try:
-            return await Container(self.client, image, profile, allow_runc=self.allow_runc).start()
+            return await self._container(image, profile).start()
         except EngineRefused:
             # An engine may refuse a container transiently (Podman with overlay storage:
             # "device or resource busy" on the last container's mount); try once more.
             await asyncio.sleep(0.5)
-            return await Container(self.client, image, profile, allow_runc=self.allow_runc).start()
+            return await self._container(image, profile).start()
+
+    def _container(self, image: str, profile: Profile) -> Container:
+        return Container(self.client, image, profile, url=self.url, allow_runc=self.allow_runc)
 
     @staticmethod
     async def _discard(container: Container) -> None:
@@ -666,7 +689,7 @@ def report_kernel(client: docker.DockerClient, url: str) -> KernelReport:
     """Start one container that only reports its kernel, and return what it said."""
     profile = Profile.of(probe(default_python()), Limits(timeout_s=30, memory_mb=256))
     image = build_image(client, mount_points(profile))
-    container = Container(client, image, profile)
+    container = Container(client, image, profile, url=url)
     config = container._config()
     config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
     config["stdin_open"] = False
@@ -716,7 +739,7 @@ def check_engine(url: str | None = None) -> EngineCheck:
     except SandboxUnavailable as exc:
         return EngineCheck(url=url, error=str(exc))
     try:
-        engine = _ENGINES[url] = engine_version(client)
+        engine = engine_version(client, url)
         try:
             kernel = _VERIFIED.get(url) or report_kernel(client, url)
         except SandboxError as exc:

@@ -241,6 +241,7 @@ async def _execute(
             pool_size=0 if backend == "unsafe-local" else 2,
             docker_url=settings.docker_url,
             allow_runc=settings.allow_runc,
+            image=settings.image,
         )
     verifier = Verifier(
         sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)

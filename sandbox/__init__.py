@@ -26,11 +26,13 @@ def open_sandbox(
     pool_size: int = 0,
     docker_url: str | None = None,
     allow_runc: bool | None = None,
+    image: str | None = None,
 ) -> Sandbox:
     """The backend by name. Raises SandboxUnavailable with the fix when it cannot work here.
 
-    `docker_url` and `allow_runc` are the docker backend's (default: its environment
-    variables, see sandbox.docker); other backends ignore them.
+    `docker_url`, `allow_runc` and `image` are the docker backend's (default: its
+    environment variables, and the host's interpreter mounted; see sandbox.docker);
+    other backends ignore them.
     """
     if backend == "gvisor":
         from sandbox.gvisor import GvisorSandbox
@@ -39,7 +41,9 @@ def open_sandbox(
     if backend == "docker":
         from sandbox.docker import DockerSandbox
 
-        return DockerSandbox(pool_size=pool_size, url=docker_url, allow_runc=allow_runc)
+        return DockerSandbox(
+            pool_size=pool_size, url=docker_url, allow_runc=allow_runc, image=image
+        )
     if backend == "unsafe-local":
         from sandbox.local import UnsafeLocalSandbox
 

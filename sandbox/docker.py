@@ -49,7 +49,7 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult, Limits
 from sandbox.engines import engine_url, socket_missing
 from sandbox.errors import RuncWarning, SandboxError, SandboxUnavailable
-from sandbox.interpreter import default_python, probe
+from sandbox.interpreter import Interpreter, default_python, probe
 from sandbox.output import CHUNK, CappedStream
 from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
@@ -261,9 +261,12 @@ class Container:
         *,
         url: str,
         allow_runc: bool = False,
+        own_python: bool = False,
     ) -> None:
         self.client = client
         self.url = url
+        # True: the image carries the interpreter (sandbox build-image); mount none of the host's.
+        self.own_python = own_python
         self.image = image
         self.profile = profile
         self.allow_runc = allow_runc
@@ -286,7 +289,8 @@ class Container:
         profile = self.profile
         interpreter = profile.interpreter
         # "source:destination:ro" (the dict form cannot mount one source twice).
-        binds = [f"{path}:{path}:ro" for path in ["/usr", *(str(p) for p in interpreter.mounts)]]
+        host = [] if self.own_python else ["/usr", *(str(p) for p in interpreter.mounts)]
+        binds = [f"{path}:{path}:ro" for path in host]
         binds.append(f"{INSIDE_DIR}:{SANDBOX_LIB}:ro")
         binds += [f"{source}:{destination}:ro" for destination, source in profile.mounts]
         tmpfs = {
@@ -582,18 +586,30 @@ class DockerSandbox:
     name: Literal["docker"] = "docker"
 
     def __init__(
-        self, *, pool_size: int = 0, url: str | None = None, allow_runc: bool | None = None
+        self,
+        *,
+        pool_size: int = 0,
+        url: str | None = None,
+        allow_runc: bool | None = None,
+        image: str | None = None,
     ) -> None:
         self.url = engine_url(url)
         self.allow_runc = runc_allowed() if allow_runc is None else allow_runc
         self.client = connect(self.url)
         self.engine = engine_version(self.client, self.url)
         self._images: dict[tuple[str, ...], str] = {}
+        # An image from `sandbox build-image` and the interpreter in it; None: the host's.
+        self.own_image: tuple[str, Interpreter] | None = None
+        if image is not None:
+            from sandbox.image import image_interpreter
+
+            self.own_image = (image, image_interpreter(self.client, image))
         self.pool: WarmPool[Profile, Container] = WarmPool(
             size=pool_size, start=self._start, discard=self._discard
         )
         reap_stale(self.client)
-        self.kernel = _VERIFIED.get(self.url) or report_kernel(self.client, self.url)
+        verified = _VERIFIED.get(self.url)
+        self.kernel = verified or report_kernel(self.client, self.url, self.own_image)
         self.gvisor = require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
         if self.gvisor:
             _VERIFIED[self.url] = self.kernel
@@ -605,6 +621,8 @@ class DockerSandbox:
         return f"docker ({self.engine} at {self.url}, {isolation})"
 
     def image(self, profile: Profile) -> str:
+        if self.own_image is not None:
+            return self.own_image[0]
         points = tuple(sorted(mount_points(profile)))
         if points not in self._images:
             self._images[points] = build_image(self.client, list(points))
@@ -621,14 +639,23 @@ class DockerSandbox:
             return await self._container(image, profile).start()
 
     def _container(self, image: str, profile: Profile) -> Container:
-        return Container(self.client, image, profile, url=self.url, allow_runc=self.allow_runc)
+        return Container(
+            self.client,
+            image,
+            profile,
+            url=self.url,
+            allow_runc=self.allow_runc,
+            own_python=self.own_image is not None,
+        )
 
     @staticmethod
     async def _discard(container: Container) -> None:
         await container.destroy()
 
     def profile(self, request: ExecRequest) -> Profile:
-        return profile_for(request, pooled=self.pool.size > 0)
+        """With an image of its own, its interpreter runs the job (not `request.python`)."""
+        interpreter = self.own_image[1] if self.own_image else None
+        return profile_for(request, pooled=self.pool.size > 0, interpreter=interpreter)
 
     async def warm(self, request: ExecRequest) -> None:
         """Start pooled containers for requests like this one, before they arrive."""
@@ -685,11 +712,18 @@ def reap_stale(client: docker.DockerClient) -> list[str]:
     return reaped
 
 
-def report_kernel(client: docker.DockerClient, url: str) -> KernelReport:
-    """Start one container that only reports its kernel, and return what it said."""
-    profile = Profile.of(probe(default_python()), Limits(timeout_s=30, memory_mb=256))
-    image = build_image(client, mount_points(profile))
-    container = Container(client, image, profile, url=url)
+def report_kernel(
+    client: docker.DockerClient, url: str, own: tuple[str, Interpreter] | None = None
+) -> KernelReport:
+    """Start one container that only reports its kernel, and return what it said.
+
+    `own`: (tag, interpreter) of an image built by `sandbox build-image`; default
+    the skeleton image with the host's interpreter mounted.
+    """
+    interpreter = own[1] if own else probe(default_python())
+    profile = Profile.of(interpreter, Limits(timeout_s=30, memory_mb=256))
+    image = own[0] if own else build_image(client, mount_points(profile))
+    container = Container(client, image, profile, url=url, own_python=own is not None)
     config = container._config()
     config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
     config["stdin_open"] = False

@@ -21,6 +21,7 @@ EXIT_USAGE = 2
 EXIT_INFRA = 6
 EXIT_TIMEOUT = 124
 EXIT_OOM = 137
+DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
 
 
 def _version() -> str:
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend", "--sandbox", choices=["gvisor", "docker", "unsafe-local"], default="gvisor"
     )
     add_docker_arguments(run)
+    run.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     run.add_argument(
         "--workdir",
         type=Path,
@@ -79,6 +81,55 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
+    build = sandbox_commands.add_parser(
+        "build-image",
+        help="build the docker backend's image: Python, pytest, ruff, mypy, fixloop's plugin",
+        description="Build a self-contained image for the docker backend (use it with --image). "
+        "--from-host needs no registry and no network: a minimal root made of this machine's "
+        "interpreter and the packages installed in its environment. Otherwise the image is "
+        "built FROM a base image; pip installs the wheels here and the build copies them in. "
+        "Project dependencies: --package/--all-packages copy what --python's environment has "
+        "installed (from-host); --requirements pip-installs a requirements file (base).",
+    )
+    source = build.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from-host", action="store_true", help="no registry: made of this machine's interpreter"
+    )
+    source.add_argument(
+        "--base", metavar="IMAGE", help="a base image with python3 (default: python:X.Y-slim)"
+    )
+    build.add_argument(
+        "--python",
+        type=Path,
+        metavar="PATH",
+        help="the interpreter: from-host, the one packed (default: the current directory's "
+        ".venv, else fixloop's); base, its X.Y picks python:X.Y-slim",
+    )
+    build.add_argument(
+        "--package",
+        dest="packages",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also NAME and its dependencies (repeatable; from-host: as installed in --python)",
+    )
+    build.add_argument(
+        "--all-packages",
+        action="store_true",
+        help="from-host: everything installed in --python's environment (a project's venv)",
+    )
+    build.add_argument(
+        "--requirements",
+        "-r",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="base: pip-install FILE too (repeatable)",
+    )
+    build.add_argument("--tag", default=DEFAULT_IMAGE_TAG, help=f"default {DEFAULT_IMAGE_TAG}")
+    add_docker_arguments(build)
+
     verify = commands.add_parser(
         "verify",
         help="run the verifier stages once and print the verdict and the repair packet",
@@ -98,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="default gvisor",
     )
     add_docker_arguments(verify)
+    verify.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     verify.add_argument(
         "--python", type=Path, metavar="PATH", help="interpreter whose environment runs the stages"
     )
@@ -181,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             return _doctor(args)
         if args.command == "sandbox" and args.sandbox_command == "run":
             return _sandbox_run(args, parser)
+        if args.command == "sandbox" and args.sandbox_command == "build-image":
+            from tui.build_image import build_image_command
+
+            return build_image_command(args, parser)
         if args.command == "run":
             if not args.headless:
                 from tui.app import run_app
@@ -267,7 +323,9 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     )
 
     async def go() -> object:
-        backend = open_sandbox(args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc)
+        backend = open_sandbox(
+            args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
+        )
         try:
             return await backend.run(request)
         finally:

@@ -91,7 +91,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto (default): docker if an engine runs gVisor, else gvisor",
     )
     add_docker_arguments(parser)
-    parser.add_argument("--image", help="container image (docker backend)")
+    parser.add_argument(
+        "--image",
+        help="the docker backend's image, from `sandbox build-image` (default: the host's "
+        "interpreter mounted into a skeleton image)",
+    )
     parser.add_argument("--python", type=Path, help="interpreter whose environment runs tests")
     parser.add_argument("--approve", choices=["step", "auto"])
     parser.add_argument(

@@ -56,7 +56,9 @@ def verify_command(args: argparse.Namespace) -> int:
         print("fixloop-tui: warning: unsafe-local runs the stages unsandboxed", file=sys.stderr)
 
     async def go() -> Verification:
-        backend = open_sandbox(args.sandbox, docker_url=args.docker_url, allow_runc=args.allow_runc)
+        backend = open_sandbox(
+            args.sandbox, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
+        )
         verifier = Verifier(
             backend, stages, python=python, limits=Limits(timeout_s=args.exec_timeout)
         )

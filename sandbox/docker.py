@@ -335,9 +335,13 @@ class Container:
             f"{SANDBOX_LIB}/zygote.py",
             *([] if profile.preload else ["--no-preload"]),
         ]
+        # Exactly the environment the gvisor backend's zygote gets: the engine adds its own
+        # variables (container=podman, HOSTNAME ...), and a warm-up that read a variable
+        # the job then lacks could not be used (the zygote would start a fresh interpreter).
+        environment = [f"{k}={v}" for k, v in base_environment(interpreter).items()]
         return {
             "image": self.image,
-            "command": ["/bin/sh", INIT_SCRIPT, *zygote],
+            "command": ["/bin/sh", INIT_SCRIPT, "/usr/bin/env", "-i", *environment, *zygote],
             "name": self.name,
             "user": f"{NOBODY}:{NOBODY}",
             "working_dir": SANDBOX_WORKDIR,

@@ -7,7 +7,7 @@ Python with pytest, ruff, mypy and fixloop's pytest plugin, built one of two way
 * from the host (no registry, no network): a minimal root made of an interpreter on
   this machine (its executable, standard library and the shared libraries they
   load) plus the installed distributions asked for, with their dependencies, all at
-  the same paths as on the host, and sh/cat/mkfifo/sleep for the container's init;
+  the same paths as on the host, and sh/cat/mkfifo/sleep/env for the container's init;
 * from a base image (default `python:X.Y-slim`, for users with a registry): pip on
   the host installs wheels for the base's Python into a directory the build copies
   in. Nothing runs inside the build: it would run under runsc without network.
@@ -49,7 +49,7 @@ PLUGIN = Path(__file__).resolve().parent.parent / "engine" / "inside" / "fixloop
 MOUNT_POINTS = ("/proc", "/dev", SANDBOX_LIB, SANDBOX_WORKDIR, "/fixloop/plugins")
 WRITABLE_POINTS = ("/tmp", "/dev/shm", SANDBOX_WORKDIR)
 # What sandbox/inside/docker_init.sh runs besides the job.
-INIT_TOOLS = ("sh", "cat", "mkfifo", "sleep")
+INIT_TOOLS = ("sh", "cat", "mkfifo", "sleep", "env")
 # Parts of a standard library no job needs (its own test suite alone is ~100 MB).
 STDLIB_SKIPPED = frozenset(
     {"site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip"}

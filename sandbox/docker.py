@@ -4,8 +4,8 @@ Each job gets a fresh container whose first process is the zygote
 (`inside/zygote.py`), fed the job over the attach socket, exactly like the gvisor
 backend feeds it over runsc's stdin. Every container proves it runs under gVisor
 before it gets a job; a container on any other runtime is refused (unless
-FIXLOOP_ALLOW_RUNC=1, which warns on every run). Containers are always removed,
-even when the caller is cancelled.
+--allow-runc / FIXLOOP_ALLOW_RUNC=1, and then every job warns). Containers are
+always removed, even when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -584,7 +584,9 @@ class DockerSandbox:
     the engine answers and that its containers really run under gVisor (once per
     engine and process); every container checks again before it gets a job.
     `allow_runc` (default: FIXLOOP_ALLOW_RUNC) accepts a non-gVisor engine; every
-    job that then runs outside gVisor warns (RuncWarning).
+    job that then runs outside gVisor warns (RuncWarning). `image` (default:
+    FIXLOOP_IMAGE) is one from `sandbox build-image`, whose own interpreter runs
+    the jobs; without one the host's interpreter is mounted into a skeleton image.
     """
 
     name: Literal["docker"] = "docker"
@@ -604,6 +606,7 @@ class DockerSandbox:
         self._images: dict[tuple[str, ...], str] = {}
         # An image from `sandbox build-image` and the interpreter in it; None: the host's.
         self.own_image: tuple[str, Interpreter] | None = None
+        image = image or os.environ.get("FIXLOOP_IMAGE") or None
         if image is not None:
             from sandbox.image import image_interpreter
 
@@ -622,7 +625,8 @@ class DockerSandbox:
     def description(self) -> str:
         """Which engine, and whether under gVisor: for the audit trail and the header."""
         isolation = "gVisor" if self.gvisor else "NOT gVisor (--allow-runc)"
-        return f"docker ({self.engine} at {self.url}, {isolation})"
+        image = f", image {self.own_image[0]}" if self.own_image else ""
+        return f"docker ({self.engine}, {isolation}{image})"
 
     def image(self, profile: Profile) -> str:
         if self.own_image is not None:
@@ -732,7 +736,8 @@ def report_kernel(
     config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
     config["stdin_open"] = False
     config["host_config"]["CgroupParent"] = None
-    config["host_config"]["LogConfig"] = {"Type": "k8s-file", "Config": {}}
+    # json-file: Docker's default log driver, and an alias of k8s-file in Podman.
+    config["host_config"]["LogConfig"] = {"Type": "json-file", "Config": {}}
     try:
         created = client.api.create_container(**config)
         container.id = str(created["Id"])

@@ -279,7 +279,7 @@ def host_root(
     # As the init script names them (/bin/sh) and as PATH finds them.
     tools = [f"/bin/{tool}" for tool in INIT_TOOLS]
     tools += [found for tool in INIT_TOOLS if (found := shutil.which(tool, path="/usr/bin:/bin"))]
-    site = _site_packages(interpreter, stdlib)
+    site = _site_packages(interpreter)
     with tarfile.open(destination, "w") as archive:
         root = RootArchive(archive)
         for point in MOUNT_POINTS:
@@ -326,10 +326,21 @@ def _walk_files(top: Path) -> list[str]:
     return [os.path.join(d, f) for d, _, files in os.walk(top) for f in files]
 
 
-def _site_packages(interpreter: Interpreter, stdlib: Path) -> str:
-    if interpreter.prefix != interpreter.base_prefix:
-        return str(interpreter.prefix / "lib" / stdlib.name / "site-packages")
-    return str(stdlib / "site-packages")
+def _site_packages(interpreter: Interpreter) -> str:
+    """Where the interpreter itself installs pure packages (Debian's: .../dist-packages)."""
+    done = subprocess.run(
+        [str(interpreter.executable), "-I", "-c", _PURELIB],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        raise SandboxError(f"cannot ask {interpreter.executable} for its site-packages")
+    return done.stdout.strip()
+
+
+_PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
 
 
 def _etc(root: RootArchive) -> None:

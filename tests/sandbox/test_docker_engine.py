@@ -196,7 +196,7 @@ def test_auto_without_an_engine_never_loads_docker_py(tmp_path: Path) -> None:
     )
     backend, imported, seconds = done.stdout.split()
     assert (backend, imported) == ("gvisor", "False"), done.stderr
-    assert float(seconds) < 0.5
+    assert float(seconds) < 1.0  # no ping, no container: file checks only
 
 
 def test_doctor_names_the_engine_and_says_it_runs_gvisor(gvisor_engine: str) -> None:

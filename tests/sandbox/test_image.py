@@ -6,10 +6,12 @@ host's but fixloop's runner.
 
 from __future__ import annotations
 
-import os
+import contextlib
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import docker
@@ -18,11 +20,13 @@ import pytest
 from sandbox.contract import ExecRequest, Limits
 from sandbox.docker import DockerSandbox, build_image, connect
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.image import BuiltImage, build_from_base, build_from_host
+from sandbox.image import BuiltImage, build_from_base, build_from_host, image_interpreter
 from tests.conftest import sandbox_unavailable
 from tests.sandbox.hostile_helpers import assert_host_clean
 
 pytestmark = pytest.mark.sandbox
+
+REPO = Path(__file__).resolve().parents[2]
 
 # Reads what the job can see: the tools, fixloop's plugin, the kernel, and whether
 # anything of the host's /usr (git lives there on every machine that runs this) shows.
@@ -51,11 +55,35 @@ def client() -> Iterator[docker.DockerClient]:
 
 @pytest.fixture(scope="module")
 def host_image(client: docker.DockerClient) -> Iterator[BuiltImage]:
-    """This interpreter with pytest, ruff, mypy (and pip, to be a base below)."""
+    """This interpreter with pytest, ruff, mypy (and pip, to be a base below), built by
+    the command a user runs, which checks its image by running a job in it."""
     tag = f"localhost/fixloop-test-image:{uuid.uuid4().hex[:8]}"
-    built = build_from_host(client, python=Path(sys.executable), tag=tag, packages=["pip"])
-    yield built
-    client.images.remove(tag, force=True)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "tui.cli", "sandbox", "build-image", "--from-host",
+            "--python", sys.executable, "--package", "pip", "--tag", tag,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )  # fmt: skip
+    try:
+        assert done.returncode == 0, done.stderr
+        assert f"built {tag}: Python {sys.version.split()[0]}" in done.stdout
+        assert f"a job in it under gVisor: {sys.version.split()[0]}" in done.stdout
+        assert f"--image {tag}" in done.stdout
+        installed = {name: metadata.version(name) for name in ("pytest", "ruff", "mypy", "pip")}
+        yield BuiltImage(
+            tag=tag,
+            interpreter=image_interpreter(client, tag),
+            size_bytes=0,
+            packages=installed,  # copied as installed here
+        )
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(tag, force=True)
 
 
 async def test_an_image_from_the_host_runs_the_tools_under_gvisor_without_host_mounts(
@@ -135,30 +163,3 @@ async def test_an_image_from_a_base_gets_the_tools_and_the_requirements(
     assert built.interpreter.prefix == host_image.interpreter.prefix  # the base's own Python
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "ok\n"
-
-
-def test_the_build_image_command_checks_what_it_built(tmp_path: Path) -> None:
-    import subprocess
-
-    tag = f"localhost/fixloop-test-image:cli-{uuid.uuid4().hex[:8]}"
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "tui.cli", "sandbox", "build-image", "--from-host",
-            "--python", sys.executable, "--tag", tag,
-        ],
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )  # fmt: skip
-    client = connect()
-    try:
-        client.images.remove(tag, force=True)
-    finally:
-        client.close()
-    assert done.returncode == 0, done.stderr
-    assert f"built {tag}: Python {sys.version.split()[0]}" in done.stdout
-    assert "a job in it under gVisor: " + sys.version.split()[0] in done.stdout
-    assert f"--image {tag}" in done.stdout

@@ -127,6 +127,8 @@ if start; then
 fi
 echo "podman's store did not answer; repairing fixloop's storage ($STORAGE)" >&2
 stop_ours
+# Containers outlive the service (conmon keeps them): end them before their mounts go.
+timeout 60 "${PODMAN[@]}" rm --all --force --time 0 >>"$LOG" 2>&1 || true
 unmount_stale
 timeout 120 "${PODMAN[@]}" system reset --force >>"$LOG" 2>&1 || true
 unmount_stale

@@ -413,15 +413,14 @@ _BASE_PROBE = (
 
 def probe_base(client: docker.DockerClient, base: str) -> dict[str, str]:
     """Where the base image's python3 is and which wheels it takes (one short container)."""
+    container = None
     try:
-        output = client.containers.run(
-            base,
-            ["python3", "-c", _BASE_PROBE],
-            network_mode="none",
-            remove=True,
-            stdout=True,
-            stderr=True,
+        container = client.containers.create(
+            base, ["python3", "-c", _BASE_PROBE], network_mode="none"
         )
+        container.start()
+        container.wait(timeout=120)
+        output = container.logs(stdout=True, stderr=True)
     except docker.errors.ImageNotFound:
         raise SandboxUnavailable(
             f"no base image {base!r} here and the engine could not pull it; without a "
@@ -429,6 +428,10 @@ def probe_base(client: docker.DockerClient, base: str) -> dict[str, str]:
         ) from None
     except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
         raise SandboxError(f"cannot run python3 in the base image {base!r}: {exc}") from exc
+    finally:
+        if container is not None:  # also when it never started: no container is left
+            with contextlib.suppress(docker.errors.APIError):
+                container.remove(force=True)
     text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
     line = next((ln for ln in text.splitlines() if ln.startswith("{")), None)
     if line is None:

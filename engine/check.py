@@ -51,10 +51,10 @@ class Verification(BaseModel):
 
 def working_tree_diff(repo: Path, rev: str = "HEAD") -> tuple[str, list[str]]:
     """(unified diff, changed paths) of the working tree against `rev`, untracked files included."""
-    handle = git.Repo(repo)
-    diff = handle.git.diff(rev, "--no-color", "--no-ext-diff")
-    paths = [p for p in handle.git.diff(rev, "--name-only").splitlines() if p]
-    paths += handle.untracked_files
+    with git.Repo(repo) as handle:
+        diff = handle.git.diff(rev, "--no-color", "--no-ext-diff")
+        paths = [p for p in handle.git.diff(rev, "--name-only").splitlines() if p]
+        paths += handle.untracked_files
     return diff, sorted(set(paths))
 
 

@@ -29,6 +29,9 @@ class ErrorClass(StrEnum):
     COLLECTION_ERROR = "collection_error"
     NO_TESTS = "no_tests"
     LINT = "lint"  # only lint, format or type diagnostics failed
+    # Spec mode: the tests use names the module does not define, or call them with arguments
+    # its signature does not take; found by reading the code, before anything runs.
+    REFERENCE_ERROR = "reference_error"
 
 
 class Classification(BaseModel):

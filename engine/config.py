@@ -29,6 +29,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str | None = None
+    spec: Path | None = None  # spec mode: a spec TOML file (engine/spec.py)
     files: list[str] | None = None
     test_cmd: str | None = None
     lint_cmd: str | None = None

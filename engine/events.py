@@ -123,6 +123,50 @@ class PacketReady(BaseEvent):
     tests: dict[str, int] | None = None
 
 
+class SpecPrepared(BaseEvent):
+    """Spec mode began: the spec's examples were written as tests and committed."""
+
+    type: Literal["SpecPrepared"] = "SpecPrepared"
+    n: int = 0
+    name: str
+    module: str
+    tests: str
+    examples_file: str
+    examples: int
+    constraints: int
+    commit: str
+
+
+class TestsLatched(BaseEvent):
+    """Test files frozen (spec mode): later edits to them are refused. `files` maps each newly
+    frozen (or, with the person's approval, re-frozen) file to its content's sha256."""
+
+    __test__ = False
+    type: Literal["TestsLatched"] = "TestsLatched"
+    n: int
+    files: dict[str, str]
+    reason: str = ""
+
+
+class TestEditsRefused(BaseEvent):
+    """Edits to frozen test files that were not applied (spec mode)."""
+
+    __test__ = False
+    type: Literal["TestEditsRefused"] = "TestEditsRefused"
+    n: int
+    files: list[str]
+    reason: str = ""
+
+
+class ReferencesChecked(BaseEvent):
+    """The tests read against the module before running (spec mode); any problem means the
+    sandbox was not run for this iteration."""
+
+    type: Literal["ReferencesChecked"] = "ReferencesChecked"
+    n: int
+    problems: list[str] = Field(default_factory=list)
+
+
 class GuardTripped(BaseEvent):
     type: Literal["GuardTripped"] = "GuardTripped"
     n: int
@@ -156,6 +200,10 @@ Event = Annotated[
     | StageFinished
     | PacketReady
     | GuardTripped
+    | SpecPrepared
+    | TestsLatched
+    | TestEditsRefused
+    | ReferencesChecked
     | RunFinished,
     Field(discriminator="type"),
 ]

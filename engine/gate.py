@@ -96,6 +96,18 @@ def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEdit
     )
 
 
+def apply_pinning(
+    proposal: Proposal, split: TestEditSplit, *, allowed: bool
+) -> tuple[Proposal, list[str]]:
+    """(what to apply, the pinned test files held back); with test edits allowed, only the
+    unchanged repeats are dropped."""
+    if not allowed:
+        return split.kept, split.held_back
+    repeated = set(split.repeated)
+    edits = [edit for edit in proposal.edits if edit.path not in repeated]
+    return proposal.model_copy(update={"edits": edits}), []
+
+
 def _same_text(path: Path, content: str) -> bool:
     try:
         current = path.read_text(encoding="utf-8")

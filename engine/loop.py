@@ -41,15 +41,22 @@ from engine.events import (
     StageStarted,
 )
 from engine.feedback.tokens import count_tokens
-from engine.gate import Gate, held_back_note, rejected_pass_note, split_test_edits
+from engine.gate import (
+    Gate,
+    apply_pinning,
+    held_back_note,
+    rejected_pass_note,
+    split_test_edits,
+)
 from engine.guards import ProgressTracker, RunStatus, Spend, StallDetector
-from engine.model import Completion, ModelClient
+from engine.model import Completion, Message, ModelClient
 from engine.outcome import IterationRecord as IterationRecord
 from engine.outcome import RunConfig as RunConfig
 from engine.outcome import RunResult as RunResult
 from engine.results import StageResult
 from engine.resume import ResumeState
 from engine.rundir import RunDirectory
+from engine.spec_mode import SpecMode
 from engine.stages import Stage
 from engine.verdict import Verdict
 from engine.verifier import Verifier
@@ -89,6 +96,11 @@ class FixLoop:
         self.records: list[IterationRecord] = []
         self.baseline_collected: int | None = None
         self.rejected_pass: str | None = None
+        self.spec = (
+            SpecMode(config.spec, config, deps.workspace, deps.run_dir, self.emit)
+            if config.spec is not None
+            else None
+        )
 
     # -- the story ----------------------------------------------------------------------
 
@@ -125,10 +137,12 @@ class FixLoop:
         )
 
     async def loop(self) -> tuple[RunStatus, str]:
-        if self.resume is None:
-            current, first = await self.verify_initial(), 1
-        else:
+        if self.resume is not None:
             current, first = await self.restore(self.resume)
+        elif self.spec is not None:  # nothing to verify before the model writes the module
+            current, first = self.spec.start(), 1
+        else:
+            current, first = await self.verify_initial(), 1
         packet_notes: list[str] = []
         for n in range(first, self.config.max_iterations + 1):
             self.check_budget(n)
@@ -148,7 +162,7 @@ class FixLoop:
                 packet_notes = [record.summary_for_model]
                 record.duration_s = time.monotonic() - started
                 continue
-            held_notes = [held_back_note(held_back)] if held_back else []
+            held_notes = [self.held_note(held_back)] if held_back else []
             packet_notes = list(held_notes)
             touched, commit, diff = self.apply_and_commit(
                 n, proposal, held_back, record, packet_notes
@@ -156,6 +170,8 @@ class FixLoop:
             if commit is None:
                 record.duration_s = time.monotonic() - started
                 continue
+            if self.spec is not None:
+                self.spec.committed(n, commit)
             verify_started = time.monotonic()
             current = await self.verify_after_edit(n, touched, diff, current)
             record.verify_s = time.monotonic() - verify_started
@@ -193,6 +209,8 @@ class FixLoop:
     async def restore(self, state: ResumeState) -> tuple[Verification, int]:
         """Pick a dead run up where its events end: guards replayed, the tip re-verified."""
         self.records = [IterationRecord.model_validate(r) for r in state.records]
+        if self.spec is not None:
+            self.spec.restore(self.deps.run_dir.events())
         self.spend.tokens, self.spend.cost_usd = state.tokens, state.cost_usd
         self.baseline_collected = state.baseline_collected
         self.progress.start(state.baseline_passed)
@@ -215,19 +233,28 @@ class FixLoop:
                 raise Ending(RunStatus.OK, "verified green on resume")
         return self.annotate(state.next_n - 1, current, []), state.next_n
 
-    async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
+    def prompt(self, current: Verification, notes: list[str]) -> list[Message]:
+        spec = self.spec
+        if spec is not None and not spec.latched:  # the draft: the spec, no implementation
+            return spec.draft_messages(notes)
         root = self.deps.workspace.root
         packet = current.packet
-        paths = prompts.relevant_paths(root, packet, named=self.config.files)
+        named = [*spec.named_files(), *self.config.files] if spec else self.config.files
+        paths = prompts.relevant_paths(root, packet, named=named)
+        if spec is not None:
+            paths = spec.shown(paths)
         files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
         pointers = prompts.called_definitions(root, packet, paths)
-        messages = prompts.messages(
-            self.config.task,
+        return prompts.messages(
+            spec.repair_task() if spec else self.config.task,
             files,
             current.packet_text,
             self.config.edit_format,
             [*pointers, *notes],
         )
+
+    async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
+        messages = self.prompt(current, notes)
         directory = self.deps.run_dir.iteration(n)
         self.deps.run_dir.write_json(f"{directory}/prompt.json", [m.model_dump() for m in messages])
         prompt_tokens = sum(count_tokens(m.content, self.config.model) for m in messages)
@@ -256,16 +283,9 @@ class FixLoop:
         """(the reviewed proposal to apply, the pinned test files held back from it);
         no proposal when the answer is unusable (the record says why, for the model)."""
         try:
-            proposal = parse(text, self.config.edit_format)
-            if self.config.edit_format == "whole":
-                lost = dropped_definitions(proposal, self.deps.workspace.root)
-                if lost:
-                    raise EditFormatError(lost, "None of your edits were applied.")
+            proposal = self.parse(text)
         except EditFormatError as exc:
-            record.status = "format_error"
-            record.summary = "; ".join(exc.problems)
-            record.summary_for_model = str(exc)
-            self.emit(ProposalReady(n=n, format_error=str(exc)))
+            self.unusable(n, record, exc)
             return None, []
         workspace = self.deps.workspace
         split = split_test_edits(proposal, workspace.pins, workspace.root)
@@ -287,21 +307,43 @@ class FixLoop:
         )
         if review.decision == "abort":
             raise Ending(RunStatus.ABORTED, review.note or "the proposal was rejected")
-        if review.decision == "edit" and review.proposal is not None:
+        if self.spec is not None:  # the latch decides what frozen tests may change
+            try:
+                kept, held_back = self.spec.screen(n, proposal, split, review)
+            except EditFormatError as exc:
+                self.unusable(n, record, exc)
+                return None, []
+        elif review.decision == "edit" and review.proposal is not None:
             return review.proposal, []
-        held_back = split.held_back
-        kept = split.kept
-        if self.config.allow_test_edits or review.allow_test_edits:
-            repeated = set(split.repeated)
-            kept = proposal.model_copy(
-                update={"edits": [e for e in proposal.edits if e.path not in repeated]}
-            )
-            held_back = []
+        else:
+            allowed = self.config.allow_test_edits or review.allow_test_edits
+            kept, held_back = apply_pinning(proposal, split, allowed=allowed)
         self.deps.run_dir.write_json(
             f"{self.deps.run_dir.iteration(n)}/edits.json",
             {"proposal": proposal.model_dump(), "held_back": held_back},
         )
         return kept, held_back
+
+    def parse(self, text: str) -> Proposal:
+        """The answer as a proposal; an `EditFormatError` says why it is unusable."""
+        proposal = parse(text, self.config.edit_format)
+        if self.spec is not None:
+            self.spec.check_draft(proposal)
+        if self.config.edit_format == "whole":
+            checked = self.spec.unfrozen(proposal) if self.spec else proposal
+            lost = dropped_definitions(checked, self.deps.workspace.root)
+            if lost:
+                raise EditFormatError(lost, "None of your edits were applied.")
+        return proposal
+
+    def unusable(self, n: int, record: IterationRecord, exc: EditFormatError) -> None:
+        record.status = "format_error"
+        record.summary = "; ".join(exc.problems)
+        record.summary_for_model = str(exc)
+        self.emit(ProposalReady(n=n, format_error=str(exc)))
+
+    def held_note(self, held_back: list[str]) -> str:
+        return self.spec.refusal_note(held_back) if self.spec else held_back_note(held_back)
 
     def apply_and_commit(
         self,
@@ -341,9 +383,15 @@ class FixLoop:
     async def verify_after_edit(
         self, n: int, touched: list[str], diff: str, previous: Verification
     ) -> Verification:
-        result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
+        if self.spec is not None:  # tests that cannot work against the module: do not run
+            refused = self.spec.check_references(n, previous.stages)
+            if refused is not None:
+                return self.recorded(n, refused)
+        # No stages before: a spec run's first verification, with no progress to report.
+        before = previous.stages or None
+        result = await self.verify(n, touched=touched, diff=diff, previous=before)
         if result.judgement.verdict is Verdict.ENV_FAILURE:
-            result = await self.verify(n, touched=touched, diff=diff, previous=previous.stages)
+            result = await self.verify(n, touched=touched, diff=diff, previous=before)
         return result
 
     async def judge(
@@ -440,6 +488,10 @@ class FixLoop:
             cap=self.config.packet_cap,
             on_stage=on_stage,
         )
+        return self.recorded(n, result)
+
+    def recorded(self, n: int, result: Verification) -> Verification:
+        """The verification's packet in the run directory, and its PacketReady event."""
         judgement = result.judgement
         self.emit(
             PacketReady(

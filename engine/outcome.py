@@ -9,6 +9,7 @@ from engine.edits import EditFormat
 from engine.guards import Budget, RunStatus
 from engine.prompts import DEFAULT_TASK
 from engine.results import TestCounts
+from engine.spec import Spec
 
 
 class RunConfig(BaseModel):
@@ -25,6 +26,7 @@ class RunConfig(BaseModel):
     files: list[str] = Field(default_factory=list)
     allow_test_edits: bool = False
     packet_cap: int = 2000
+    spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec_mode.py)
 
 
 class IterationRecord(BaseModel):

@@ -77,15 +77,18 @@ class TestPins(BaseModel):
 
     @classmethod
     def from_commit(cls, repo: Path, rev: str = "HEAD") -> TestPins:
-        commit = git.Repo(repo).commit(rev)
-        files: dict[str, str] = {}
-        for item in commit.tree.traverse():
-            if not isinstance(item, git.Blob):
-                continue  # trees and submodules
-            path = str(item.path)
-            if is_test_file(path) and not _in_skipped_dir(path):
-                files[path] = _digest(item.data_stream.read())
-        return cls(rev=commit.hexsha, files=files)
+        # Closed here: a Repo left to the garbage collector stops its git helper processes,
+        # and waits for them, in whichever thread collects it (the UI's, in the app).
+        with git.Repo(repo) as handle:
+            commit = handle.commit(rev)
+            files: dict[str, str] = {}
+            for item in commit.tree.traverse():
+                if not isinstance(item, git.Blob):
+                    continue  # trees and submodules
+                path = str(item.path)
+                if is_test_file(path) and not _in_skipped_dir(path):
+                    files[path] = _digest(item.data_stream.read())
+            return cls(rev=commit.hexsha, files=files)
 
     @classmethod
     def from_tree(cls, root: Path) -> TestPins:
@@ -187,7 +190,17 @@ def _added_matching(
     wanted: Callable[[str], bool],
     patterns: tuple[re.Pattern[str], ...],
 ) -> list[AddedSkip]:
-    tree = git.Repo(repo).commit(rev).tree
+    with git.Repo(repo) as handle:
+        tree = handle.commit(rev).tree
+        return _added_in(tree, root, wanted, patterns)
+
+
+def _added_in(
+    tree: git.Tree,
+    root: Path,
+    wanted: Callable[[str], bool],
+    patterns: tuple[re.Pattern[str], ...],
+) -> list[AddedSkip]:
     found: list[AddedSkip] = []
     for path in _walk(root):
         if not wanted(path):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from engine.guards import RunStatus
 from engine.rundir import RunDirectory
+from engine.spec_report import report_lines
 from engine.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ def write_report(
         LOOK_AT.get(result.status, ""),
         "",
     ]
+    if config.spec is not None:
+        lines += report_lines(config.spec, run_dir.path, result.iterations)
     for record in result.iterations:
         lines += [f"## Iteration {record.n}: {record.status}", ""]
         if record.explanation:

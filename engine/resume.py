@@ -21,6 +21,7 @@ from engine.events import (
     ProposalReady,
     RunFinished,
     RunStarted,
+    SpecPrepared,
 )
 from engine.results import TestCounts
 from sandbox import FixloopError
@@ -64,10 +65,12 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     if finished is not None:
         raise ResumeError(f"the run already ended ({finished.status}): nothing to resume")
     baseline = [e for e in events if isinstance(e, PacketReady) and e.n == 0]
-    if not baseline:
+    # Spec mode has no first verification (no module yet): its examples' commit starts it.
+    spec = any(isinstance(e, SpecPrepared) for e in events)
+    if not baseline and not spec:
         raise ResumeError("the run died before its first verification: start a new run")
-    first = baseline[-1]
-    tests = first.tests or {}
+    first = baseline[-1] if baseline else None
+    tests = (first.tests if first else None) or {}
     records: dict[int, dict[str, object]] = {}
     done: set[int] = set()
     touched: dict[int, list[str]] = {}
@@ -125,6 +128,6 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         cost_usd=cost,
         baseline_collected=tests.get("collected"),
         baseline_passed=tests.get("passed"),
-        baseline_signature=first.signature,
+        baseline_signature=first.signature if first else "",
         observations=[observations[n] for n in sorted(observations)],
     )

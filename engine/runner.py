@@ -24,6 +24,7 @@ from engine.model import LiteLLMClient, ModelClient, load_litellm
 from engine.outcome import RunConfig, RunResult
 from engine.resume import ResumeError, ResumeState, resume_state
 from engine.rundir import FIXLOOP_DIR, RUNS_DIR, RunDirectory, new_run_id
+from engine.spec import Spec, check_new_files, load_spec
 from engine.stages import Stage, StageConfigError, configured_stages
 from engine.verifier import Verifier
 from engine.workspace import Workspace
@@ -96,10 +97,20 @@ def make_client(model: str, settings: Settings) -> LiteLLMClient:
     return LiteLLMClient(model, api_base=settings.api_base)
 
 
-def run_config(settings: Settings, model: str) -> RunConfig:
+def resolve_spec(project: Path, settings: Settings, spec: Spec | None = None) -> Spec | None:
+    """Spec mode's spec: the one given, or the file in the settings (relative to the project);
+    a spec whose files already exist in the project is refused."""
+    if spec is None and settings.spec is not None:
+        spec = load_spec(settings.spec if settings.spec.is_absolute() else project / settings.spec)
+    if spec is not None:
+        check_new_files(spec, project)
+    return spec
+
+
+def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunConfig:
     edit_format = settings.edit_format or ("whole" if model.startswith("local/") else "json")
     return RunConfig(
-        task=settings.task or RunConfig.model_fields["task"].default,
+        task=spec.task if spec else settings.task or RunConfig.model_fields["task"].default,
         model=model,
         edit_format=edit_format,
         max_iterations=settings.max_iters or 4,
@@ -111,6 +122,7 @@ def run_config(settings: Settings, model: str) -> RunConfig:
         ),
         files=list(settings.files or []),
         allow_test_edits=bool(settings.allow_test_edits),
+        spec=spec,
     )
 
 
@@ -133,10 +145,12 @@ async def start_run(
     on_model_text: Callable[[str], None] | None = None,
     model_client: ModelClient | None = None,
     sandbox: Sandbox | None = None,
+    spec: Spec | None = None,
 ) -> RunResult:
-    """One whole run. Configuration problems raise before anything is created."""
+    """One whole run; with a spec (given, or `settings.spec`), in spec mode. Configuration
+    problems raise before anything is created."""
     model = resolve_model(settings)
-    config = run_config(settings, model)
+    config = run_config(settings, model, resolve_spec(project, settings, spec))
     stages = _stages(project, settings)
     backend = None if sandbox is not None else resolve_sandbox(settings)
     python = settings.python or project_python(project)

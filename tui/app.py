@@ -15,7 +15,7 @@ import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -54,6 +54,9 @@ from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
+
+if TYPE_CHECKING:
+    from engine.spec import Spec
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6
@@ -129,6 +132,7 @@ class FixloopApp(App[int]):
         self.browse = browse
         self.watching = watch  # watch mode: verify on every save until the person starts a run
         self._checks = 0
+        self.spec: Spec | None = None  # spec mode, from the "New from spec" form
         self.mode: Mode = settings.approve or "step"
         self.gate = InteractiveGate(self.post_from_thread, self.mode)
         self.sink = UiSink(self.post_from_thread)
@@ -280,6 +284,7 @@ class FixloopApp(App[int]):
                 gate=self.gate,
                 sinks=[self.gate, self.sink],
                 on_model_text=self.sink.model_text,
+                spec=self.spec,
             )
         except asyncio.CancelledError:
             self.post_from_thread(self.RunOver())
@@ -428,6 +433,22 @@ class FixloopApp(App[int]):
             self.notify("the loop holds before its next iteration; p resumes", title="paused")
         self.refresh_bindings()
 
+    def action_new_from_spec(self) -> None:
+        """Spec mode from the form: a new module and its tests, instead of a repair."""
+        from tui.screens.spec_form import SpecFormScreen  # the spec validator: when first needed
+
+        if self.running or self.outcome is not None or isinstance(self.screen, SpecFormScreen):
+            return
+        self.push_screen(SpecFormScreen(), self._begin_spec)
+
+    def _begin_spec(self, spec: Spec | None) -> None:
+        if spec is None or self.running:
+            return
+        self.spec = spec
+        if isinstance(self.screen, TaskScreen):
+            self.pop_screen()  # the spec is the task
+        self.begin(spec.task)
+
     def action_open_runs(self) -> None:
         if isinstance(self.screen, RunsScreen):
             return
@@ -503,6 +524,12 @@ class FixloopApp(App[int]):
                 "squash onto your branch, keep the branch, or delete it",
                 self.action_show_summary,
             )
+        if not self.running and self.outcome is None:
+            yield SystemCommand(
+                "New from spec (ctrl+n)",
+                "write a new module and its tests from a structured spec",
+                self.action_new_from_spec,
+            )
         yield SystemCommand(
             "Runs: open a past run (r)",
             "list the project's runs and replay one read-only",
@@ -532,6 +559,8 @@ class FixloopApp(App[int]):
 
 def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
     """The open modal's own actions, so every decision is in the palette too."""
+    from tui.screens.spec_form import SpecFormScreen
+
     if isinstance(screen, ReviewScreen):
         yield SystemCommand(
             "Review: approve (a)", "apply and verify the proposal", screen.action_approve
@@ -566,6 +595,13 @@ def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
             yield SystemCommand(
                 "End of run: open the report (r)", screen.outcome.report, screen.action_open_report
             )
+    elif isinstance(screen, WatchScreen):
+        yield SystemCommand(
+            "Watch: verify now (ctrl+r)", "verify the project again", screen.action_verify
+        )
+    elif isinstance(screen, SpecFormScreen):
+        yield SystemCommand("Spec: start the run (ctrl+s)", "check the spec", screen.action_submit)
+        yield SystemCommand("Spec: cancel (esc)", "close the form", screen.action_cancel)
     elif isinstance(screen, EditorScreen):
         yield SystemCommand(
             "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save

@@ -200,6 +200,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("path", nargs="?", type=Path, default=None, help="project directory")
     replay.add_argument("--theme", help="dark, light or high-contrast")
 
+    bench = commands.add_parser(
+        "bench",
+        help="run a task suite and print pass rate per repair round",
+        description="Run a suite (HumanEval, the bundled examples, or a DIR of tasks): each "
+        "task's answer is tested in the sandbox and, on failure, repaired with feedback for up "
+        "to K rounds. Prints pass@1, pass after each round, rounds to pass, tokens, cost and "
+        "time per feedback arm. Exit: 0 done, 2 usage, 6 infrastructure.",
+    )
+    from tui.bench import add_bench_arguments
+
+    add_bench_arguments(bench)
+
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
@@ -217,6 +229,7 @@ COMMANDS = (
     "report",
     "resume",
     "demo",
+    "bench",
 )
 
 
@@ -253,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.demo import run_demo
 
             return run_demo(args, parser)
+        if args.command == "bench":
+            from tui.bench import bench_command
+
+            return bench_command(args)
         if args.command == "resume":
             from tui.headless import resume_headless
 

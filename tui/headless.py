@@ -22,15 +22,19 @@ from engine.events import (
     ModelResponded,
     PacketReady,
     ProposalReady,
+    ReferencesChecked,
     RunFinished,
     RunStarted,
+    SpecPrepared,
+    TestEditsRefused,
+    TestsLatched,
 )
 from engine.gate import PolicyGate
 from engine.guards import EXIT_CODES
 from engine.model import ModelError
 from engine.outcome import RunResult
 from engine.resume import ResumeError
-from engine.runner import resume_run, start_run
+from engine.runner import resolve_spec, resume_run, start_run
 from engine.workspace import WorkspaceError
 
 EXIT_USAGE = 2
@@ -38,6 +42,7 @@ EXIT_INFRA = 6
 
 RUN_FLAGS = (
     "task",
+    "spec",
     "files",
     "test_cmd",
     "lint_cmd",
@@ -71,7 +76,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--file", dest="files", action="append", help="a file the model must see (repeatable)"
     )
-    parser.add_argument("--spec", type=Path, help="spec mode (not built yet)")
+    parser.add_argument(
+        "--spec",
+        type=Path,
+        help="spec mode: write a new module and its tests from a spec TOML (examples/specs/)",
+    )
     parser.add_argument("--test-cmd", help="default: python -m pytest -q")
     parser.add_argument("--lint-cmd")
     parser.add_argument("--type-cmd")
@@ -168,21 +177,39 @@ class ProgressPrinter:
             return f"{label} verified: {event.verdict} ({counts}; {event.error_class})"
         if isinstance(event, GuardTripped):
             return f"{prefix} {event.guard}: {event.detail}"
+        return self.spec_line(event, prefix)
+
+    def spec_line(self, event: BaseEvent, prefix: str) -> str | None:
+        if isinstance(event, SpecPrepared):
+            return (
+                f"spec {event.name}: its {event.examples} examples are tests in "
+                f"{event.examples_file}, committed and frozen"
+            )
+        if isinstance(event, TestsLatched) and event.n > 0:
+            return f"{prefix} tests frozen: {', '.join(event.files) or 'no change'}"
+        if isinstance(event, TestEditsRefused):
+            return f"{prefix} refused edits to frozen tests: {', '.join(event.files)}"
+        if isinstance(event, ReferencesChecked) and event.problems:
+            more = f" (and {len(event.problems) - 1} more)" if len(event.problems) > 1 else ""
+            return f"{prefix} reference error, not run: {event.problems[0]}{more}"
+        return None
         if isinstance(event, RunFinished):
             return f"finished: {event.status} — {event.reason}"
-        return None
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
-    """(project, settings) for `run`, headless or not; or the usage exit code, said why."""
-    if args.spec is not None:
-        print("fixloop-tui: error: --spec is not built yet", file=sys.stderr)
-        return EXIT_USAGE
+    """(project, settings) for `run`, headless or not; or the usage exit code, said why.
+    A spec is checked here, so a bad one stops the run before anything is written."""
     project: Path = args.path.resolve()
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     flags: dict[str, Any] = {key: getattr(args, key, None) for key in RUN_FLAGS}
+    if args.spec is not None:
+        if args.task is not None or args.task_file is not None:
+            print("fixloop-tui: error: --spec takes no --task or --task-file", file=sys.stderr)
+            return EXIT_USAGE
+        flags["spec"] = args.spec.resolve()  # relative to where the command runs
     if args.task_file is not None:
         try:
             flags["task"] = args.task_file.read_text(encoding="utf-8")
@@ -190,10 +217,14 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
             print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        return project, load_settings(project, flags)
+        settings = load_settings(project, flags)
+        spec = resolve_spec(project, settings)
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if spec is not None:  # the spec is the task: the app starts the run without asking
+        settings = settings.model_copy(update={"task": spec.task})
+    return project, settings
 
 
 def run_headless(args: argparse.Namespace) -> int:

@@ -872,3 +872,44 @@ async def test_ctrl_o_without_an_editor_says_how_to_set_one(
         await pilot.pause()
         assert screen.scratch is None
         assert any("$VISUAL or $EDITOR" in n.message for n in app._notifications)
+
+
+# -- spec mode from the form --------------------------------------------------------------------
+
+
+@sandboxed
+async def test_ctrl_n_starts_spec_mode_from_the_form_and_the_draft_is_reviewed(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    from engine.spec import load_spec
+    from tests.e2e.test_spec import RIGHT, SPEC, WEAK_TESTS, draft
+    from tests.projects import readable
+    from tui.screens.spec_form import SpecFormScreen
+
+    root = tmp_path / "timekeeping"
+    root.mkdir()
+    (root / "README.md").write_text("Time keeping helpers.\n", encoding="utf-8")
+    repo = git.Repo.init(root, initial_branch="main")
+    repo.git.add("-A")
+    repo.index.commit("start")
+    readable(tmp_path)
+    model_server.script(reply(draft("parse each part", RIGHT, WEAK_TESTS)))
+    app = make_app(model_server, root, task=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot, TaskScreen)
+        await pilot.press("ctrl+n")
+        form = await wait_screen(pilot, SpecFormScreen)
+        form.dismiss(load_spec(SPEC))  # the form's own filling is tested in test_spec_form
+        review = await wait_screen(pilot, ReviewScreen)
+        assert review.request.n == 1
+        assert "durations.py" in review.diff_text()
+        start = app.main.view.iterations[0]
+        assert start.status == "spec"
+        assert "5 examples are tests in tests/test_parse_duration_examples.py" in (
+            start.explanation
+        )
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+    started = next(e for e in run_events(app) if isinstance(e, RunStarted))
+    assert started.config["spec"]["name"] == "parse_duration"

@@ -112,7 +112,17 @@ def test_without_headless_run_starts_the_app_which_checks_the_project_first(
 def test_help_lists_every_command() -> None:
     done = fixloop("--help")
     assert done.returncode == 0
-    for command in ("doctor", "sandbox", "verify", "run", "runs", "replay", "report", "resume"):
+    for command in (
+        "doctor",
+        "sandbox",
+        "verify",
+        "run",
+        "watch",
+        "runs",
+        "replay",
+        "report",
+        "bench",
+    ):
         assert command in done.stdout
 
 

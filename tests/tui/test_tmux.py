@@ -102,12 +102,14 @@ def test_the_app_in_a_real_terminal_runs_to_ok_with_two_approvals(
     env = {"OPENAI_API_KEY": "sk-test-tmux-0123456789", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     terminal.start(f"{command}; echo EXIT=$?; sleep 600", env)
 
-    first = terminal.wait(lambda s: "iteration 1/4 · review the proposal" in s, "review 1")
-    assert "approve [a]" in first
+    # Wait for whole frames: a capture can catch a modal's title before its buttons.
+    terminal.wait(lambda s: "iteration 1/4 · review the proposal" in s and "approve [a]" in s, "1")
     terminal.keys("a")
-    terminal.wait(lambda s: "iteration 2/4 · review the proposal" in s, "review 2")
+    terminal.wait(lambda s: "iteration 2/4 · review the proposal" in s and "approve [a]" in s, "2")
     terminal.keys("a")
-    ended = terminal.wait(lambda s: "the run has ended" in s, "the end of the run")
+    ended = terminal.wait(
+        lambda s: "the run has ended" in s and "reason: verified green" in s, "the end of the run"
+    )
     assert "status: ok" in ended
     assert "reason: verified green on iteration 2" in ended
     terminal.keys("Escape")

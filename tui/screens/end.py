@@ -19,7 +19,6 @@ from textual.widgets import Button, Static
 from textual.widgets.button import ButtonVariant
 
 from engine.session import Finish, Finished
-from tui.screens.report import ReportScreen
 from tui.widgets.history import status_colour
 
 
@@ -149,6 +148,8 @@ class EndScreen(ModalScreen[None]):
 
     def action_open_report(self) -> None:
         if self.outcome.report:
+            from tui.screens.report import ReportScreen  # Markdown: loaded when first needed
+
             self.app.push_screen(ReportScreen(Path(self.outcome.report)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -50,7 +50,10 @@ def check_view(result: Verification) -> IterationView:
 class TaskScreen(Screen[str]):
     """Dismissed with the task to run."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.quit", "quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.quit", "quit"),
+        Binding("ctrl+n", "app.new_from_spec", "new from spec"),
+    ]
 
     def __init__(self, *, project: str, model: str, sandbox: str, mode: str = "step") -> None:
         super().__init__()

@@ -18,12 +18,15 @@ from engine.events import (
     ModelResponded,
     PacketReady,
     ProposalReady,
+    ReferencesChecked,
     ReviewRequested,
     ReviewResolved,
     RunFinished,
     RunStarted,
+    SpecPrepared,
     StageFinished,
     StageStarted,
+    TestEditsRefused,
 )
 
 # An iteration in one of these is still under way.
@@ -202,6 +205,23 @@ class RunView:
             it.error_class = event.error_class
         elif isinstance(event, GuardTripped):
             it.guard = f"{event.guard}: {event.detail}"
+        else:
+            self._spec_update(it, event)
+
+    def _spec_update(self, it: IterationView, event: BaseEvent) -> None:
+        """Spec mode's own events: the examples written, refused test edits, references."""
+        if isinstance(event, SpecPrepared):
+            it.status = "spec"
+            it.explanation = (
+                f"spec {event.name}: {event.examples} examples are tests in "
+                f"{event.examples_file}; the model writes {event.module} and {event.tests}"
+            )
+            it.files = [event.examples_file]
+        elif isinstance(event, TestEditsRefused):
+            it.held_back = sorted({*it.held_back, *event.files})
+        elif isinstance(event, ReferencesChecked) and event.problems:
+            it.status = it.error_class = "reference_error"
+            it.format_error = "; ".join(event.problems)
 
     def _stage_finished(self, it: IterationView, event: StageFinished) -> None:
         stage = next((s for s in it.stages if s.name == event.stage), None)

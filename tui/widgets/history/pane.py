@@ -28,6 +28,8 @@ STATUS_COLOURS = {
     "failing": "error",
     "suspicious_pass": "warning",
     "format_error": "warning",
+    "reference_error": "warning",
+    "spec": "accent",
     "no_change": "warning",
     "env_failure": "accent",
     "error": "error",

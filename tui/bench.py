@@ -1,0 +1,238 @@
+"""`fixloop-tui bench`: run a task suite through the test-and-repair loop and print the
+pass-rate-per-round table (and plot) for each feedback arm.
+
+Progress goes to stderr; stdout gets the table and the chart, or with `--json` exactly one
+JSON object. Bad input is one line and exit 2; a model or sandbox that fails mid-run, exit 6.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.bench.harness import Evaluator
+from engine.bench.prompts import ARMS, Arm
+from engine.bench.report import render, write_png
+from engine.bench.runner import (
+    AttemptFinished,
+    BenchConfig,
+    BenchEvent,
+    BenchRun,
+    BenchRunner,
+    ItemFinished,
+    ItemStarted,
+    Preparing,
+)
+from engine.bench.scoring import score
+from engine.bench.tasks import SuiteError, load_suite
+from engine.config import ConfigError, Settings
+from engine.model import ModelClient, ModelError, load_litellm
+from engine.runner import make_client, resolve_model
+from sandbox import open_sandbox
+
+EXIT_USAGE = 2
+EXIT_INFRA = 6
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--suite", default="humaneval", help="humaneval (default), examples, or a DIR of *.jsonl"
+    )
+    parser.add_argument("--mode", choices=["generate", "repair"], default="generate")
+    parser.add_argument("--model", help="any litellm model name; default: the embedded one")
+    parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
+    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
+    parser.add_argument(
+        "--max-iters",
+        type=int,
+        default=2,
+        metavar="K",
+        help="repair rounds after the first answer (default 2)",
+    )
+    parser.add_argument("--limit", type=int, metavar="N", help="tasks to run (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="which tasks (default 0)")
+    parser.add_argument(
+        "--feedback",
+        choices=[*ARMS, "both"],
+        default="packet",
+        help="packet: fixloop's repair packet (default); raw: the raw test log; both: A/B",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--plot", type=Path, metavar="FILE", help="also write the chart as a PNG")
+    parser.add_argument("--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor")
+    parser.add_argument(
+        "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"
+    )
+
+
+class BenchProgress:
+    """A progress line per attempt and a bar per finished task, on stderr."""
+
+    def __init__(self, stream: TextIO, width: int = 20) -> None:
+        self.stream = stream
+        self.width = width
+        self.started = time.monotonic()
+
+    def __call__(self, event: BenchEvent) -> None:
+        line = self.line(event)
+        if line:
+            print(f"bench: {line}", file=self.stream, flush=True)
+
+    def line(self, event: BenchEvent) -> str | None:
+        if isinstance(event, Preparing):
+            return event.detail
+        if isinstance(event, ItemStarted):
+            return f"{self.bar(event.index - 1, event.total)} {event.item_id} ..."
+        if isinstance(event, AttemptFinished):
+            a = event.attempt
+            tokens = a.prompt_tokens + a.completion_tokens
+            return (
+                f"  {event.item_id} [{event.arm}] round {a.round}: {a.status} ({a.summary}); "
+                f"{tokens} tokens, model {a.model_s:.0f}s, tests {a.verify_s:.1f}s"
+            )
+        if isinstance(event, ItemFinished):
+            done = ", ".join(
+                f"{arm} {'r' + str(r.passed_round) if r.passed_round is not None else 'failed'}"
+                for arm, r in event.result.arms.items()
+            )
+            elapsed = time.monotonic() - self.started
+            bar = self.bar(event.index, event.total)
+            return f"{bar} {event.result.item_id}: {done} ({elapsed:.0f}s so far)"
+        return None
+
+    def bar(self, done: int, total: int) -> str:
+        filled = round(self.width * done / total) if total else self.width
+        return f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}"
+
+
+def _fail(message: str) -> int:
+    print(f"fixloop-tui: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    if args.max_iters < 0:
+        return _fail("--max-iters must be 0 or more (repair rounds after the first answer)")
+    if args.limit is not None and args.limit < 1:
+        return _fail("--limit must be 1 or more")
+    if args.plot is not None and not args.plot.resolve().parent.is_dir():
+        return _fail(f"--plot {args.plot}: its directory does not exist")
+    try:
+        tasks = load_suite(args.suite)
+        settings = Settings(model=args.model, model_path=args.model_path, api_base=args.api_base)
+        model = resolve_model(settings)
+        check_model(model, settings)
+    except (SuiteError, ConfigError) as exc:
+        return _fail(str(exc))
+    arms: list[Arm] = list(ARMS) if args.feedback == "both" else [args.feedback]
+    config = BenchConfig(
+        suite=args.suite,
+        mode=args.mode,
+        model=model,
+        arms=arms,
+        max_rounds=args.max_iters,
+        limit=args.limit,
+        seed=args.seed,
+        exec_timeout_s=args.exec_timeout,
+    )
+    client = make_client(model, settings)
+    if args.sandbox == "unsafe-local":
+        print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+            run = asyncio.run(
+                run_bench(config, tasks, client, args.sandbox, BenchProgress(sys.stderr))
+            )
+    except ModelError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    scores = score(run)
+    if args.plot is not None:
+        title = (
+            f"{config.suite} {config.mode}, {config.model}, "
+            f"{len(run.items)} tasks, seed {config.seed}"
+        )
+        write_png(scores, config.max_rounds, args.plot, title)
+        print(f"bench: plot written to {args.plot}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(as_json(run)))
+    else:
+        sys.stdout.write(render(run, scores))
+    return 0
+
+
+async def run_bench(
+    config: BenchConfig,
+    tasks: list[Any],
+    client: ModelClient,
+    backend: Any,
+    listener: BenchProgress,
+) -> BenchRun:
+    sandbox = open_sandbox(backend, pool_size=1 if backend == "gvisor" else 0)
+    try:
+        evaluator = Evaluator(
+            sandbox,
+            timeout_s=config.exec_timeout_s,
+            model=config.model,
+            packet_cap=config.packet_cap,
+        )
+        return await BenchRunner(config, client, evaluator, listener).run(tasks)
+    finally:
+        await sandbox.close()
+
+
+def check_model(model: str, settings: Settings) -> None:
+    """A model that cannot work is a usage error, found before any task runs; the embedded
+    model's weights are joined (first use only) and loaded here, with progress."""
+    if model.startswith("local/"):
+        from engine import local_model
+
+        try:
+            if settings.model_path is None and model == local_model.LOCAL_MODEL:
+                local_model.model_file(_JoinProgress(sys.stderr))
+            local_model.ensure_registered(model, settings.model_path)
+            print("bench: loading the local model ...", file=sys.stderr, flush=True)
+            seconds = local_model.preload(model)
+        except local_model.LocalModelError as exc:
+            raise ConfigError(str(exc)) from None
+        print(f"bench: local model loaded in {seconds:.1f}s", file=sys.stderr, flush=True)
+        return
+    litellm = asyncio.run(load_litellm())
+    try:
+        litellm.get_llm_provider(model, api_base=settings.api_base)
+    except Exception:
+        raise ConfigError(
+            f"unknown model {model!r}: name it as litellm does, provider/model "
+            "(e.g. openai/gpt-4o-mini, ollama/qwen2.5-coder)"
+        ) from None
+
+
+class _JoinProgress:
+    """The embedded model's weights are joined on first use (5-15 s): show it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = done * 100 // total if total else 100
+        if percent // 10 != self.shown // 10:
+            self.shown = percent
+            print(
+                f"bench: preparing the local model's weights: {percent}%",
+                file=self.stream,
+                flush=True,
+            )
+
+
+def as_json(run: BenchRun) -> dict[str, Any]:
+    data = run.model_dump(mode="json")
+    data["scores"] = {s.arm: s.model_dump(mode="json") for s in score(run)}
+    return data

@@ -1,16 +1,39 @@
 #!/usr/bin/env bash
 # Podman's Docker-compatible API with gVisor (runsc) as its only runtime, for the
 # docker backend (see README "Docker backend"). Idempotent: safe to run again.
-#   podman 4.3 ignores docker-py's runtime=, so runsc is made the *default*
-#   runtime, through a wrapper adding --network=none (runsc refuses to run with
-#   networking in the root network namespace otherwise).
+#
+# Everything here is fixloop's own and leaves any other Podman setup alone: its
+# own containers.conf (CONTAINERS_CONF), its own storage (/var/lib/fixloop/podman)
+# and a service on its own socket (/run/fixloop/podman.sock).
+#   * podman 4.3 ignores docker-py's runtime=, so runsc is the *default* runtime,
+#     through a wrapper adding --network=none (runsc refuses to run with
+#     networking in the root network namespace otherwise).
+#   * Overlay storage with overlay.skip_mount_home=true. Seen here with the
+#     default overlay options: a container layer whose unmount had failed stayed
+#     mounted *beneath* the overlay driver's private self-bind of its home
+#     directory (a later podman process re-created that bind over it), so it could
+#     no longer be unmounted by path and its directory could not be removed; every
+#     podman call then spent ~10 s retrying `unlinkat .../merged: device or
+#     resource busy` on that "incomplete layer" and failed (cf. podman issues
+#     #16882, #17216). Without the self-bind a leftover mount stays reachable.
+#     (vfs mounts nothing at all, but copies the whole image per container: ~7 s
+#     for a 200 MB image from `sandbox build-image`, against 0.1 s with overlay.)
+#   * The service must answer /_ping *and* read its store (/info) in time; if it
+#     does not, it is restarted once over a repaired store (mounts left under it
+#     unmounted, then `podman system reset` of fixloop's storage: it only holds
+#     fixloop's images, which the backend re-imports on demand).
 set -euo pipefail
 SOCKET_DIR=/run/fixloop
 SOCKET="$SOCKET_DIR/podman.sock"
+PIDFILE="$SOCKET_DIR/podman.pid"
+LOG=/var/log/fixloop-podman.log
+CONF=/etc/fixloop/containers.conf
+STORAGE=/var/lib/fixloop/podman
+RUNROOT="$SOCKET_DIR/podman-run"
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v podman >/dev/null || ! command -v runsc >/dev/null; then
-  apt-get install -y -q podman runsc >/dev/null ||
-    { apt-get update -q >/dev/null && apt-get install -y -q podman runsc >/dev/null; }
+if ! command -v podman >/dev/null || ! command -v runsc >/dev/null || ! command -v python3 >/dev/null; then
+  apt-get install -y -q podman runsc python3 >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q podman runsc python3 >/dev/null; }
 fi
 cat >/usr/local/bin/runsc-nonet.new <<'WRAPPER'
 #!/bin/sh
@@ -18,9 +41,10 @@ exec /usr/bin/runsc --network=none "$@"
 WRAPPER
 chmod 755 /usr/local/bin/runsc-nonet.new
 mv -f /usr/local/bin/runsc-nonet.new /usr/local/bin/runsc-nonet
-mkdir -p /etc/containers
-cat >/etc/containers/containers.conf <<'CONF'
-# Written by fixloop's .ci/podman-service.sh: gVisor is the only runtime.
+mkdir -p "$(dirname "$CONF")" "$SOCKET_DIR" "$STORAGE"
+cat >"$CONF.new" <<'CONF'
+# Written by fixloop's .ci/podman-service.sh for fixloop's own Podman service:
+# gVisor is the only runtime.
 [containers]
 default_ulimits = ["nofile=20000:20000"]
 
@@ -32,18 +56,84 @@ events_logger = "file"
 [engine.runtimes]
 runsc-nonet = ["/usr/local/bin/runsc-nonet"]
 CONF
-mkdir -p "$SOCKET_DIR"
+mv -f "$CONF.new" "$CONF"
+export CONTAINERS_CONF="$CONF"
+PODMAN=(podman --root "$STORAGE" --runroot "$RUNROOT" --storage-driver overlay
+  --storage-opt overlay.skip_mount_home=true)
+
+# `answers PATH TIMEOUT`: the API answers GET PATH with 200 within TIMEOUT seconds.
 answers() {
-  python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(sys.argv[1])' "$SOCKET" 2>/dev/null
+  python3 - "$SOCKET" "$1" "$2" <<'PY' 2>/dev/null
+import socket, sys
+path, what, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(timeout)
+s.connect(path)
+s.sendall(f"GET {what} HTTP/1.0\r\nHost: d\r\n\r\n".encode())
+head = s.recv(64)
+sys.exit(0 if head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")) else 1)
+PY
 }
-if [ -S "$SOCKET" ] && answers; then
+
+# Our service, started with this script's storage, answering and reading its store.
+healthy() {
+  [ -S "$SOCKET" ] && [ -f "$PIDFILE" ] &&
+    tr '\0' ' ' <"/proc/$(cat "$PIDFILE")/cmdline" 2>/dev/null | grep -qF -- "--root $STORAGE " &&
+    answers /_ping 2 && answers /info 30
+}
+
+stop_ours() {
+  if [ -f "$PIDFILE" ]; then
+    local pid
+    pid=$(cat "$PIDFILE")
+    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "system service"; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$PIDFILE"
+  fi
+  rm -f "$SOCKET"
+}
+
+start() {
+  nohup "${PODMAN[@]}" system service --time=0 "unix://$SOCKET" >>"$LOG" 2>&1 &
+  echo $! >"$PIDFILE"
+  for _ in $(seq 100); do
+    [ -S "$SOCKET" ] && answers /_ping 1 && break
+    sleep 0.1
+  done
+  answers /info 30
+}
+
+# Mounts under fixloop's storage, newest first: a newer mount may hide an older
+# one at the same place, so unmount until none is left.
+unmount_stale() {
+  for _ in 1 2 3 4 5; do
+    local points
+    points=$(awk -v s="$STORAGE" -v r="$RUNROOT" 'index($5, s) == 1 || index($5, r) == 1 {print $1, $5}' \
+      /proc/self/mountinfo | sort -rn | cut -d' ' -f2)
+    [ -z "$points" ] && return 0
+    for point in $points; do umount "$point" 2>/dev/null || umount -l "$point" 2>/dev/null || true; done
+  done
+}
+
+if healthy; then
   exit 0
 fi
-rm -f "$SOCKET"
-nohup podman system service --time=0 "unix://$SOCKET" >/var/log/fixloop-podman.log 2>&1 &
-for _ in $(seq 50); do
-  [ -S "$SOCKET" ] && answers && exit 0
-  sleep 0.1
-done
-echo "podman system service did not create $SOCKET; see /var/log/fixloop-podman.log" >&2
+stop_ours
+if start; then
+  exit 0
+fi
+echo "podman's store did not answer; repairing fixloop's storage ($STORAGE)" >&2
+stop_ours
+# Containers outlive the service (conmon keeps them): end them before their mounts go.
+timeout 60 "${PODMAN[@]}" rm --all --force --time 0 >>"$LOG" 2>&1 || true
+unmount_stale
+timeout 120 "${PODMAN[@]}" system reset --force >>"$LOG" 2>&1 || true
+unmount_stale
+if start; then
+  exit 0
+fi
+echo "podman system service did not come up on $SOCKET; see $LOG" >&2
 exit 1

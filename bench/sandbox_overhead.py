@@ -5,14 +5,17 @@ Times two commands, each over `--runs` runs (default 20):
   * `python -c pass`                              (interpreter start, nothing else)
   * `python -m pytest -q -p no:cacheprovider`     (a generated 20-test file)
 
-in three modes:
+in these modes:
 
-  * bare   - a plain subprocess on the host: the same interpreter, the same
-             temporary project, the same clean environment a job gets; the
-             physical limit, with no isolation at all;
-  * cold   - `GvisorSandbox(pool_size=0)`: every job starts its own sandbox;
-  * warm   - `GvisorSandbox(pool_size=2)`: jobs take a pre-started sandbox whose
-             zygote has already run a throwaway pytest session (imports done).
+  * bare        - a plain subprocess on the host: the same interpreter, the same
+                  temporary project, the same clean environment a job gets; the
+                  physical limit, with no isolation at all;
+  * gvisor cold - `GvisorSandbox(pool_size=0)`: every job starts its own sandbox;
+  * gvisor warm - `GvisorSandbox(pool_size=2)`: jobs take a pre-started sandbox whose
+                  zygote has already run a throwaway pytest session (imports done);
+  * docker cold / docker warm - the same through `DockerSandbox` (a Docker-compatible
+                  engine whose runtime is runsc; FIXLOOP_DOCKER_URL or fixloop's Podman
+                  socket), with the host's interpreter mounted, or with `--image TAG`.
 
 A run is timed from the caller's `run()` call to its return (for bare: from
 spawning the process to reaping it), which is what fixloop's loop waits for:
@@ -22,9 +25,11 @@ replacement in the background, so before each timed warm run the script waits
 until every pooled sandbox is ready again (the loop has the model's think time
 for that); the replacement that starts *during* a run is part of the run's cost.
 
-Run as root on a host where the gvisor backend works:
+Run as root on a host where the gvisor backend works (and, for the docker rows,
+after `bash .ci/podman-service.sh`):
 
-    .venv/bin/python bench/sandbox_overhead.py [--runs N] [--json]
+    .venv/bin/python bench/sandbox_overhead.py [--runs N] [--backends gvisor,docker]
+                                               [--image TAG] [--json]
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sandbox.contract import BASE_ENV, ExecRequest, ExecResult  # noqa: E402
+from sandbox.docker import DockerSandbox  # noqa: E402
 from sandbox.gvisor import GvisorSandbox, find_runsc  # noqa: E402
 
 COMMANDS: dict[str, list[str]] = {
@@ -62,6 +68,8 @@ POOL_READY_TIMEOUT_S = 120.0
 SETTLE_S = 0.2  # after the pool is full, let the host go quiet before the next run
 
 Timer = Callable[[ExecRequest], Awaitable[tuple[float, ExecResult | None]]]
+Backend = GvisorSandbox | DockerSandbox
+BACKENDS = ("gvisor", "docker")
 
 
 @dataclass
@@ -138,7 +146,7 @@ async def time_bare(request: ExecRequest) -> tuple[float, ExecResult | None]:
     return elapsed, None
 
 
-def sandbox_timer(sandbox: GvisorSandbox) -> Timer:
+def sandbox_timer(sandbox: Backend) -> Timer:
     async def timed(request: ExecRequest) -> tuple[float, ExecResult | None]:
         started = time.perf_counter()
         result = await sandbox.run(request)
@@ -147,7 +155,7 @@ def sandbox_timer(sandbox: GvisorSandbox) -> Timer:
     return timed
 
 
-async def wait_pool_ready(sandbox: GvisorSandbox, request: ExecRequest) -> None:
+async def wait_pool_ready(sandbox: Backend, request: ExecRequest) -> None:
     """Wait until every sandbox pooled for `request` (incl. the last take's refill) is READY."""
     profile = sandbox.profile(request)
     deadline = time.monotonic() + POOL_READY_TIMEOUT_S
@@ -190,34 +198,44 @@ async def measure(
     )
 
 
-async def bench(runs: int, project: Path, progress: bool) -> list[Row]:
+def open_backend(name: str, pool_size: int, image: str | None) -> Backend:
+    if name == "gvisor":
+        return GvisorSandbox(pool_size=pool_size)
+    return DockerSandbox(pool_size=pool_size, image=image, allow_runc=False)
+
+
+async def bench(
+    runs: int, project: Path, progress: bool, backends: list[str], image: str | None
+) -> list[Row]:
     rows: list[Row] = []
 
     def note(row: Row) -> None:
         rows.append(row)
         if progress:
-            print(f"  {row.mode:<5} {row.command:<16} median {row.median_s:.3f} s", flush=True)
+            print(f"  {row.mode:<11} {row.command:<16} median {row.median_s:.3f} s", flush=True)
 
     requests = {name: ExecRequest(argv=argv, workdir=project) for name, argv in COMMANDS.items()}
     for name, request in requests.items():
         note(await measure("bare", name, request, runs, time_bare))
 
-    cold = GvisorSandbox(pool_size=0)
-    try:
-        for name, request in requests.items():
-            note(await measure("cold", name, request, runs, sandbox_timer(cold)))
-    finally:
-        await cold.close()
+    for backend in backends:
+        cold = open_backend(backend, 0, image)
+        try:
+            for name, request in requests.items():
+                note(await measure(f"{backend} cold", name, request, runs, sandbox_timer(cold)))
+        finally:
+            await cold.close()
 
-    warm = GvisorSandbox(pool_size=POOL_SIZE)
-    try:
-        for name, request in requests.items():
-            await warm.warm(request)
-            await wait_pool_ready(warm, request)
-            refilled = functools.partial(wait_pool_ready, warm, request)
-            note(await measure("warm", name, request, runs, sandbox_timer(warm), refilled))
-    finally:
-        await warm.close()
+        warm = open_backend(backend, POOL_SIZE, image)
+        try:
+            for name, request in requests.items():
+                await warm.warm(request)
+                await wait_pool_ready(warm, request)
+                refilled = functools.partial(wait_pool_ready, warm, request)
+                timer = sandbox_timer(warm)
+                note(await measure(f"{backend} warm", name, request, runs, timer, refilled))
+        finally:
+            await warm.close()
 
     bare = {row.command: row.median_s for row in rows if row.mode == "bare"}
     for row in rows:
@@ -225,10 +243,10 @@ async def bench(runs: int, project: Path, progress: bool) -> list[Row]:
     return rows
 
 
-def environment() -> dict[str, str]:
+def environment(backends: list[str], image: str | None) -> dict[str, str]:
     runsc = find_runsc()
     version = subprocess.run([runsc, "--version"], capture_output=True, text=True, check=False)
-    return {
+    found = {
         "cpus": str(os.cpu_count()),
         "load_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "runsc": version.stdout.splitlines()[0] if version.stdout else "unknown",
@@ -236,6 +254,16 @@ def environment() -> dict[str, str]:
         "interpreter": sys.executable,
         "kernel": platform.release(),
     }
+    if "docker" in backends:
+        from sandbox.docker import connect, engine_version
+        from sandbox.engines import engine_url
+
+        url = engine_url()
+        client = connect(url)
+        found["engine"] = f"{engine_version(client, url)} at {url}"
+        found["image"] = image or "skeleton + the host's interpreter mounted read-only"
+        client.close()
+    return found
 
 
 def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
@@ -254,14 +282,14 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
         print(f"{key:<15}{value}")
     print()
     header = (
-        f"{'mode':<6} {'command':<17} {'median s':>9} {'p90 s':>8} {'x bare':>7} {'inside s':>9}"
+        f"{'mode':<12} {'command':<17} {'median s':>9} {'p90 s':>8} {'x bare':>7} {'inside s':>9}"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
         inside = f"{row.inside_median_s:9.3f}" if row.inside_median_s is not None else f"{'-':>9}"
         print(
-            f"{row.mode:<6} {row.command:<17} {row.median_s:9.3f} {row.p90_s:8.3f} "
+            f"{row.mode:<12} {row.command:<17} {row.median_s:9.3f} {row.p90_s:8.3f} "
             f"{row.ratio or 0:7.2f} {inside}"
         )
     print()
@@ -273,13 +301,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs per cell (default 20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--backends", default="gvisor,docker", help="comma-separated (default gvisor,docker)"
+    )
+    parser.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    env = environment()  # before the runs: the load average says how quiet the host was
+    backends = [name for name in args.backends.split(",") if name]
+    if not backends or set(backends) - set(BACKENDS):
+        parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
+    env = environment(backends, args.image)  # before the runs: the load average says how quiet
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-") as scratch:
         project = make_project(Path(scratch))
-        rows = asyncio.run(bench(args.runs, project, progress=not args.json))
+        rows = asyncio.run(
+            bench(args.runs, project, not args.json, backends=backends, image=args.image)
+        )
     if args.json:
         print(
             json.dumps(

@@ -46,6 +46,8 @@ class Settings(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     wall_clock: float | None = Field(default=None, gt=0)
     sandbox: Literal["auto", "gvisor", "docker", "unsafe-local"] | None = None
+    docker_url: str | None = None
+    allow_runc: bool | None = None
     image: str | None = None
     python: Path | None = None
     approve: Literal["step", "auto"] | None = None
@@ -62,6 +64,7 @@ DEFAULTS = Settings(
     approve="step",
     accept_suspicious=False,
     allow_test_edits=False,
+    allow_runc=False,
 )
 FIELDS = tuple(Settings.model_fields)
 
@@ -106,6 +109,12 @@ def from_pyproject(project: Path) -> dict[str, Any]:
     table = _toml(path).get("tool", {}).get("fixloop", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.fixloop] must be a table")
+    if "allow_runc" in table:
+        # A checkout must not be able to take the sandbox out of gVisor for whoever runs it.
+        raise ConfigError(
+            f"{path} [tool.fixloop]: allow_runc cannot be set by a project; use "
+            "--allow-runc, FIXLOOP_ALLOW_RUNC=1 or your own config.toml"
+        )
     return _layer(table, f"{path} [tool.fixloop]")
 
 
@@ -117,7 +126,7 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         if key == "files":
             values[key] = [part for part in raw.split(os.pathsep) if part]
-        elif key in ("accept_suspicious", "allow_test_edits"):
+        elif key in ("accept_suspicious", "allow_test_edits", "allow_runc"):
             values[key] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[key] = raw

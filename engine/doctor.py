@@ -19,12 +19,6 @@ from sandbox import ExecRequest, Limits, SandboxError
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.gvisor import GvisorSandbox, find_runsc
 
-DOCKER_SOCKETS = (
-    "/var/run/docker.sock",
-    "/run/podman/podman.sock",
-    "/run/fixloop/podman.sock",
-)
-
 
 class Check(BaseModel):
     """One line of the doctor's report."""
@@ -118,43 +112,55 @@ async def check_gvisor_sandbox(python: Path) -> Check:
     )
 
 
-def check_docker() -> Check:
-    """A Docker-compatible engine; optional (the gvisor backend needs none)."""
-    url = os.environ.get("DOCKER_HOST") or next(
-        (f"unix://{s}" for s in DOCKER_SOCKETS if Path(s).exists()), None
-    )
-    if url is None:
-        return Check(
-            name="docker engine",
-            ok=False,
-            detail="none reachable (optional: the gvisor backend needs no daemon)",
-            fix="for the docker backend: start Docker or `podman system service` with runsc",
-            needed=False,
-        )
-    try:
-        import docker
+def check_docker(url: str | None = None) -> Check:
+    """A Docker-compatible engine whose containers run under gVisor; optional (the
+    gvisor backend needs none). Starts one short container when an engine answers."""
+    from sandbox.engines import engine_url, socket_missing
 
-        client = docker.DockerClient(base_url=url, timeout=5)
-        info = client.info()
-    except Exception as exc:  # docker-py raises many unrelated types
+    url = engine_url(url)
+    if socket_missing(url):
         return Check(
             name="docker engine",
             ok=False,
-            detail=f"{url} not reachable: {str(exc).splitlines()[0][:160]}",
-            fix="start the engine, or unset DOCKER_HOST",
+            detail=f"none reachable (no {url}; optional: the gvisor backend needs no daemon)",
+            fix="for the docker backend: `bash .ci/podman-service.sh` (Podman with runsc), "
+            "or name an engine with FIXLOOP_DOCKER_URL",
             needed=False,
         )
-    runtimes = sorted((info.get("Runtimes") or {}).keys())
-    gvisor = any("runsc" in r for r in runtimes) or "runsc" in str(info.get("DefaultRuntime"))
+    from sandbox.docker import check_engine
+
+    check = check_engine(url)
+    if check.engine is None:
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail=f"{url} not reachable: {check.error}",
+            fix="start the engine (`bash .ci/podman-service.sh`), or unset FIXLOOP_DOCKER_URL "
+            "/ DOCKER_HOST",
+            needed=False,
+        )
+    if check.kernel is None:
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail=f"{check.engine} at {url}, but no sandbox container ran: {check.error}",
+            fix="see README, 'Docker backend'",
+            needed=False,
+        )
+    if not check.gvisor:
+        return Check(
+            name="docker engine",
+            ok=False,
+            detail=f"{check.engine} at {url}, containers NOT under gVisor "
+            f"({check.kernel.described}): the docker backend refuses it",
+            fix="make runsc the engine's default runtime (README, 'Docker backend'); "
+            "--allow-runc accepts it, unsafely",
+            needed=False,
+        )
     return Check(
         name="docker engine",
-        ok=False,
-        detail=(
-            f"{url} reachable, runtimes {runtimes or 'unknown'}"
-            + ("" if gvisor else ", no gVisor runtime")
-            + "; the docker backend is not in this version"
-        ),
-        fix=None if gvisor else "install gVisor and register runsc as a runtime",
+        ok=True,
+        detail=f"{check.engine} at {url}, containers run under gVisor ({check.kernel.described})",
         needed=False,
     )
 

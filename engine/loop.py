@@ -62,6 +62,7 @@ from engine.verdict import Verdict
 from engine.verifier import Verifier
 from engine.workspace import Workspace, iteration_message
 from sandbox import FixloopError
+from sandbox.contract import describe
 
 
 @dataclass
@@ -127,7 +128,7 @@ class FixLoop:
                 task=self.config.task,
                 project=str(workspace.project),
                 model=self.config.model,
-                sandbox=self.deps.verifier.sandbox.name,
+                sandbox=describe(self.deps.verifier.sandbox),
                 max_iterations=self.config.max_iterations,
                 branch=workspace.branch,
                 baseline=workspace.baseline,

@@ -50,19 +50,39 @@ def resolve_model(settings: Settings) -> str:
 
 
 def resolve_sandbox(settings: Settings) -> BackendName:
+    """The backend a run uses. `auto`: the docker backend if an engine answers and its
+    containers run under gVisor, else the gvisor backend if runsc works here, else an
+    error saying what `doctor` would. Without an engine socket this costs nothing."""
     choice = settings.sandbox or "auto"
     if choice != "auto":
         return choice
+    docker_reason = engine_unusable(settings.docker_url)
+    if docker_reason is None:
+        return "docker"
     from sandbox.gvisor import check_can_run
 
     try:
         check_can_run()
     except SandboxUnavailable as exc:
         raise SandboxUnavailable(
-            f"no sandbox works here ({exc}); see `fixloop-tui doctor`, or choose "
-            "--sandbox unsafe-local to run model-written code unsandboxed (not recommended)"
+            f"no sandbox works here (gvisor: {exc}; docker: {docker_reason}); see "
+            "`fixloop-tui doctor`, or choose --sandbox unsafe-local to run model-written "
+            "code unsandboxed (not recommended)"
         ) from None
     return "gvisor"
+
+
+def engine_unusable(url: str | None) -> str | None:
+    """Why the docker backend cannot run jobs under gVisor at `url`; None if it can.
+    Checked once per engine and process (sandbox.docker caches what it saw)."""
+    from sandbox.engines import engine_url, socket_missing
+
+    url = engine_url(url)
+    if socket_missing(url):
+        return f"no engine socket at {url}"
+    from sandbox.docker import check_engine
+
+    return check_engine(url).error
 
 
 def make_client(model: str, settings: Settings) -> LiteLLMClient:
@@ -230,7 +250,13 @@ async def _execute(
     if sandbox is None:
         assert backend is not None
         # Two warm sandboxes: the one an iteration takes is replaced while the model thinks.
-        sandbox = open_sandbox(backend, pool_size=2 if backend == "gvisor" else 0)
+        sandbox = open_sandbox(
+            backend,
+            pool_size=0 if backend == "unsafe-local" else 2,
+            docker_url=settings.docker_url,
+            allow_runc=settings.allow_runc,
+            image=settings.image,
+        )
     verifier = Verifier(
         sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)
     )

@@ -4,7 +4,7 @@ Knows nothing of models, git or tests.
 """
 
 from sandbox.contract import BackendName, ExecRequest, ExecResult, Limits, Sandbox
-from sandbox.errors import FixloopError, SandboxError, SandboxUnavailable
+from sandbox.errors import FixloopError, RuncWarning, SandboxError, SandboxUnavailable
 
 __all__ = [
     "BackendName",
@@ -12,6 +12,7 @@ __all__ = [
     "ExecResult",
     "FixloopError",
     "Limits",
+    "RuncWarning",
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",
@@ -19,8 +20,20 @@ __all__ = [
 ]
 
 
-def open_sandbox(backend: BackendName, *, pool_size: int = 0) -> Sandbox:
-    """The backend by name. Raises SandboxUnavailable with the fix when it cannot work here."""
+def open_sandbox(
+    backend: BackendName,
+    *,
+    pool_size: int = 0,
+    docker_url: str | None = None,
+    allow_runc: bool | None = None,
+    image: str | None = None,
+) -> Sandbox:
+    """The backend by name. Raises SandboxUnavailable with the fix when it cannot work here.
+
+    `docker_url`, `allow_runc` and `image` are the docker backend's (default: its
+    environment variables, and the host's interpreter mounted; see sandbox.docker);
+    other backends ignore them.
+    """
     if backend == "gvisor":
         from sandbox.gvisor import GvisorSandbox
 
@@ -28,7 +41,9 @@ def open_sandbox(backend: BackendName, *, pool_size: int = 0) -> Sandbox:
     if backend == "docker":
         from sandbox.docker import DockerSandbox
 
-        return DockerSandbox(pool_size=pool_size)
+        return DockerSandbox(
+            pool_size=pool_size, url=docker_url, allow_runc=allow_runc, image=image
+        )
     if backend == "unsafe-local":
         from sandbox.local import UnsafeLocalSandbox
 

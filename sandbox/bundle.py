@@ -63,13 +63,16 @@ class Profile:
         )
 
 
-def profile_for(request: ExecRequest, *, pooled: bool) -> Profile:
+def profile_for(
+    request: ExecRequest, *, pooled: bool, interpreter: Interpreter | None = None
+) -> Profile:
     """The profile a request needs. Only a pooled sandbox for a Python job warms up pytest
-    before READY: without a pool the job is already waiting, and ruff or mypy gain nothing."""
+    before READY: without a pool the job is already waiting, and ruff or mypy gain nothing.
+    `interpreter`: the one that runs the job, when not the request's (an image's own)."""
     command = os.path.basename(request.argv[0])
     python_job = command.startswith("python") or command == "pytest"
     return Profile.of(
-        probe(request.python or default_python()),
+        interpreter or probe(request.python or default_python()),
         request.limits,
         preload=pooled and python_job,
         mounts=request.mounts,

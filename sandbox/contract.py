@@ -116,3 +116,9 @@ class Sandbox(Protocol):
     async def run(self, request: ExecRequest) -> ExecResult: ...
 
     async def close(self) -> None: ...
+
+
+def describe(sandbox: Sandbox) -> str:
+    """The backend's name, plus what it runs on when the backend says (the docker
+    backend: which engine, and whether under gVisor). For the audit trail."""
+    return str(getattr(sandbox, "description", sandbox.name))

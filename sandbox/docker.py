@@ -4,8 +4,8 @@ Each job gets a fresh container whose first process is the zygote
 (`inside/zygote.py`), fed the job over the attach socket, exactly like the gvisor
 backend feeds it over runsc's stdin. Every container proves it runs under gVisor
 before it gets a job; a container on any other runtime is refused (unless
-FIXLOOP_ALLOW_RUNC=1, which warns on every run). Containers are always removed,
-even when the caller is cancelled.
+--allow-runc / FIXLOOP_ALLOW_RUNC=1, and then every job warns). Containers are
+always removed, even when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -47,39 +47,47 @@ from sandbox.bundle import (
     skeleton_root,
 )
 from sandbox.contract import ExecRequest, ExecResult, Limits
-from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.interpreter import default_python, probe
+from sandbox.engines import engine_url, socket_missing
+from sandbox.errors import RuncWarning, SandboxError, SandboxUnavailable
+from sandbox.interpreter import Interpreter, default_python, probe
 from sandbox.output import CHUNK, CappedStream
 from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
 
-DEFAULT_URL = "unix:///run/fixloop/podman.sock"
 IMAGE_REPOSITORY = "localhost/fixloop-sandbox"
+IMAGE_FORMAT = "2"  # bump when the image's content changes for the same mount points
+TMPFS_POINTS = frozenset({"/tmp", "/dev/shm", SANDBOX_WORKDIR})
 ID_PREFIX = "fixloop-"
 OWNER_LABEL = "fixloop.owner"
 READY = b"FIXLOOP-READY\n"
 START_TIMEOUT_S = 60.0
 DRAIN_GRACE_S = 2.0
 API_TIMEOUT_S = 60
+# An engine that does not answer a ping this fast is not one to run jobs on; a
+# missing socket fails at once without it.
+PING_TIMEOUT_S = 10
+# Understood by Docker since 20.10 and by Podman's compatible API since 3.0.
+API_VERSION = "1.41"
 BACKSTOP_MB = 64
 ALLOW_RUNC_VARIABLE = "FIXLOOP_ALLOW_RUNC"
 RUNC_WARNING = (
-    "the docker backend runs jobs in a container that is NOT under gVisor "
-    f"({ALLOW_RUNC_VARIABLE}=1): model-written code shares the host kernel"
+    "the docker backend runs this job in a container that is NOT under gVisor "
+    "(--allow-runc): model-written code shares the host kernel"
 )
 
 # Runs first in every container: reports the kernel, then becomes the job runner.
 INIT_SCRIPT = f"{SANDBOX_LIB}/docker_init.sh"
+# Per process, by engine URL: what each engine is, and the kernel report of those
+# whose containers were seen to run under gVisor.
+_ENGINES: dict[str, str] = {}
+_VERIFIED: dict[str, KernelReport] = {}
+
 # gVisor's sentry reports this fixed build line for its emulated kernel.
 GVISOR_BANNER = re.compile(r"^Linux version \S+ #1 SMP Sun Jan 10 15:06:54 PST 2016$")
 
 
 class EngineRefused(SandboxError):
     """The engine would not create or start a container (often transient)."""
-
-
-class RuncWarning(UserWarning):
-    """A docker-backend job ran outside gVisor because the user allowed it."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,12 @@ class KernelReport:
         # A host kernel's overlay root names host paths (lowerdir=); gVisor's never does.
         return bool(GVISOR_BANNER.match(self.version)) and "lowerdir=" not in self.root
 
+    @property
+    def described(self) -> str:
+        return (
+            f"kernel {self.version or 'unknown'!r}, root {self.root.split(' ')[0] or 'unknown'!r}"
+        )
+
     @classmethod
     def parse(cls, text: str) -> KernelReport:
         version = root = ""
@@ -106,46 +120,55 @@ class KernelReport:
 
 
 def runc_allowed() -> bool:
-    return os.environ.get(ALLOW_RUNC_VARIABLE) == "1"
+    """FIXLOOP_ALLOW_RUNC=1 (the command line's --allow-runc is passed explicitly)."""
+    return os.environ.get(ALLOW_RUNC_VARIABLE, "").lower() in ("1", "true", "yes", "on")
 
 
-def require_gvisor(report: KernelReport, engine: str) -> None:
-    """Refuse a container that is not under gVisor, unless the user allowed it."""
+def require_gvisor(report: KernelReport, engine: str, *, allow_runc: bool | None = None) -> bool:
+    """Whether the container runs under gVisor; refuses it if not, unless runc is allowed.
+
+    Warns nothing itself: the backend warns once per job that runs outside gVisor.
+    """
     if report.gvisor:
-        return
-    if runc_allowed():
-        warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
-        return
+        return True
+    if runc_allowed() if allow_runc is None else allow_runc:
+        return False
     raise SandboxUnavailable(
         f"the container engine at {engine} does not run containers under gVisor "
-        f"(the container saw kernel {report.version or 'unknown'!r}, root "
-        f"{report.root.split(' ')[0] or 'unknown'!r}); make runsc the engine's default "
+        f"(the container saw {report.described}); make runsc the engine's default "
         "runtime (see README, 'Docker backend'), or use --sandbox gvisor"
     )
 
 
-def engine_url() -> str:
-    """FIXLOOP_DOCKER_URL, else DOCKER_HOST, else fixloop's own Podman socket."""
-    return os.environ.get("FIXLOOP_DOCKER_URL") or os.environ.get("DOCKER_HOST") or DEFAULT_URL
-
-
 def connect(url: str | None = None) -> docker.DockerClient:
     """A client for a reachable engine, or SandboxUnavailable saying what to start."""
-    url = url or engine_url()
+    url = engine_url(url)
     try:
-        client = docker.DockerClient(base_url=url, timeout=API_TIMEOUT_S)
+        if socket_missing(url):
+            raise FileNotFoundError(f"no socket {url.split('://', 1)[1]}")
+        # A fixed API version: asking the engine costs a /version call, which Podman
+        # answers slowly (it runs its conmon and runtime to report their versions).
+        client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=PING_TIMEOUT_S)
         client.ping()
     except Exception as exc:  # docker-py raises many unrelated types
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         raise SandboxUnavailable(
             f"no Docker-compatible engine answers at {url} ({first}); start one with "
-            "`bash .ci/podman-service.sh` (Podman with runsc), or set FIXLOOP_DOCKER_URL"
+            "`bash .ci/podman-service.sh` (Podman with runsc), or name it with "
+            "--docker-url / FIXLOOP_DOCKER_URL"
         ) from exc
+    client.api.timeout = API_TIMEOUT_S
     return client
 
 
-def engine_version(client: docker.DockerClient) -> str:
-    """E.g. 'Podman Engine 4.3.1' or 'Docker Engine - Community 24.0.7'."""
+def engine_version(client: docker.DockerClient, url: str) -> str:
+    """E.g. 'Podman Engine 4.3.1' or 'Docker Engine - Community 24.0.7' (asked once per URL)."""
+    if url not in _ENGINES:
+        _ENGINES[url] = _ask_version(client)
+    return _ENGINES[url]
+
+
+def _ask_version(client: docker.DockerClient) -> str:
     try:
         version: dict[str, Any] = client.version()
     except Exception:  # only for display
@@ -168,13 +191,21 @@ def build_image(client: docker.DockerClient, points: list[str]) -> str:
     from sandbox.gvisor import runtime_dir
 
     root = skeleton_root(runtime_dir(), points)
-    tag = f"{IMAGE_REPOSITORY}:{root.name.removeprefix('rootfs-')}"
+    tag = f"{IMAGE_REPOSITORY}:{root.name.removeprefix('rootfs-')}-{IMAGE_FORMAT}"
     with contextlib.suppress(docker.errors.ImageNotFound):
         client.images.get(tag)
         return tag
+
+    def writable_points(entry: tarfile.TarInfo) -> tarfile.TarInfo:
+        # Podman copies a tmpfs's mode from the directory beneath it (tmpcopyup), over
+        # the mode=1777 asked for; runsc does not, other runtimes do.
+        if entry.isdir() and "/" + entry.name.removeprefix("./") in TMPFS_POINTS:
+            entry.mode = 0o1777
+        return entry
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(str(root), arcname=".")
+        archive.add(str(root), arcname=".", filter=writable_points)
     try:
         answer = client.api.import_image_from_data(buffer.getvalue())
         image_id = _imported_id(answer)
@@ -222,10 +253,23 @@ class Multiplexed:
 class Container:
     """One gVisor container, started with the zygote waiting for its single job."""
 
-    def __init__(self, client: docker.DockerClient, image: str, profile: Profile) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        image: str,
+        profile: Profile,
+        *,
+        url: str,
+        allow_runc: bool = False,
+        own_python: bool = False,
+    ) -> None:
         self.client = client
+        self.url = url
+        # True: the image carries the interpreter (sandbox build-image); mount none of the host's.
+        self.own_python = own_python
         self.image = image
         self.profile = profile
+        self.allow_runc = allow_runc
         self.name = f"{ID_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         self.id: str | None = None
         self.cgroup = cgroups.SandboxCgroup(
@@ -245,7 +289,8 @@ class Container:
         profile = self.profile
         interpreter = profile.interpreter
         # "source:destination:ro" (the dict form cannot mount one source twice).
-        binds = [f"{path}:{path}:ro" for path in ["/usr", *(str(p) for p in interpreter.mounts)]]
+        host = [] if self.own_python else ["/usr", *(str(p) for p in interpreter.mounts)]
+        binds = [f"{path}:{path}:ro" for path in host]
         binds.append(f"{INSIDE_DIR}:{SANDBOX_LIB}:ro")
         binds += [f"{source}:{destination}:ro" for destination, source in profile.mounts]
         tmpfs = {
@@ -290,9 +335,13 @@ class Container:
             f"{SANDBOX_LIB}/zygote.py",
             *([] if profile.preload else ["--no-preload"]),
         ]
+        # Exactly the environment the gvisor backend's zygote gets: the engine adds its own
+        # variables (container=podman, HOSTNAME ...), and a warm-up that read a variable
+        # the job then lacks could not be used (the zygote would start a fresh interpreter).
+        environment = [f"{k}={v}" for k, v in base_environment(interpreter).items()]
         return {
             "image": self.image,
-            "command": ["/bin/sh", INIT_SCRIPT, *zygote],
+            "command": ["/bin/sh", INIT_SCRIPT, "/usr/bin/env", "-i", *environment, *zygote],
             "name": self.name,
             "user": f"{NOBODY}:{NOBODY}",
             "working_dir": SANDBOX_WORKDIR,
@@ -318,7 +367,8 @@ class Container:
             await asyncio.to_thread(self.client.api.start, self.id)
             said = await asyncio.wait_for(self._until_ready(), START_TIMEOUT_S)
             self.kernel = KernelReport.parse(said)
-            require_gvisor(self.kernel, self.client.api.base_url)
+            # Per container, not only at start-up: the engine's runtime can change under us.
+            require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
         except TimeoutError:
             await self.destroy()
             raise SandboxError(
@@ -369,8 +419,6 @@ class Container:
         """Hand the job to the zygote and wait for it, killing it at the timeout."""
         if self._frames is None or self._writer is None or self.id is None:
             raise SandboxError("internal: execute() on a container that was not started")
-        if not self.kernel.gvisor:
-            warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
         limits = request.limits
         header = {
             "argv": request.argv,
@@ -533,53 +581,56 @@ class DockerSandbox:
     """The Sandbox protocol over a Docker-compatible engine whose runtime is gVisor.
 
     `pool_size` > 0 keeps containers warm per profile. Construction checks that
-    the engine answers and that its containers really run under gVisor.
+    the engine answers and that its containers really run under gVisor (once per
+    engine and process); every container checks again before it gets a job.
+    `allow_runc` (default: FIXLOOP_ALLOW_RUNC) accepts a non-gVisor engine; every
+    job that then runs outside gVisor warns (RuncWarning). `image` (default:
+    FIXLOOP_IMAGE) is one from `sandbox build-image`, whose own interpreter runs
+    the jobs; without one the host's interpreter is mounted into a skeleton image.
     """
 
     name: Literal["docker"] = "docker"
 
-    def __init__(self, *, pool_size: int = 0, url: str | None = None) -> None:
-        self.url = url or engine_url()
+    def __init__(
+        self,
+        *,
+        pool_size: int = 0,
+        url: str | None = None,
+        allow_runc: bool | None = None,
+        image: str | None = None,
+    ) -> None:
+        self.url = engine_url(url)
+        self.allow_runc = runc_allowed() if allow_runc is None else allow_runc
         self.client = connect(self.url)
-        self.engine = engine_version(self.client)
+        self.engine = engine_version(self.client, self.url)
         self._images: dict[tuple[str, ...], str] = {}
+        # An image from `sandbox build-image` and the interpreter in it; None: the host's.
+        self.own_image: tuple[str, Interpreter] | None = None
+        image = image or os.environ.get("FIXLOOP_IMAGE") or None
+        if image is not None:
+            from sandbox.image import image_interpreter
+
+            self.own_image = (image, image_interpreter(self.client, image))
         self.pool: WarmPool[Profile, Container] = WarmPool(
             size=pool_size, start=self._start, discard=self._discard
         )
         reap_stale(self.client)
-        self.kernel = self._verify_gvisor()
+        verified = _VERIFIED.get(self.url)
+        self.kernel = verified or report_kernel(self.client, self.url, self.own_image)
+        self.gvisor = require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
+        if self.gvisor:
+            _VERIFIED[self.url] = self.kernel
 
-    def _verify_gvisor(self) -> KernelReport:
-        """Start one container that only reports its kernel: refuse the engine if not gVisor."""
-        interpreter = probe(default_python())
-        profile = Profile.of(interpreter, Limits(timeout_s=30, memory_mb=256))
-        image = self.image(profile)
-        container = Container(self.client, image, profile)
-        config = container._config()
-        config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
-        config["stdin_open"] = False
-        config["host_config"]["CgroupParent"] = None
-        config["host_config"]["LogConfig"] = {"Type": "k8s-file", "Config": {}}
-        try:
-            created = self.client.api.create_container(**config)
-            container.id = str(created["Id"])
-            self.client.api.start(container.id)
-            self.client.api.wait(container.id, timeout=START_TIMEOUT_S)
-            said = self.client.api.logs(container.id, stdout=True, stderr=True).decode(
-                errors="replace"
-            )
-        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-            raise SandboxUnavailable(
-                f"the container engine at {self.url} cannot run the sandbox image: "
-                f"{getattr(exc, 'explanation', None) or exc}; see README, 'Docker backend'"
-            ) from exc
-        finally:
-            remove_container(self.client, container.id or container.name)
-        report = KernelReport.parse(said)
-        require_gvisor(report, self.url)
-        return report
+    @property
+    def description(self) -> str:
+        """Which engine, and whether under gVisor: for the audit trail and the header."""
+        isolation = "gVisor" if self.gvisor else "NOT gVisor (--allow-runc)"
+        image = f", image {self.own_image[0]}" if self.own_image else ""
+        return f"docker ({self.engine}, {isolation}{image})"
 
     def image(self, profile: Profile) -> str:
+        if self.own_image is not None:
+            return self.own_image[0]
         points = tuple(sorted(mount_points(profile)))
         if points not in self._images:
             self._images[points] = build_image(self.client, list(points))
@@ -588,19 +639,31 @@ class DockerSandbox:
     async def _start(self, profile: Profile) -> Container:
         image = await asyncio.to_thread(self.image, profile)
         try:
-            return await Container(self.client, image, profile).start()
+            return await self._container(image, profile).start()
         except EngineRefused:
-            # Podman's storage sometimes still holds the last container's mount
-            # ("device or resource busy"); a second container gets a fresh one.
+            # An engine may refuse a container transiently (Podman with overlay storage:
+            # "device or resource busy" on the last container's mount); try once more.
             await asyncio.sleep(0.5)
-            return await Container(self.client, image, profile).start()
+            return await self._container(image, profile).start()
+
+    def _container(self, image: str, profile: Profile) -> Container:
+        return Container(
+            self.client,
+            image,
+            profile,
+            url=self.url,
+            allow_runc=self.allow_runc,
+            own_python=self.own_image is not None,
+        )
 
     @staticmethod
     async def _discard(container: Container) -> None:
         await container.destroy()
 
     def profile(self, request: ExecRequest) -> Profile:
-        return profile_for(request, pooled=self.pool.size > 0)
+        """With an image of its own, its interpreter runs the job (not `request.python`)."""
+        interpreter = self.own_image[1] if self.own_image else None
+        return profile_for(request, pooled=self.pool.size > 0, interpreter=interpreter)
 
     async def warm(self, request: ExecRequest) -> None:
         """Start pooled containers for requests like this one, before they arrive."""
@@ -615,6 +678,8 @@ class DockerSandbox:
             )
         container = await self.pool.take(profile)
         try:
+            if not container.kernel.gvisor:
+                warnings.warn(RUNC_WARNING, RuncWarning, stacklevel=2)
             return await container.execute(request, payload)
         finally:
             await container.destroy()
@@ -655,15 +720,78 @@ def reap_stale(client: docker.DockerClient) -> list[str]:
     return reaped
 
 
-def docker_available(url: str | None = None) -> str | None:
-    """None if the docker backend works here (engine reachable, gVisor verified), else why not.
+def report_kernel(
+    client: docker.DockerClient, url: str, own: tuple[str, Interpreter] | None = None
+) -> KernelReport:
+    """Start one container that only reports its kernel, and return what it said.
 
-    For `--sandbox auto`: docker when this returns None, else the gvisor backend.
-    Costs one short container (about a second).
+    `own`: (tag, interpreter) of an image built by `sandbox build-image`; default
+    the skeleton image with the host's interpreter mounted.
     """
+    interpreter = own[1] if own else probe(default_python())
+    profile = Profile.of(interpreter, Limits(timeout_s=30, memory_mb=256))
+    image = own[0] if own else build_image(client, mount_points(profile))
+    container = Container(client, image, profile, url=url, own_python=own is not None)
+    config = container._config()
+    config["command"] = ["/bin/sh", INIT_SCRIPT, "true"]
+    config["stdin_open"] = False
+    config["host_config"]["CgroupParent"] = None
+    # json-file: Docker's default log driver, and an alias of k8s-file in Podman.
+    config["host_config"]["LogConfig"] = {"Type": "json-file", "Config": {}}
     try:
-        backend = DockerSandbox(url=url)
-    except SandboxError as exc:
-        return str(exc)
-    backend.client.close()
-    return None
+        created = client.api.create_container(**config)
+        container.id = str(created["Id"])
+        client.api.start(container.id)
+        client.api.wait(container.id, timeout=START_TIMEOUT_S)
+        said = client.api.logs(container.id, stdout=True, stderr=True).decode(errors="replace")
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        raise SandboxUnavailable(
+            f"the container engine at {url} cannot run the sandbox image: "
+            f"{getattr(exc, 'explanation', None) or exc}; see README, 'Docker backend'"
+        ) from exc
+    finally:
+        remove_container(client, container.id or container.name)
+    return KernelReport.parse(said)
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """What `--sandbox auto` and `doctor` need to know about the engine at `url`."""
+
+    url: str
+    engine: str | None = None  # None: nothing answers there
+    kernel: KernelReport | None = None  # None: no container ran
+    error: str | None = None  # why the docker backend cannot use it; None if it can
+
+    @property
+    def gvisor(self) -> bool:
+        return self.kernel is not None and self.kernel.gvisor
+
+
+def check_engine(url: str | None = None) -> EngineCheck:
+    """Is there an engine at `url` (default: the one fixloop would use), and is it gVisor?
+
+    Costs nothing without an engine socket, a ping otherwise, and one short
+    container (about a second) the first time per engine and process.
+    """
+    url = engine_url(url)
+    if url in _VERIFIED and url in _ENGINES:
+        return EngineCheck(url=url, engine=_ENGINES[url], kernel=_VERIFIED[url])
+    try:
+        client = connect(url)
+    except SandboxUnavailable as exc:
+        return EngineCheck(url=url, error=str(exc))
+    try:
+        engine = engine_version(client, url)
+        try:
+            kernel = _VERIFIED.get(url) or report_kernel(client, url)
+        except SandboxError as exc:
+            return EngineCheck(url=url, engine=engine, error=str(exc))
+        try:
+            require_gvisor(kernel, url, allow_runc=False)
+        except SandboxUnavailable as exc:
+            return EngineCheck(url=url, engine=engine, kernel=kernel, error=str(exc))
+        _VERIFIED[url] = kernel
+        return EngineCheck(url=url, engine=engine, kernel=kernel)
+    finally:
+        client.close()

@@ -15,3 +15,7 @@ class SandboxError(FixloopError):
 
 class SandboxUnavailable(SandboxError):
     """The requested backend cannot work on this machine (missing runsc, not root, ...)."""
+
+
+class RuncWarning(UserWarning):
+    """A job ran in a container that is not under gVisor, because the user allowed it."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from sandbox.errors import SandboxUnavailable
 from sandbox.gvisor import GvisorSandbox, check_can_run
 from tests.model_server import model_server  # noqa: F401 - the scripted model server fixture
+
+if TYPE_CHECKING:
+    from sandbox.docker import DockerSandbox
 
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
@@ -26,17 +30,14 @@ def sandbox_unavailable(why: str) -> None:
     """Fail under FIXLOOP_REQUIRE_SANDBOX=1 (CI), skip elsewhere."""
     if REQUIRE_SANDBOX:
         pytest.fail(f"FIXLOOP_REQUIRE_SANDBOX=1 but the sandbox is unavailable: {why}")
-    pytest.skip(reason=f"gVisor sandbox unavailable here: {why}")
+    pytest.skip(reason=f"sandbox unavailable here: {why}")
 
 
 @pytest.fixture
 async def gvisor() -> AsyncIterator[GvisorSandbox]:
     """A cold gvisor backend (every job starts its own sandbox)."""
-    try:
-        backend = GvisorSandbox()
-    except SandboxUnavailable as exc:
-        sandbox_unavailable(str(exc))
-        raise  # unreachable: fail/skip raise
+    backend = open_backend("gvisor", pool_size=0)
+    assert isinstance(backend, GvisorSandbox)
     try:
         yield backend
     finally:
@@ -46,11 +47,50 @@ async def gvisor() -> AsyncIterator[GvisorSandbox]:
 @pytest.fixture
 async def gvisor_pool() -> AsyncIterator[GvisorSandbox]:
     """A gvisor backend with a warm pool of two sandboxes per profile."""
+    backend = open_backend("gvisor", pool_size=2)
+    assert isinstance(backend, GvisorSandbox)
     try:
-        backend = GvisorSandbox(pool_size=2)
+        yield backend
+    finally:
+        await backend.close()
+
+
+# Both backends that isolate with gVisor; the hostile suite runs against each.
+ISOLATING_BACKENDS = ("gvisor", "docker")
+
+
+def open_backend(name: str, *, pool_size: int) -> GvisorSandbox | DockerSandbox:
+    """The named gVisor backend, or fail (CI) / skip (elsewhere) saying why it is missing.
+
+    The docker backend is opened with runc refused, whatever the environment says.
+    """
+    try:
+        if name == "gvisor":
+            return GvisorSandbox(pool_size=pool_size)
+        from sandbox.docker import DockerSandbox
+
+        return DockerSandbox(pool_size=pool_size, allow_runc=False)
     except SandboxUnavailable as exc:
-        sandbox_unavailable(str(exc))
-        raise
+        sandbox_unavailable(f"{name} backend: {exc}")
+        raise  # unreachable: fail/skip raise
+
+
+@pytest.fixture(params=ISOLATING_BACKENDS)
+async def isolating(request: pytest.FixtureRequest) -> AsyncIterator[GvisorSandbox | DockerSandbox]:
+    """Each gVisor backend in turn, cold (every job starts its own sandbox)."""
+    backend = open_backend(request.param, pool_size=0)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+@pytest.fixture(params=ISOLATING_BACKENDS)
+async def isolating_pool(
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[GvisorSandbox | DockerSandbox]:
+    """Each gVisor backend in turn, with a warm pool of two sandboxes per profile."""
+    backend = open_backend(request.param, pool_size=2)
     try:
         yield backend
     finally:

@@ -68,6 +68,12 @@ THEME_LABELS = {
 }
 
 
+def sandbox_label(settings: Settings) -> str:
+    """The header's sandbox: the choice, and a standing reminder when runc is allowed."""
+    label = settings.sandbox or "auto"
+    return f"{label}, runc allowed (not gVisor!)" if settings.allow_runc else label
+
+
 class FixloopApp(App[int]):
     """One run of the repair loop, watched and steered by a person."""
 
@@ -133,7 +139,7 @@ class FixloopApp(App[int]):
         self.main = MainScreen(
             project=str(project),
             model=settings.model or "default model",
-            sandbox=settings.sandbox or "auto",
+            sandbox=sandbox_label(settings),
             mode=self.mode,
         )
         self.outcome: RunOutcome | None = None
@@ -180,7 +186,7 @@ class FixloopApp(App[int]):
             watching = WatchScreen(
                 self.project,
                 model=self.settings.model or "default model",
-                sandbox=self.settings.sandbox or "auto",
+                sandbox=sandbox_label(self.settings),
                 mode=self.mode,
             )
             self.push_screen(watching, self.begin)
@@ -189,7 +195,7 @@ class FixloopApp(App[int]):
             screen = TaskScreen(
                 project=str(self.project),
                 model=self.settings.model or "default model",
-                sandbox=self.settings.sandbox or "auto",
+                sandbox=sandbox_label(self.settings),
                 mode=self.mode,
             )
             self.push_screen(screen, self.begin)

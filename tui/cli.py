@@ -13,13 +13,15 @@ import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TextIO
 
-from sandbox import ExecRequest, FixloopError, Limits, open_sandbox
+from sandbox import ExecRequest, FixloopError, Limits, RuncWarning, open_sandbox
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6
 EXIT_TIMEOUT = 124
 EXIT_OOM = 137
+DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
 
 
 def _version() -> str:
@@ -30,6 +32,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tui.headless import add_docker_arguments, add_run_arguments
+
     parser = argparse.ArgumentParser(
         prog="fixloop-tui",
         description="A sandboxed, audited code -> test -> distill -> repair loop.",
@@ -49,7 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run CMD in a fresh sandbox over a copy of DIR and print its output. "
         "Exit status: the command's own; 124 on timeout; 137 when killed for memory.",
     )
-    run.add_argument("--backend", "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor")
+    run.add_argument(
+        "--backend", "--sandbox", choices=["gvisor", "docker", "unsafe-local"], default="gvisor"
+    )
+    add_docker_arguments(run)
+    run.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     run.add_argument(
         "--workdir",
         type=Path,
@@ -73,6 +81,55 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
+    build = sandbox_commands.add_parser(
+        "build-image",
+        help="build the docker backend's image: Python, pytest, ruff, mypy, fixloop's plugin",
+        description="Build a self-contained image for the docker backend (use it with --image). "
+        "--from-host needs no registry and no network: a minimal root made of this machine's "
+        "interpreter and the packages installed in its environment. Otherwise the image is "
+        "built FROM a base image; pip installs the wheels here and the build copies them in. "
+        "Project dependencies: --package/--all-packages copy what --python's environment has "
+        "installed (from-host); --requirements pip-installs a requirements file (base).",
+    )
+    source = build.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from-host", action="store_true", help="no registry: made of this machine's interpreter"
+    )
+    source.add_argument(
+        "--base", metavar="IMAGE", help="a base image with python3 (default: python:X.Y-slim)"
+    )
+    build.add_argument(
+        "--python",
+        type=Path,
+        metavar="PATH",
+        help="the interpreter: from-host, the one packed (default: the current directory's "
+        ".venv, else fixloop's); base, its X.Y picks python:X.Y-slim",
+    )
+    build.add_argument(
+        "--package",
+        dest="packages",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also NAME and its dependencies (repeatable; from-host: as installed in --python)",
+    )
+    build.add_argument(
+        "--all-packages",
+        action="store_true",
+        help="from-host: everything installed in --python's environment (a project's venv)",
+    )
+    build.add_argument(
+        "--requirements",
+        "-r",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="base: pip-install FILE too (repeatable)",
+    )
+    build.add_argument("--tag", default=DEFAULT_IMAGE_TAG, help=f"default {DEFAULT_IMAGE_TAG}")
+    add_docker_arguments(build)
+
     verify = commands.add_parser(
         "verify",
         help="run the verifier stages once and print the verdict and the repair packet",
@@ -86,8 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--type-cmd", metavar="CMD", help="e.g. 'mypy .'")
     verify.add_argument("--format-cmd", metavar="CMD", help="e.g. 'ruff format --check .'")
     verify.add_argument(
-        "--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor", help="default gvisor"
+        "--sandbox",
+        choices=["gvisor", "docker", "unsafe-local"],
+        default="gvisor",
+        help="default gvisor",
     )
+    add_docker_arguments(verify)
+    verify.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     verify.add_argument(
         "--python", type=Path, metavar="PATH", help="interpreter whose environment runs the stages"
     )
@@ -103,8 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
         "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage, 3 env_failure, "
         "4 suspicious_pass, 5 budget_exceeded, 6 infrastructure, 130 aborted.",
     )
-    from tui.headless import add_run_arguments
-
     add_run_arguments(run_command)
 
     watch = commands.add_parser(
@@ -180,11 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "run")
     args = parser.parse_args(argv)
+    show_runc_warnings()
     try:
         if args.command == "doctor":
             return _doctor(args)
         if args.command == "sandbox" and args.sandbox_command == "run":
             return _sandbox_run(args, parser)
+        if args.command == "sandbox" and args.sandbox_command == "build-image":
+            from tui.build_image import build_image_command
+
+            return build_image_command(args, parser)
         if args.command == "run":
             if not args.headless:
                 from tui.app import run_app
@@ -229,6 +294,27 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def show_runc_warnings() -> None:
+    """Every job that runs outside gVisor (--allow-runc) says so on stderr, each time."""
+    warnings.simplefilter("always", RuncWarning)
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, RuncWarning):
+            print(f"fixloop-tui: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     cmd = list(args.cmd)
     if cmd[:1] == ["--"]:
@@ -254,14 +340,19 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     )
 
     async def go() -> object:
-        backend = open_sandbox(args.backend)
+        backend = open_sandbox(
+            args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
+        )
         try:
             return await backend.run(request)
         finally:
             await backend.close()
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+        from sandbox.local import UnsafeLocalWarning
+
+        # The unsafe-local warning was printed above; a runc warning is printed per job.
+        warnings.simplefilter("ignore", UnsafeLocalWarning)
         result = asyncio.run(go())
     from sandbox import ExecResult
 

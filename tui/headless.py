@@ -58,6 +58,8 @@ RUN_FLAGS = (
     "max_tokens",
     "wall_clock",
     "sandbox",
+    "docker_url",
+    "allow_runc",
     "image",
     "python",
     "approve",
@@ -92,8 +94,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-cost", type=float, help="USD")
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--wall-clock", type=float, help="seconds for the whole run")
-    parser.add_argument("--sandbox", choices=["auto", "gvisor", "docker", "unsafe-local"])
-    parser.add_argument("--image", help="container image (docker backend)")
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "gvisor", "docker", "unsafe-local"],
+        help="auto (default): docker if an engine runs gVisor, else gvisor",
+    )
+    add_docker_arguments(parser)
+    parser.add_argument(
+        "--image",
+        help="the docker backend's image, from `sandbox build-image` (default: the host's "
+        "interpreter mounted into a skeleton image)",
+    )
     parser.add_argument("--python", type=Path, help="interpreter whose environment runs tests")
     parser.add_argument("--approve", choices=["step", "auto"])
     parser.add_argument(
@@ -111,6 +122,22 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true", help="no screen: for CI and scripts")
     parser.add_argument("--json", action="store_true", help="print one JSON object (headless)")
     parser.add_argument("--theme")
+
+
+def add_docker_arguments(parser: argparse.ArgumentParser) -> None:
+    """The docker backend's flags, shared by `run`, `watch`, `verify` and `sandbox run`."""
+    parser.add_argument(
+        "--docker-url",
+        metavar="URL",
+        help="the Docker-compatible engine (default: FIXLOOP_DOCKER_URL, DOCKER_HOST, "
+        "else the first of fixloop's Podman socket, /var/run/docker.sock, /run/podman/podman.sock)",
+    )
+    parser.add_argument(
+        "--allow-runc",
+        action="store_const",
+        const=True,
+        help="let the docker backend run jobs in containers NOT under gVisor (warns every run)",
+    )
 
 
 class ProgressPrinter:

@@ -56,7 +56,9 @@ def verify_command(args: argparse.Namespace) -> int:
         print("fixloop-tui: warning: unsafe-local runs the stages unsandboxed", file=sys.stderr)
 
     async def go() -> Verification:
-        backend = open_sandbox(args.sandbox)
+        backend = open_sandbox(
+            args.sandbox, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
+        )
         verifier = Verifier(
             backend, stages, python=python, limits=Limits(timeout_s=args.exec_timeout)
         )
@@ -68,7 +70,10 @@ def verify_command(args: argparse.Namespace) -> int:
             await backend.close()
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+        from sandbox.local import UnsafeLocalWarning
+
+        # The unsafe-local warning was printed above; a runc warning is printed per job.
+        warnings.simplefilter("ignore", UnsafeLocalWarning)
         result = asyncio.run(go())
     if args.json:
         print(json.dumps(as_json(result)))

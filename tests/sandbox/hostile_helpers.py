@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import cgroups
+from sandbox import cgroups, docker
 from sandbox.contract import ExecRequest, Limits
-from sandbox.gvisor import ID_PREFIX, list_containers, runtime_dir
+from sandbox.docker import DockerSandbox
+from sandbox.gvisor import ID_PREFIX, GvisorSandbox, list_containers, runtime_dir
 
 # Every container, cgroup and bundle this test process creates starts with this.
 OURS = f"{ID_PREFIX}{os.getpid()}-"
@@ -46,11 +47,22 @@ class Leftovers:
         return not (self.containers or self.cgroups or self.bundles or self.processes)
 
 
-def leftovers(runsc: str) -> Leftovers:
-    """What of this process's sandboxes exists on the host right now."""
+def containers(backend: GvisorSandbox | DockerSandbox) -> list[str]:
+    """The backend's containers that exist right now: runsc's, or the engine's."""
+    if isinstance(backend, GvisorSandbox):
+        return list_containers(backend.runsc)
+    return docker.list_containers(backend.client)
+
+
+def leftovers(backend: GvisorSandbox | DockerSandbox) -> Leftovers:
+    """What of this process's sandboxes exists on the host right now.
+
+    Processes are found by the cgroup they run in, which the engine's (conmon,
+    runsc's gofer and sandbox, the guest's stubs) share with the gvisor backend's.
+    """
     bundles = runtime_dir() / "bundles"
     return Leftovers(
-        containers=[name for name in list_containers(runsc) if name.startswith(OURS)],
+        containers=[name for name in containers(backend) if name.startswith(OURS)],
         cgroups=[str(p) for p in cgroups.leftovers() if p.name.startswith(OURS)],
         bundles=sorted(p.name for p in bundles.iterdir() if p.name.startswith(OURS))
         if bundles.is_dir()
@@ -59,17 +71,17 @@ def leftovers(runsc: str) -> Leftovers:
     )
 
 
-async def assert_host_clean(runsc: str) -> None:
+async def assert_host_clean(backend: GvisorSandbox | DockerSandbox) -> None:
     """No container, cgroup, bundle or host process of this process's sandboxes is left.
 
     Containers, cgroups and bundles must be gone when `run` returns; killed host
     processes get a moment to be reaped by the kernel.
     """
-    found = await asyncio.to_thread(leftovers, runsc)
+    found = await asyncio.to_thread(leftovers, backend)
     deadline = time.monotonic() + 3
     while found.processes and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-        found = await asyncio.to_thread(leftovers, runsc)
+        found = await asyncio.to_thread(leftovers, backend)
     assert found.empty, f"sandbox leftovers on the host: {found}"
 
 

@@ -85,7 +85,8 @@ def make_app(
 ) -> FixloopApp:
     settings = load_settings(
         root,
-        {"model": "openai/scripted", "api_base": server.base_url, **flags},
+        # gvisor by name: with an engine running, auto would pick the docker backend.
+        {"model": "openai/scripted", "api_base": server.base_url, "sandbox": "gvisor", **flags},
         environ={},
         user_config=root / "no-user-config.toml",
     )

@@ -79,15 +79,25 @@ def ordinal(n: int) -> str:
 @dataclass
 class StallDetector:
     """The same normalised error signature twice in a row stalls the run, with one grace
-    iteration when the last edit touched different files than the one before it."""
+    iteration when the last edit touched different files than the one before it. So do
+    `idle_limit` answers in a row that change no file: the model is re-sending the code it
+    was shown, and asking again only spends the budget."""
 
     last_signature: str | None = None
     repeats: int = 1
     grace_used: bool = False
     touched_history: list[frozenset[str]] = field(default_factory=list)
+    idle_limit: int = 2
+    idle: int = 0
+
+    def unchanged(self) -> bool:
+        """Record one answer that changed no file; True when the run has stalled."""
+        self.idle += 1
+        return self.idle >= self.idle_limit
 
     def observe(self, signature: str, touched: Sequence[str]) -> bool:
         """Record one verification after an edit; True when the run has stalled."""
+        self.idle = 0
         files = frozenset(touched)
         previous = self.touched_history[-1] if self.touched_history else None
         self.touched_history.append(files)

@@ -169,6 +169,10 @@ class FixLoop:
             )
             if commit is None:
                 record.duration_s = time.monotonic() - started
+                if self.stall.unchanged():
+                    detail = f"{self.stall.idle} answers in a row changed no file"
+                    self.trip(n, "stalled", detail)
+                    return RunStatus.STALLED, detail
                 continue
             if self.spec is not None:
                 self.spec.committed(n, commit)

@@ -236,6 +236,35 @@ def test_the_same_failure_twice_is_stalled(
     assert_trail_agrees(result)
 
 
+def test_answers_that_change_no_file_twice_are_stalled(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    same = {
+        "path": "textstats/core.py",
+        "search": "WORD = re.compile",
+        "replace": "WORD = re.compile",
+    }
+    model_server.script(
+        reply(answer("the regex is fine", same)),
+        reply(answer("the regex is still fine", same)),
+        reply(answer("a third answer nobody should ask for", comment("unused"))),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 1, done.stderr
+    assert result["status"] == "stalled"
+    assert result["reason"] == "2 answers in a row changed no file"
+    assert model_server.count == 2
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your last answer changed no file" in second_prompt
+    assert [r["status"] for r in result["iterations"]] == ["no_change", "no_change"]
+    run = git.Repo(project)
+    assert run.commit(result["branch"]).hexsha == run.head.commit.hexsha  # nothing committed
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    tripped = [e for e in events if e.type == "GuardTripped"]
+    assert [(e.guard, e.n) for e in tripped] == [("stalled", 2)]
+    assert_trail_agrees(result)
+
+
 def divide_by(before: str, after: str) -> dict[str, str]:
     return {
         "path": "textstats/core.py",

@@ -78,7 +78,7 @@ PY
 # Our service, started with this script's storage, answering and reading its store.
 healthy() {
   [ -S "$SOCKET" ] && [ -f "$PIDFILE" ] &&
-    tr '\0' ' ' <"/proc/$(cat "$PIDFILE")/cmdline" 2>/dev/null | grep -qF -- "--root $STORAGE " &&
+    tr '\0' ' ' 2>/dev/null <"/proc/$(cat "$PIDFILE")/cmdline" | grep -qF -- "--root $STORAGE " &&
     answers /_ping 2 && answers /info 30
 }
 
@@ -86,7 +86,7 @@ stop_ours() {
   if [ -f "$PIDFILE" ]; then
     local pid
     pid=$(cat "$PIDFILE")
-    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "system service"; then
+    if [ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "system service"; then
       kill "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -9 "$pid" 2>/dev/null || true

@@ -146,3 +146,45 @@ class ProgressTracker:
             return False
         self.streak += 1
         return self.streak >= self.limit
+
+
+@dataclass(frozen=True)
+class Trip:
+    """A guard that ended the run: its name in the trail, the ending, and why."""
+
+    guard: str
+    status: RunStatus
+    detail: str
+
+
+class Guards:
+    """The stall and progress guards together, as the loop asks them after each answer."""
+
+    def __init__(self, no_progress_limit: int) -> None:
+        self.stall = StallDetector()
+        self.progress = ProgressTracker(limit=no_progress_limit)
+
+    def start(self, signature: str, passed: int | None) -> None:
+        """The run's first verification: what the model was asked to fix."""
+        self.stall.last_signature = signature
+        self.progress.start(passed)
+
+    def after_edit(self, signature: str, touched: Sequence[str], passed: int | None) -> Trip | None:
+        """A verification after a committed edit; a trip when the run should end."""
+        if self.stall.observe(signature, touched):
+            detail = f"the same error {self.stall.repeats} times in a row"
+            return Trip("stalled", RunStatus.STALLED, detail)
+        if self.progress.observe(passed):
+            detail = f"the passed-test count has not risen for {self.progress.limit} iterations"
+            return Trip("no_progress", RunStatus.NO_PROGRESS, detail)
+        return None
+
+    def after_no_change(self) -> Trip | None:
+        """An answer that changed no file; a trip when there were too many in a row."""
+        if self.stall.unchanged():
+            detail = f"{self.stall.idle} answers in a row changed no file"
+            return Trip("stalled", RunStatus.STALLED, detail)
+        return None
+
+    def repeat_note(self) -> str | None:
+        return self.stall.note()

@@ -27,11 +27,9 @@ from engine.events import (
     Committed,
     EditsApplied,
     EventSink,
-    GuardTripped,
     IterationStarted,
     ModelRequested,
     ModelResponded,
-    PacketReady,
     ProposalReady,
     ReviewRequested,
     ReviewResolved,
@@ -48,7 +46,8 @@ from engine.gate import (
     rejected_pass_note,
     split_test_edits,
 )
-from engine.guards import ProgressTracker, RunStatus, Spend, StallDetector
+from engine.guards import Guards, RunStatus, Spend, Trip
+from engine.journal import Journal
 from engine.model import Completion, Message, ModelClient
 from engine.outcome import IterationRecord as IterationRecord
 from engine.outcome import RunConfig as RunConfig
@@ -91,13 +90,13 @@ class FixLoop:
         self.deps = deps
         self.resume = resume
         self.spend = Spend()
-        self.stall = StallDetector()
-        self.progress = ProgressTracker(limit=config.no_progress_limit)
+        self.guards = Guards(config.no_progress_limit)
+        self.journal = Journal(deps.run_dir, deps.sinks)
         self.records: list[IterationRecord] = []
         self.baseline_collected: int | None = None
         self.rejected_pass: str | None = None
         self.spec = (
-            SpecMode(config.spec, config, deps.workspace, deps.run_dir, self.emit)
+            SpecMode(config.spec, config, deps.workspace, deps.run_dir, self.journal.emit)
             if config.spec is not None
             else None
         )
@@ -169,10 +168,8 @@ class FixLoop:
             )
             if commit is None:
                 record.duration_s = time.monotonic() - started
-                if self.stall.unchanged():
-                    detail = f"{self.stall.idle} answers in a row changed no file"
-                    self.trip(n, "stalled", detail)
-                    return RunStatus.STALLED, detail
+                if trip := self.guards.after_no_change():
+                    return self.tripped(n, trip)
                 continue
             if self.spec is not None:
                 self.spec.committed(n, commit)
@@ -206,8 +203,7 @@ class FixLoop:
             raise Ending(RunStatus.SUSPICIOUS_PASS, "; ".join(current.judgement.reasons))
         tests = current.judgement.tests
         self.baseline_collected = tests.collected if tests else None
-        self.progress.start(tests.passed if tests else None)
-        self.stall.last_signature = current.judgement.signature
+        self.guards.start(current.judgement.signature, tests.passed if tests else None)
         return current
 
     async def restore(self, state: ResumeState) -> tuple[Verification, int]:
@@ -217,11 +213,9 @@ class FixLoop:
             self.spec.restore(self.deps.run_dir.events())
         self.spend.tokens, self.spend.cost_usd = state.tokens, state.cost_usd
         self.baseline_collected = state.baseline_collected
-        self.progress.start(state.baseline_passed)
-        self.stall.last_signature = state.baseline_signature
+        self.guards.start(state.baseline_signature, state.baseline_passed)
         for seen in state.observations:
-            self.stall.observe(seen.signature, seen.touched)
-            self.progress.observe(seen.passed)
+            self.guards.after_edit(seen.signature, seen.touched, seen.passed)
         workspace = self.deps.workspace
         if state.pending_commit is not None:
             n, commit = state.pending_commit
@@ -259,12 +253,11 @@ class FixLoop:
 
     async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
         messages = self.prompt(current, notes)
-        directory = self.deps.run_dir.iteration(n)
-        self.deps.run_dir.write_json(f"{directory}/prompt.json", [m.model_dump() for m in messages])
+        self.journal.prompt(n, messages)
         prompt_tokens = sum(count_tokens(m.content, self.config.model) for m in messages)
         self.emit(ModelRequested(n=n, model=self.config.model, prompt_tokens=prompt_tokens))
         completion = await self.deps.model.complete(messages, on_text=self.deps.on_model_text)
-        self.deps.run_dir.write_text(f"{directory}/response.txt", completion.text)
+        self.journal.text(n, "response.txt", completion.text)
         usage = completion.usage
         self.spend.tokens += usage.prompt_tokens + usage.completion_tokens
         self.spend.cost_usd += usage.cost_usd
@@ -322,9 +315,8 @@ class FixLoop:
         else:
             allowed = self.config.allow_test_edits or review.allow_test_edits
             kept, held_back = apply_pinning(proposal, split, allowed=allowed)
-        self.deps.run_dir.write_json(
-            f"{self.deps.run_dir.iteration(n)}/edits.json",
-            {"proposal": proposal.model_dump(), "held_back": held_back},
+        self.journal.json(
+            n, "edits.json", {"proposal": proposal.model_dump(), "held_back": held_back}
         )
         return kept, held_back
 
@@ -381,7 +373,7 @@ class FixLoop:
         record.commit = commit
         self.emit(Committed(n=n, sha=commit, message=message))
         diff = workspace.diff(commit)
-        self.deps.run_dir.write_text(f"{self.deps.run_dir.iteration(n)}/patch.diff", diff)
+        self.journal.text(n, "patch.diff", diff)
         return applied.files, commit, diff
 
     async def verify_after_edit(
@@ -411,8 +403,7 @@ class FixLoop:
         if verdict is Verdict.OK:
             return RunStatus.OK, f"verified green on iteration {n}"
         if verdict is Verdict.ENV_FAILURE:
-            self.trip(n, "env_failure", _env_reason(current))
-            return RunStatus.ENV_FAILURE, _env_reason(current)
+            return self.tripped(n, Trip("env_failure", RunStatus.ENV_FAILURE, _env_reason(current)))
         if verdict is Verdict.SUSPICIOUS_PASS:
             reasons = judgement.reasons
             self.emit(ReviewRequested(n=n, kind="pass", reasons=reasons))
@@ -435,14 +426,8 @@ class FixLoop:
             self.rejected_pass = rejected_pass_note(reasons, review.note)
             return None
         passed = judgement.tests.passed if judgement.tests else None
-        if self.stall.observe(judgement.signature, touched):
-            detail = f"the same error {self.stall.repeats} times in a row"
-            self.trip(n, "stalled", detail)
-            return RunStatus.STALLED, detail
-        if self.progress.observe(passed):
-            detail = f"the passed-test count has not risen for {self.progress.limit} iterations"
-            self.trip(n, "no_progress", detail)
-            return RunStatus.NO_PROGRESS, detail
+        if trip := self.guards.after_edit(judgement.signature, touched, passed):
+            return self.tripped(n, trip)
         return None
 
     async def verify(
@@ -469,9 +454,7 @@ class FixLoop:
                     oom_killed=result.oom_killed,
                 )
             )
-            self.deps.run_dir.write_json(
-                f"{self.deps.run_dir.iteration(n)}/stage-{stage.name}.json", result
-            )
+            self.journal.stage(n, stage.name, result)
 
         result = await verify_tree(
             workspace.root,
@@ -496,33 +479,19 @@ class FixLoop:
 
     def recorded(self, n: int, result: Verification) -> Verification:
         """The verification's packet in the run directory, and its PacketReady event."""
-        judgement = result.judgement
-        self.emit(
-            PacketReady(
-                n=n,
-                verdict=judgement.verdict.value,
-                error_class=judgement.classification.error_class.value,
-                signature=judgement.signature,
-                tokens=result.packet_tokens,
-                tests=judgement.tests.model_dump() if judgement.tests else None,
-            )
-        )
-        directory = self.deps.run_dir.iteration(n)
-        if result.packet is not None:
-            self.deps.run_dir.write_json(f"{directory}/packet.json", result.packet)
-            self.deps.run_dir.write_text(f"{directory}/packet.txt", result.packet_text)
+        self.journal.packet(n, result)
         return result
 
     def annotate(self, n: int, current: Verification, notes: list[str]) -> Verification:
         """The next packet, with the repeat note and what was held back from the last edit."""
-        repeat = self.stall.note()
+        repeat = self.guards.repeat_note()
         if current.packet is None or not (repeat or notes):
             return current
         packet = current.packet.model_copy(
             update={"repeat_note": repeat, "notes": [*current.packet.notes, *notes]}
         )
         text = packet.render(self.config.packet_cap, lambda t: count_tokens(t, self.config.model))
-        self.deps.run_dir.write_text(f"{self.deps.run_dir.iteration(n)}/packet.txt", text)
+        self.journal.text(n, "packet.txt", text)
         return current.model_copy(update={"packet": packet, "packet_text": text})
 
     # -- bookkeeping --------------------------------------------------------------------
@@ -530,17 +499,15 @@ class FixLoop:
     def check_budget(self, n: int) -> None:
         over = self.spend.over(self.config.budget)
         if over:
-            self.trip(n, "budget", over)
+            self.journal.trip(n, "budget", over)
             raise Ending(RunStatus.BUDGET_EXCEEDED, over)
 
-    def trip(self, n: int, guard: str, detail: str) -> None:
-        self.emit(GuardTripped(n=n, guard=guard, detail=detail))
+    def tripped(self, n: int, trip: Trip) -> tuple[RunStatus, str]:
+        self.journal.trip(n, trip.guard, trip.detail)
+        return trip.status, trip.detail
 
     def emit(self, event: BaseEvent) -> None:
-        event = event.model_copy(update={"run_id": self.deps.run_dir.run_id})
-        self.deps.run_dir.emit(event)
-        for sink in self.deps.sinks:
-            sink.emit(event)
+        self.journal.emit(event)
 
     def finish(self, status: RunStatus, reason: str) -> RunResult:
         from engine.report import write_report

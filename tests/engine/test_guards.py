@@ -1,0 +1,50 @@
+"""The guards' decisions on their own, as the loop asks them (the loop's endings are
+covered end to end in tests/e2e/test_headless.py)."""
+
+from __future__ import annotations
+
+from engine.guards import Guards, RunStatus
+
+
+def test_the_same_error_after_an_edit_to_the_same_file_stalls_after_the_grace() -> None:
+    guards = Guards(no_progress_limit=5)
+    guards.start("E1", passed=1)
+    assert guards.after_edit("E1", ["a.py"], passed=2) is None  # grace: the first edit
+    trip = guards.after_edit("E1", ["a.py"], passed=3)
+    assert trip is not None
+    assert (trip.guard, trip.status) == ("stalled", RunStatus.STALLED)
+    assert trip.detail == "the same error 3 times in a row"
+
+
+def test_a_new_error_resets_the_stall_count() -> None:
+    guards = Guards(no_progress_limit=5)
+    guards.start("E1", passed=1)
+    assert guards.after_edit("E2", ["a.py"], passed=2) is None
+    assert guards.after_edit("E3", ["a.py"], passed=3) is None
+    assert guards.repeat_note() is None
+
+
+def test_two_answers_in_a_row_that_change_nothing_stall() -> None:
+    guards = Guards(no_progress_limit=5)
+    guards.start("E1", passed=1)
+    assert guards.after_no_change() is None
+    trip = guards.after_no_change()
+    assert trip is not None
+    assert (trip.guard, trip.detail) == ("stalled", "2 answers in a row changed no file")
+
+
+def test_an_edit_between_idle_answers_resets_their_count() -> None:
+    guards = Guards(no_progress_limit=5)
+    guards.start("E1", passed=1)
+    assert guards.after_no_change() is None
+    assert guards.after_edit("E2", ["a.py"], passed=2) is None
+    assert guards.after_no_change() is None
+
+
+def test_no_rise_in_passed_tests_for_the_limit_is_no_progress() -> None:
+    guards = Guards(no_progress_limit=2)
+    guards.start("E1", passed=3)
+    assert guards.after_edit("E2", ["a.py"], passed=3) is None
+    trip = guards.after_edit("E3", ["b.py"], passed=2)
+    assert trip is not None
+    assert (trip.guard, trip.status) == ("no_progress", RunStatus.NO_PROGRESS)

@@ -14,11 +14,9 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Literal
 
@@ -34,7 +32,7 @@ from sandbox.bundle import (
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.output import CappedStream
+from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
 
@@ -181,36 +179,26 @@ class Container:
             asyncio.create_task(stdout.drain(self.stdout)),
             asyncio.create_task(self._stderr.drain(self.stderr)),
         ]
-        started = time.monotonic()
-        timed_out = False
-        try:
+        stdin = process.stdin
+
+        async def send() -> None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.write(json.dumps(header).encode() + b"\n")
+                stdin.write(json.dumps(header).encode() + b"\n")
                 if payload is not None:
-                    process.stdin.write(payload)
-                await process.stdin.drain()
-                process.stdin.close()
-            try:
-                await asyncio.wait_for(process.wait(), timeout=limits.timeout_s)
-            except TimeoutError:
-                timed_out = True
-                await self.kill()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), timeout=5)
-            duration_ms = int((time.monotonic() - started) * 1000)
-            # A daemonized grandchild may still hold the pipes: end everything inside.
-            await self.kill()
-            _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_S)
-            for task in pending:
-                task.cancel()
-        finally:
-            for task in readers:
-                task.cancel()
-        code = process.returncode if process.returncode is not None else -signal.SIGKILL
-        exit_code = 128 - code if code < 0 else code
+                    stdin.write(payload)
+                await stdin.drain()
+                stdin.close()
+
+        timed_out, duration_ms = await await_job(
+            process.wait,
+            self.kill,
+            readers,
+            timeout_s=limits.timeout_s,
+            grace_s=DRAIN_GRACE_S,
+            send=send,
+        )
+        exit_code = exit_status(process.returncode, timed_out)
         oom = self.cgroup.oom_killed()
-        if timed_out:
-            exit_code = 124 if exit_code in (0, 128 + signal.SIGKILL) else exit_code
         return ExecResult(
             exit_code=exit_code,
             stdout=stdout.text(),

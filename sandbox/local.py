@@ -13,15 +13,16 @@ import resource
 import shutil
 import signal
 import tempfile
-import time
 import warnings
 from pathlib import Path
 from typing import Literal
 
 from sandbox.contract import BASE_ENV, ExecRequest, ExecResult, Limits
 from sandbox.interpreter import default_python
-from sandbox.output import CappedStream
+from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.pack import pack_directory
+
+DRAIN_GRACE_S = 2.0
 
 WARNING = (
     "unsafe-local runs model-written code on this machine with your user's rights: "
@@ -71,7 +72,6 @@ class UnsafeLocalSandbox:
             argv = [_host_paths(arg, request.mounts) for arg in request.argv]
             if shutil.which(argv[0], path=env["PATH"]) is None:
                 return _result(127, b"", f"{argv[0]}: command not found\n".encode(), 0, str(work))
-            started = time.monotonic()
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=work,
@@ -89,22 +89,15 @@ class UnsafeLocalSandbox:
                 asyncio.create_task(out.drain(process.stdout)),
                 asyncio.create_task(err.drain(process.stderr)),
             ]
-            timed_out = False
-            try:
-                await asyncio.wait_for(process.wait(), timeout=limits.timeout_s)
-            except TimeoutError:
-                timed_out = True
-            finally:
-                # The whole session: children that outlived the command go too.
+
+            async def kill() -> None:  # the whole session: children that outlived the command
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
-                _, pending = await asyncio.wait(readers, timeout=2)
-                for task in pending:
-                    task.cancel()
-            duration_ms = int((time.monotonic() - started) * 1000)
-            code = process.returncode or 0
-            exit_code = 124 if timed_out else (128 - code if code < 0 else code)
+
+            timed_out, duration_ms = await await_job(
+                process.wait, kill, readers, timeout_s=limits.timeout_s, grace_s=DRAIN_GRACE_S
+            )
+            exit_code = exit_status(process.returncode, timed_out)
             result = ExecResult(
                 exit_code=exit_code,
                 stdout=out.text(),

@@ -7,8 +7,13 @@ drains the rest, so a job printing 50 MB neither blocks nor bloats the host.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Awaitable, Callable, Sequence
 
 CHUNK = 64 * 1024
+KILL_WAIT_S = 5.0
 
 
 class CappedStream:
@@ -51,3 +56,46 @@ class CappedStream:
     async def drain(self, reader: asyncio.StreamReader) -> None:
         while chunk := await reader.read(CHUNK):
             self.feed(chunk)
+
+
+async def await_job(
+    wait: Callable[[], Awaitable[object]],
+    kill: Callable[[], Awaitable[None]],
+    readers: Sequence[asyncio.Task[None]],
+    *,
+    timeout_s: float,
+    grace_s: float,
+    send: Callable[[], Awaitable[None]] | None = None,
+) -> tuple[bool, int]:
+    """Hand the job its input (`send`, while the readers already drain its output), wait
+    for it at most `timeout_s`, then kill whatever is left of it (also when the wait is
+    cancelled: a daemonized grandchild may still hold the pipes) and give its output
+    readers `grace_s` to finish. Returns (timed out, duration in ms)."""
+    started = time.monotonic()
+    timed_out = False
+    try:
+        if send is not None:
+            await send()
+        try:
+            await asyncio.wait_for(wait(), timeout=timeout_s)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            duration_ms = int((time.monotonic() - started) * 1000)
+            await kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wait(), timeout=KILL_WAIT_S)
+        await asyncio.wait(readers, timeout=grace_s)
+    finally:
+        for task in readers:
+            task.cancel()
+    return timed_out, duration_ms
+
+
+def exit_status(returncode: int | None, timed_out: bool) -> int:
+    """A shell-style exit code: 128 + N for a signal, 124 for a job killed at its timeout."""
+    code = returncode if returncode is not None else -signal.SIGKILL
+    status = 128 - code if code < 0 else code
+    if timed_out and status in (0, 128 + signal.SIGKILL):
+        return 124
+    return status

@@ -1,6 +1,9 @@
 import asyncio
+import signal
 
-from sandbox.output import CappedStream
+import pytest
+
+from sandbox.output import CappedStream, await_job, exit_status
 
 
 def test_short_output_is_kept_whole() -> None:
@@ -41,3 +44,63 @@ async def test_drain_reads_until_eof() -> None:
     stream = CappedStream(cap=1000)
     await stream.drain(reader)
     assert stream.total == 200_000
+
+
+@pytest.mark.parametrize(
+    ("returncode", "timed_out", "expected"),
+    [
+        (0, False, 0),
+        (3, False, 3),
+        (-signal.SIGSEGV, False, 128 + signal.SIGSEGV),
+        (-signal.SIGKILL, True, 124),  # killed at its timeout
+        (None, True, 124),  # never reaped: killed
+        (None, False, 128 + signal.SIGKILL),
+        (2, True, 2),  # it ended on its own as the timeout struck
+    ],
+)
+def test_exit_status_is_shell_style(returncode: int | None, timed_out: bool, expected: int) -> None:
+    assert exit_status(returncode, timed_out) == expected
+
+
+class FakeJob:
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.killed = 0
+
+    async def wait(self) -> None:
+        await self.done.wait()
+
+    async def kill(self) -> None:
+        self.killed += 1
+        self.done.set()
+
+
+async def test_a_job_past_its_timeout_is_killed_and_its_readers_end() -> None:
+    job = FakeJob()
+    reader = asyncio.create_task(asyncio.sleep(60))
+    timed_out, duration_ms = await await_job(
+        job.wait, job.kill, [reader], timeout_s=0.05, grace_s=0.05
+    )
+    assert timed_out
+    assert 40 <= duration_ms < 5000
+    assert job.killed == 1
+    await asyncio.sleep(0)
+    assert reader.cancelled()
+
+
+async def test_a_cancelled_wait_still_kills_the_job() -> None:
+    job = FakeJob()
+    sent: list[str] = []
+
+    async def send() -> None:
+        sent.append("input")
+
+    waiting = asyncio.create_task(
+        await_job(job.wait, job.kill, [], timeout_s=60, grace_s=0.05, send=send)
+    )
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert sent == ["input"]
+    assert job.killed == 1

@@ -211,12 +211,13 @@ def test_a_missing_module_is_env_failure_without_asking_the_model(
     assert_trail_agrees(result)
 
 
+def core_edit(search: str, replace: str) -> dict[str, str]:
+    """One search/replace edit of the example's textstats/core.py."""
+    return {"path": "textstats/core.py", "search": search, "replace": replace}
+
+
 def comment(text: str) -> dict[str, str]:
-    return {
-        "path": "textstats/core.py",
-        "search": "WORD = re.compile",
-        "replace": f"# {text}\nWORD = re.compile",
-    }
+    return core_edit("WORD = re.compile", f"# {text}\nWORD = re.compile")
 
 
 def test_the_same_failure_twice_is_stalled(
@@ -239,11 +240,7 @@ def test_the_same_failure_twice_is_stalled(
 def test_answers_that_change_no_file_twice_are_stalled(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    same = {
-        "path": "textstats/core.py",
-        "search": "WORD = re.compile",
-        "replace": "WORD = re.compile",
-    }
+    same = core_edit("WORD = re.compile", "WORD = re.compile")
     model_server.script(
         reply(answer("the regex is fine", same)),
         reply(answer("the regex is still fine", same)),
@@ -266,11 +263,7 @@ def test_answers_that_change_no_file_twice_are_stalled(
 
 
 def divide_by(before: str, after: str) -> dict[str, str]:
-    return {
-        "path": "textstats/core.py",
-        "search": f"// {before}",
-        "replace": f"// {after}",
-    }
+    return core_edit(f"// {before}", f"// {after}")
 
 
 def test_no_rise_in_passed_tests_is_no_progress(
@@ -288,7 +281,7 @@ def test_no_rise_in_passed_tests_is_no_progress(
 
 
 def test_the_iteration_cap_is_exhausted(model_server: ScriptedModelServer, project: Path) -> None:
-    fewer = {"path": "textstats/core.py", "search": "(n - 1)", "replace": "(n - 2)"}
+    fewer = core_edit("(n - 1)", "(n - 2)")
     model_server.script(
         reply(answer("fix the mean", MEAN_FIX)),
         reply(answer("one fewer word", fewer)),
@@ -304,16 +297,10 @@ def test_the_iteration_cap_is_exhausted(model_server: ScriptedModelServer, proje
 def test_an_infinite_loop_is_a_timeout_and_the_loop_goes_on(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    hang = {
-        "path": "textstats/core.py",
-        "search": "return sum(len(w) for w in found) // len(found)",
-        "replace": "while True:\n        pass",
-    }
-    unhang = {
-        "path": "textstats/core.py",
-        "search": "while True:\n        pass",
-        "replace": "return sum(len(w) for w in found) / len(found)",
-    }
+    hang = core_edit("return sum(len(w) for w in found) // len(found)", "while True:\n        pass")
+    unhang = core_edit(
+        "while True:\n        pass", "return sum(len(w) for w in found) / len(found)"
+    )
     model_server.script(
         reply(answer("loop until done", hang)),
         reply(answer("no loop; true division; n words", unhang, TOP_FIX)),

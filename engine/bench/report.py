@@ -146,9 +146,20 @@ def write_png(scores: Sequence[ArmScore], rounds: int, path: Path, title: str) -
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     xs = list(range(rounds + 1))
-    for s in scores:
+    # Arms often tie: each gets its own marker, dash and width so a line under another shows.
+    styles = [("o", "-", 3.0, 9), ("s", "--", 1.5, 5), ("^", ":", 1.5, 5)]
+    for i, s in enumerate(scores):
         ys = [100 * v for v in s.pass_after_round[: rounds + 1]]
-        axes.plot(xs, ys, marker="o", label=f"{s.arm} ({s.tasks} tasks)")
+        marker, dash, width, size = styles[i % len(styles)]
+        axes.plot(
+            xs,
+            ys,
+            marker=marker,
+            linestyle=dash,
+            linewidth=width,
+            markersize=size,
+            label=f"{s.arm} ({s.tasks} tasks)",
+        )
     axes.set_xticks(xs, [f"r{x}" if x else "r0\n(one-shot)" for x in xs])
     axes.set_ylim(-3, 103)  # a line at 0% or 100% stays clear of the frame
     axes.set_yticks(range(0, 101, 20))

@@ -48,6 +48,9 @@ PLUGIN = Path(__file__).resolve().parent.parent / "engine" / "inside" / "fixloop
 # Where the backend mounts things, and where the verifier mounts fixloop's plugin.
 MOUNT_POINTS = ("/proc", "/dev", SANDBOX_LIB, SANDBOX_WORKDIR, "/fixloop/plugins")
 WRITABLE_POINTS = ("/tmp", "/dev/shm", SANDBOX_WORKDIR)
+# A venv under a point the backend mounts over (a clone in /tmp) would be hidden in the
+# container: the image carries it here instead.
+RELOCATED_VENV = "/opt/fixloop/venv"
 # What sandbox/inside/docker_init.sh runs besides the job.
 INIT_TOOLS = ("sh", "cat", "mkfifo", "sleep", "env")
 # Parts of a standard library no job needs (its own test suite alone is ~100 MB).
@@ -142,18 +145,30 @@ print(json.dumps({"files": files, "missing": missing, "versions": versions}))
 
 
 class RootArchive:
-    """A tar of host paths at the same paths, with the symlinks on the way to them."""
+    """A tar of host paths at the same paths, with the symlinks on the way to them; paths
+    under `moved`'s first directory go under its second (links and `#!` lines follow)."""
 
-    def __init__(self, archive: tarfile.TarFile) -> None:
+    def __init__(self, archive: tarfile.TarFile, moved: tuple[str, str] | None = None) -> None:
         self.archive = archive
         self.added: set[str] = set()
+        self.moved = moved
+
+    def place(self, path: str) -> str:
+        """Where a host path goes in the image (its archive name)."""
+        if self.moved is not None:
+            old, new = self.moved
+            if path == old or path.startswith(old + "/"):
+                path = new + path[len(old) :]
+        return path.lstrip("/")
 
     def directory(self, path: str, mode: int = 0o755) -> None:
         if path in self.added or path == "/":
             return
         parent = os.path.dirname(path)
         self.directory(parent)
-        entry = tarfile.TarInfo(path.lstrip("/"))
+        if self.moved is not None and path == self.moved[0]:
+            self.directory(os.path.dirname(self.moved[1]))
+        entry = tarfile.TarInfo(self.place(path))
         entry.type, entry.mode = tarfile.DIRTYPE, mode
         self.archive.addfile(entry)
         self.added.add(path)
@@ -161,7 +176,7 @@ class RootArchive:
     def text(self, path: str, content: str, mode: int = 0o644) -> None:
         self.directory(os.path.dirname(path))
         data = content.encode()
-        entry = tarfile.TarInfo(path.lstrip("/"))
+        entry = tarfile.TarInfo(self.place(path))
         entry.size, entry.mode = len(data), mode
         self.archive.addfile(entry, io.BytesIO(data))
         self.added.add(path)
@@ -187,8 +202,11 @@ class RootArchive:
         if path in self.added:
             return
         self.directory(os.path.dirname(path))
-        entry = tarfile.TarInfo(path.lstrip("/"))
-        entry.type, entry.linkname = tarfile.SYMTYPE, os.readlink(path)
+        entry = tarfile.TarInfo(self.place(path))
+        target = os.readlink(path)
+        if os.path.isabs(target):
+            target = "/" + self.place(target)
+        entry.type, entry.linkname = tarfile.SYMTYPE, target
         self.archive.addfile(entry)
         self.added.add(path)
 
@@ -196,12 +214,18 @@ class RootArchive:
         if path in self.added:
             return
         self.directory(os.path.dirname(path))
-        entry = self.archive.gettarinfo(path, arcname=path.lstrip("/"))
+        entry = self.archive.gettarinfo(path, arcname=self.place(path))
         entry.uid = entry.gid = 0
         entry.uname = entry.gname = "root"
         entry.mode &= 0o755  # nothing writable by others, nothing setuid
         with open(path, "rb") as handle:
-            self.archive.addfile(entry, handle)
+            data = handle.read()
+        if self.moved is not None and data.startswith(b"#!" + self.moved[0].encode() + b"/"):
+            # An entry point pip wrote for the venv where it was: name where it is now.
+            line, _, rest = data.partition(b"\n")
+            data = b"#!" + ("/" + self.place(line[2:].decode())).encode() + b"\n" + rest
+            entry.size = len(data)
+        self.archive.addfile(entry, io.BytesIO(data))
         self.added.add(path)
 
     def tree(self, top: str, skip: Iterable[str] = (), skip_anywhere: Iterable[str] = ()) -> None:
@@ -269,6 +293,33 @@ def _is_elf(path: str) -> bool:
         return False
 
 
+def shadowed(path: Path) -> bool:
+    """Whether the backend mounts something over `path` in every container."""
+    return any(path == Path(p) or Path(p) in path.parents for p in WRITABLE_POINTS)
+
+
+def placed(interpreter: Interpreter) -> Interpreter:
+    """The interpreter as the image carries it: a venv under a shadowed directory moves to
+    RELOCATED_VENV (a venv finds itself from its executable's place)."""
+    if not shadowed(interpreter.prefix) or interpreter.prefix == interpreter.base_prefix:
+        if shadowed(interpreter.base_prefix):
+            raise SandboxError(
+                f"the interpreter {interpreter.executable} lives under a directory every "
+                "container mounts over (/tmp, /dev/shm or the work dir): build from one "
+                "installed elsewhere (--python)"
+            )
+        return interpreter
+    if shadowed(interpreter.base_prefix):
+        raise SandboxError(
+            f"the base interpreter of {interpreter.executable} ({interpreter.base_prefix}) lives "
+            "under a directory every container mounts over: build from one installed elsewhere"
+        )
+    inside = interpreter.executable.relative_to(interpreter.prefix)
+    return interpreter.model_copy(
+        update={"prefix": Path(RELOCATED_VENV), "executable": Path(RELOCATED_VENV) / inside}
+    )
+
+
 def host_root(
     destination: Path, interpreter: Interpreter, files: Sequence[str], *, everything: bool
 ) -> None:
@@ -280,8 +331,10 @@ def host_root(
     tools = [f"/bin/{tool}" for tool in INIT_TOOLS]
     tools += [found for tool in INIT_TOOLS if (found := shutil.which(tool, path="/usr/bin:/bin"))]
     site = _site_packages(interpreter)
+    inside = placed(interpreter)
+    moved = None if inside == interpreter else (str(interpreter.prefix), str(inside.prefix))
     with tarfile.open(destination, "w") as archive:
-        root = RootArchive(archive)
+        root = RootArchive(archive, moved)
         for point in MOUNT_POINTS:
             root.directory(point)
         for point in WRITABLE_POINTS:
@@ -367,12 +420,13 @@ def build_from_host(
     `packages` (with their dependencies) are copied as installed in `python`'s
     environment; `everything` copies the whole environment (a project's venv).
     """
-    interpreter = probe(python)
+    found = probe(python)
+    interpreter = placed(found)
     wanted = list(dict.fromkeys([*DEFAULT_PACKAGES, *packages]))
     files, versions = closure(python, wanted)
     with tempfile.TemporaryDirectory(prefix="fixloop-image-") as scratch:
         archive = Path(scratch) / "root.tar"
-        host_root(archive, interpreter, files, everything=everything)
+        host_root(archive, found, files, everything=everything)
         size = archive.stat().st_size
         path = ":".join(dict.fromkeys([str(interpreter.bin_dir), "/usr/local/bin", "/usr/bin"]))
         changes = [

@@ -9,6 +9,7 @@ user's checkout is unchanged.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,6 +28,9 @@ from tests.projects import MEAN_FIX, PROJECTS, SKIP_TOP, TOP_FIX, answer, commit
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "textstats"
 KEY = "sk-test-e2e-0123456789"
+# The runs name the backend: the default, auto, would take the docker backend when an
+# engine runs (as in CI), which costs ~30% more per job. The demo's run keeps auto.
+GVISOR = ("--sandbox", "gvisor")
 
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
@@ -71,6 +75,7 @@ def fixloop(
             "openai/scripted",
             "--api-base",
             server.base_url,
+            *GVISOR,
             *extra,
         ],
         capture_output=True,
@@ -359,7 +364,7 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
     )
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)}
     command = [sys.executable, "-m", "tui.cli", str(project), "--headless"]
-    command += ["--model", "openai/scripted", "--api-base", model_server.base_url]
+    command += ["--model", "openai/scripted", "--api-base", model_server.base_url, *GVISOR]
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -429,3 +434,8 @@ def test_the_demo_repairs_a_fresh_copy_of_the_example(
     assert (demo / ".fixloop" / "runs" / result["run_id"] / "events.jsonl").is_file()
     assert git.Repo(demo).commit(result["branch"]).hexsha == result["final_commit"]
     assert "// len(found)" in (EXAMPLE / "textstats" / "core.py").read_text()  # untouched
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    started = next(e for e in events if e.type == "RunStarted")
+    if os.environ.get("FIXLOOP_DOCKER_URL"):  # CI runs an engine: auto must have taken it
+        assert started.sandbox.startswith("docker ("), started.sandbox
+        assert ", gVisor" in started.sandbox

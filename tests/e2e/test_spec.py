@@ -106,6 +106,8 @@ def fixloop(
             "openai/scripted",
             "--api-base",
             server.base_url,
+            "--sandbox",
+            "gvisor",  # not auto: a docker engine, if one runs, costs more per job
             *extra,
         ],
         capture_output=True,

@@ -664,6 +664,10 @@ async def test_keep_leaves_the_branch_and_the_checkout_alone(
         assert end.finished is not None
         assert end.finished.done
         assert "kept on branch" in text_of(end, "#result")
+        assert app.screen is end  # it stays up to show what was done; q quits from there
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_value == 0
     assert repo.head.commit.hexsha == start
     assert end.outcome.branch in [b.name for b in repo.branches]
     assert "most_common(n - 1)" in (project / "textstats" / "core.py").read_text()

@@ -46,6 +46,8 @@ class EndScreen(ModalScreen[None]):
         Binding("d", "decide('discard')", "discard"),
         Binding("r", "open_report", "report"),
         Binding("escape", "close", "close"),
+        # The modal stays up after a decision (it shows what was done): q still quits.
+        Binding("q", "app.quit", "quit"),
     ]
 
     class Decided(Message):

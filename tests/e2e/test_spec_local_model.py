@@ -20,12 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-import git
 import pytest
 
 from engine.spec import load_spec
+from tests.e2e.test_spec import spec_project
 from tests.engine.test_local_model import require_local_extra
-from tests.projects import readable
 
 REPO = Path(__file__).parents[2]
 SPEC = REPO / "examples" / "specs" / "parse_duration.toml"
@@ -37,13 +36,7 @@ SPEC = REPO / "examples" / "specs" / "parse_duration.toml"
 @pytest.mark.usefixtures("needs_gvisor")
 def test_the_local_model_builds_the_example_spec_or_reports_why_not(tmp_path: Path) -> None:
     require_local_extra()
-    root = tmp_path / "timekeeping"
-    root.mkdir()
-    (root / "README.md").write_text("Time keeping helpers.\n", encoding="utf-8")
-    repo = git.Repo.init(root)
-    repo.git.add("-A")
-    repo.index.commit("start")
-    readable(tmp_path)
+    root = spec_project(tmp_path)
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "tui.cli", str(root), "--headless", "--json", "--spec", str(SPEC)],

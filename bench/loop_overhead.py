@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from engine.config import load_settings  # noqa: E402
-from engine.gate import PolicyGate  # noqa: E402
-from engine.runner import start_run  # noqa: E402
+from engine.project.settings import load_settings  # noqa: E402
+from engine.run.gate import PolicyGate  # noqa: E402
+from engine.run.start import start_run  # noqa: E402
 from tests.model_server import ScriptedModelServer, reply  # noqa: E402
 from tests.projects import committed_copy  # noqa: E402
 

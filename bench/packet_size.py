@@ -33,12 +33,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from engine.classify import classify, project_modules  # noqa: E402
 from engine.feedback.distill import distill  # noqa: E402
 from engine.feedback.tokens import approximate_tokens  # noqa: E402
-from engine.results import StageResult  # noqa: E402
-from engine.stages import Stage  # noqa: E402
-from engine.verifier import parse_stage  # noqa: E402
+from engine.verify.classify import classify, project_modules  # noqa: E402
+from engine.verify.execute import parse_stage  # noqa: E402
+from engine.verify.results import StageResult  # noqa: E402
+from engine.verify.stages import Stage  # noqa: E402
 from sandbox import ExecResult  # noqa: E402
 
 CAPTURED = REPO / "tests" / "fixtures" / "captured"
@@ -127,7 +127,7 @@ def unpack_with_bug(scratch: str, file: str, correct: str, buggy: str) -> Path:
 
 
 async def live_rows(runs: int) -> list[Row]:
-    from engine.verifier import Verifier
+    from engine.verify.execute import Verifier
     from sandbox.gvisor import GvisorSandbox
 
     sandbox = GvisorSandbox()

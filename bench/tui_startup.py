@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 CHILD = """
 import sys, time
 from pathlib import Path
-from engine.config import load_settings
+from engine.project.settings import load_settings
 from tui.app import FixloopApp
 
 class FirstFrame(FixloopApp):
@@ -135,7 +135,7 @@ def startup_tmux(project: Path, runs: int) -> list[float]:
 
 async def stall(project: Path) -> dict[str, Any]:
     """One run in the app, step mode, approving every proposal; how late the UI loop woke."""
-    from engine.config import load_settings
+    from engine.project.settings import load_settings
     from tests.model_server import ScriptedModelServer, reply
     from tui.app import FixloopApp
     from tui.screens.end import EndScreen

@@ -44,7 +44,9 @@ from sandbox.interpreter import Interpreter, probe
 
 PYTHON_LABEL = "fixloop.python"
 DEFAULT_PACKAGES = ("pytest", "ruff", "mypy")
-PLUGIN = Path(__file__).resolve().parent.parent / "engine" / "inside" / "fixloop_pytest.py"
+PLUGIN = (
+    Path(__file__).resolve().parent.parent / "engine" / "verify" / "plugin" / "fixloop_pytest.py"
+)
 # Where the backend mounts things, and where the verifier mounts fixloop's plugin.
 MOUNT_POINTS = ("/proc", "/dev", SANDBOX_LIB, SANDBOX_WORKDIR, "/fixloop/plugins")
 WRITABLE_POINTS = ("/tmp", "/dev/shm", SANDBOX_WORKDIR)

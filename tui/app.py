@@ -25,14 +25,14 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 import themes
-from engine.check import Verification
-from engine.config import ConfigError, Settings
-from engine.events import RunFinished, RunStarted
-from engine.session import (
+from engine.project.settings import ConfigError, Settings
+from engine.run.events import RunFinished, RunStarted
+from engine.run.session import (
     Finish,
     Finished,
     run_path,
 )
+from engine.verify.tree import Verification
 from tui.gate import (
     EngineEvent,
     Held,
@@ -56,7 +56,7 @@ from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
 
 if TYPE_CHECKING:
-    from engine.spec import Spec
+    from engine.spec.definition import Spec
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6
@@ -220,7 +220,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="check", exit_on_error=False)
     async def _check_project(self) -> None:
-        from engine.session import check_project
+        from engine.run.session import check_project
 
         task = asyncio.current_task()
         assert task is not None
@@ -270,8 +270,8 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     async def _run_engine(self, task: str) -> None:
-        from engine.runner import start_run  # the model client's modules load off the UI thread
-        from engine.workspace import WorkspaceError
+        from engine.project.workspace import WorkspaceError
+        from engine.run.start import start_run  # the model client's modules load off the UI thread
 
         current = asyncio.current_task()
         assert current is not None
@@ -329,7 +329,7 @@ class FixloopApp(App[int]):
         self.push_screen(SuspiciousPassScreen(request), lambda review: _resolve(request, review))
 
     def _run_finished(self, event: RunFinished) -> None:
-        from engine.guards import EXIT_CODES, RunStatus
+        from engine.run.guards import EXIT_CODES, RunStatus
 
         self._close_reviews()
         report = run_path(self.project, event.run_id) / "report.md"
@@ -387,7 +387,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="finish", exit_on_error=False)
     def _finish(self, run_id: str, choice: Finish) -> None:
-        from engine.session import finish_run
+        from engine.run.session import finish_run
 
         try:
             finished = finish_run(self.project, run_id, choice)

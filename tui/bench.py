@@ -16,10 +16,10 @@ import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.bench.harness import Evaluator
-from engine.bench.prompts import ARMS, Arm
-from engine.bench.report import render, write_png
-from engine.bench.runner import (
+from bench.suite.harness import Evaluator
+from bench.suite.prompts import ARMS, Arm
+from bench.suite.report import render, write_png
+from bench.suite.runner import (
     AttemptFinished,
     BenchConfig,
     BenchEvent,
@@ -29,11 +29,11 @@ from engine.bench.runner import (
     ItemStarted,
     Preparing,
 )
-from engine.bench.scoring import score
-from engine.bench.tasks import SuiteError, load_suite
-from engine.config import ConfigError, Settings
-from engine.model import ModelClient, ModelError, load_litellm
-from engine.runner import make_client, resolve_model
+from bench.suite.scoring import score
+from bench.suite.tasks import SuiteError, load_suite
+from engine.model.client import ModelClient, ModelError, load_litellm
+from engine.project.settings import ConfigError, Settings
+from engine.run.start import make_client, resolve_model
 from sandbox import open_sandbox
 
 EXIT_USAGE = 2
@@ -192,7 +192,7 @@ def check_model(model: str, settings: Settings) -> None:
     """A model that cannot work is a usage error, found before any task runs; the embedded
     model's weights are joined (first use only) and loaded here, with progress."""
     if model.startswith("local/"):
-        from engine import local_model
+        from engine.model import local as local_model
 
         try:
             if settings.model_path is None and model == local_model.LOCAL_MODEL:

@@ -376,7 +376,7 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
 
 def _report(args: argparse.Namespace) -> int:
-    from engine.rundir import FIXLOOP_DIR, RUNS_DIR
+    from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
 
     run_dir = args.path.resolve() / FIXLOOP_DIR / RUNS_DIR / args.run
     if not run_dir.is_dir():
@@ -391,7 +391,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from engine.rundir import list_runs
+    from engine.project.run_directory import list_runs
 
     if not args.path.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
@@ -412,8 +412,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
-    from engine.config import ConfigError, load_settings
-    from engine.rundir import FIXLOOP_DIR, RUNS_DIR
+    from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
+    from engine.project.settings import ConfigError, load_settings
 
     run, path = args.run, args.path
     if path is None:

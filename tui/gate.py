@@ -18,10 +18,10 @@ from typing import Literal
 
 from textual.message import Message
 
-from engine.edits import Proposal
-from engine.events import BaseEvent, RunStarted
-from engine.gate import PassReview, Review
-from engine.session import ProposalPreview, pass_test_diff, preview_proposal, worktree_path
+from engine.edits.protocol import Proposal
+from engine.run.events import BaseEvent, RunStarted
+from engine.run.gate import PassReview, Review
+from engine.run.session import ProposalPreview, pass_test_diff, preview_proposal, worktree_path
 
 Mode = Literal["step", "auto"]
 Post = Callable[[Message], object]
@@ -124,7 +124,7 @@ class UiSink:
 
 
 class InteractiveGate:
-    """engine.gate.Gate for a person at the screen; also an EventSink, to learn the worktree.
+    """engine.run.gate.Gate for a person at the screen; also an EventSink, to learn the worktree.
 
     `mode` is read by the engine thread at each proposal and set by the UI: in `step` every
     proposal waits for a review; in `auto` proposals are approved and only a suspicious pass

@@ -14,8 +14,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.config import ConfigError, Settings, load_settings
-from engine.events import (
+from engine.model.client import ModelError
+from engine.project.settings import ConfigError, Settings, load_settings
+from engine.project.workspace import WorkspaceError
+from engine.run.events import (
     BaseEvent,
     Committed,
     GuardTripped,
@@ -29,13 +31,11 @@ from engine.events import (
     TestEditsRefused,
     TestsLatched,
 )
-from engine.gate import PolicyGate
-from engine.guards import EXIT_CODES
-from engine.model import ModelError
-from engine.outcome import RunResult
-from engine.resume import ResumeError
-from engine.runner import resolve_spec, resume_run, start_run
-from engine.workspace import WorkspaceError
+from engine.run.gate import PolicyGate
+from engine.run.guards import EXIT_CODES
+from engine.run.outcome import RunResult
+from engine.run.resume import ResumeError
+from engine.run.start import resolve_spec, resume_run, start_run
 
 EXIT_USAGE = 2
 EXIT_INFRA = 6

@@ -12,11 +12,11 @@ from typing import Any
 
 import git
 
-from engine.check import Baseline, Verification, verify_tree, working_tree_diff
 from engine.doctor import project_python
-from engine.stages import StageConfigError, configured_stages
-from engine.verdict import Verdict
-from engine.verifier import Verifier
+from engine.verify.execute import Verifier
+from engine.verify.stages import StageConfigError, configured_stages
+from engine.verify.tree import Baseline, Verification, verify_tree, working_tree_diff
+from engine.verify.verdict import Verdict
 from sandbox import Limits, open_sandbox
 
 EXIT_CODES = {

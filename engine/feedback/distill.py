@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.classify import Classification
 from engine.feedback.packet import EditAnchor, Failure, RepairPacket
-from engine.parsers import hung_frames
-from engine.results import StageKind, StageResult, TestCase
+from engine.verify.classify import Classification
+from engine.verify.parsers import hung_frames
+from engine.verify.results import StageKind, StageResult, TestCase
 
 FAILING = ("failed", "error")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.feedback.tokens import approximate_tokens
-from engine.results import Diagnostic, Frame
+from engine.verify.results import Diagnostic, Frame
 
 DEFAULT_CAP = 2000
 INSTRUCTIONS = (

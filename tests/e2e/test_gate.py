@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import load_settings
-from engine.edits import Proposal
-from engine.gate import PassReview, Review
-from engine.runner import start_run
+from engine.edits.protocol import Proposal
+from engine.project.settings import load_settings
+from engine.run.gate import PassReview, Review
+from engine.run.start import start_run
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import (
     EXAMPLES,

@@ -21,7 +21,7 @@ from typing import Any
 import git
 import pytest
 
-from engine.rundir import read_events
+from engine.project.run_directory import read_events
 from tests.model_server import ScriptedModelServer, hang, reply, status
 from tests.projects import MEAN_FIX, PROJECTS, SKIP_TOP, TOP_FIX, answer, committed_copy
 

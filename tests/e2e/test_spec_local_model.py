@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.spec import load_spec
+from engine.spec.definition import load_spec
 from tests.e2e.test_spec import spec_project
 from tests.engine.test_local_model import require_local_extra
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.bench.harness import assemble, extract_code, hidden_tests, raw_log
-from engine.bench.report import duration, render, table, terminal_plot, write_png
-from engine.bench.runner import ArmResult, Attempt, BenchConfig, BenchRun, ItemResult
-from engine.bench.scoring import score
-from engine.bench.tasks import BenchTask, load_suite
-from engine.results import StageKind, StageResult
+from bench.suite.harness import assemble, extract_code, hidden_tests, raw_log
+from bench.suite.report import duration, render, table, terminal_plot, write_png
+from bench.suite.runner import ArmResult, Attempt, BenchConfig, BenchRun, ItemResult
+from bench.suite.scoring import score
+from bench.suite.tasks import BenchTask, load_suite
+from engine.verify.results import StageKind, StageResult
 
 TASK = BenchTask(
     task_id="t/add",

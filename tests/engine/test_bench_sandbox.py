@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.bench import prompts
-from engine.bench.harness import Evaluator
-from engine.bench.mutants import seeded_mutants
-from engine.bench.runner import BenchConfig, BenchRunner
-from engine.bench.tasks import BenchTask
-from engine.model import Completion, Message, ModelError, Usage
+from bench.suite import prompts
+from bench.suite.harness import Evaluator
+from bench.suite.mutants import seeded_mutants
+from bench.suite.runner import BenchConfig, BenchRunner
+from bench.suite.tasks import BenchTask
+from engine.model.client import Completion, Message, ModelError, Usage
 from sandbox.gvisor import GvisorSandbox
 
 pytestmark = pytest.mark.sandbox

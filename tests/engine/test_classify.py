@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.classify import (
+from engine.verify.classify import (
     Classification,
     ErrorClass,
     classify,
@@ -20,7 +20,7 @@ from engine.classify import (
     signature,
     signature_text,
 )
-from engine.results import (
+from engine.verify.results import (
     CollectionError,
     Diagnostic,
     PytestReport,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.classify import Classification, ErrorClass, classify, project_modules, signature
 from engine.feedback.distill import distill
 from engine.feedback.tokens import approximate_tokens
-from engine.results import StageResult
-from engine.stages import Stage
-from engine.verdict import Verdict, judge, pass_doubts
-from engine.verifier import parse_stage
+from engine.verify.classify import Classification, ErrorClass, classify, project_modules, signature
+from engine.verify.execute import parse_stage
+from engine.verify.results import StageResult
+from engine.verify.stages import Stage
+from engine.verify.verdict import Verdict, judge, pass_doubts
 from sandbox import ExecResult
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.edits import (
+from engine.edits.protocol import (
     AppliedEdits,
     Edit,
     EditFormatError,

@@ -3,7 +3,7 @@ covered end to end in tests/e2e/test_headless.py)."""
 
 from __future__ import annotations
 
-from engine.guards import Guards, RunStatus
+from engine.run.guards import Guards, RunStatus
 
 
 def test_the_same_error_after_an_edit_to_the_same_file_stalls_after_the_grace() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.check import Baseline, Verification, verify_tree
-from engine.stages import configured_stages
-from engine.verdict import Verdict
-from engine.verifier import Verifier
+from engine.verify.execute import Verifier
+from engine.verify.stages import configured_stages
+from engine.verify.tree import Baseline, Verification, verify_tree
+from engine.verify.verdict import Verdict
 from sandbox.gvisor import GvisorSandbox
 
 PROJECTS = Path(__file__).parents[1] / "fixtures" / "projects"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import local_model
-from engine.local_model import LocalModelError, ModelSpec, _Handoff, join_verified
+from engine.model import local as local_model
+from engine.model.local import LocalModelError, ModelSpec, _Handoff, join_verified
 
 REQUIRE_EXTRA = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from engine.classify import Classification, ErrorClass
 from engine.feedback.distill import anchor_from_diff, distill, progress_between
 from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tokens import approximate_tokens
-from engine.results import PytestReport, StageKind, StageResult, TestCase, TestCounts
+from engine.verify.classify import Classification, ErrorClass
+from engine.verify.results import PytestReport, StageKind, StageResult, TestCase, TestCounts
 
 LOGIC = Classification(error_class=ErrorClass.LOGIC, primary="x")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.pins import (
+from engine.verify.pins import (
     AddedSkip,
     TestChange,
     TestPins,

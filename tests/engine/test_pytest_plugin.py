@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.results import PytestReport, TestCase
+from engine.verify.results import PytestReport, TestCase
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN_DIR = REPO / "engine" / "inside"
+PLUGIN_DIR = REPO / "engine" / "verify" / "plugin"
 PROJECTS = REPO / "tests" / "fixtures" / "projects"
 MAX_REPORT_BYTES = 256 * 1024
 

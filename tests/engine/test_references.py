@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from textwrap import dedent
 
-from engine.references import ReferenceProblem, Target, check_tests, module_names
-from engine.spec import parse_signature
+from engine.spec.definition import parse_signature
+from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 
 MODULE = dedent(
     """

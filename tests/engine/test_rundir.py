@@ -10,7 +10,8 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.events import (
+from engine.project.run_directory import RunDirectory, list_runs, new_run_id, read_events
+from engine.run.events import (
     Committed,
     IterationStarted,
     PacketReady,
@@ -18,7 +19,6 @@ from engine.events import (
     RunStarted,
     StageFinished,
 )
-from engine.rundir import RunDirectory, list_runs, new_run_id, read_events
 
 REPO = Path(__file__).parents[2]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.spec import (
+from engine.spec.definition import (
     Spec,
     SpecError,
     check_new_files,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.spec import load_spec, validate_spec
-from engine.spec_examples import example_number, example_tests
+from engine.spec.definition import load_spec, validate_spec
+from engine.spec.examples import example_number, example_tests
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SPEC = REPO / "examples" / "specs" / "parse_duration.toml"

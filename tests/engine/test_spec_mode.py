@@ -10,15 +10,15 @@ from typing import Any
 import git
 import pytest
 
-from engine.edits import Edit, EditFormatError, Proposal, apply
-from engine.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched
-from engine.gate import Review, split_test_edits
-from engine.outcome import RunConfig
-from engine.resume import resume_state
-from engine.rundir import RunDirectory
-from engine.spec import load_spec
-from engine.spec_mode import SpecMode
-from engine.workspace import Workspace
+from engine.edits.protocol import Edit, EditFormatError, Proposal, apply
+from engine.project.run_directory import RunDirectory
+from engine.project.workspace import Workspace
+from engine.run.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched
+from engine.run.gate import Review, split_test_edits
+from engine.run.outcome import RunConfig
+from engine.run.resume import resume_state
+from engine.spec.definition import load_spec
+from engine.spec.mode import SpecMode
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = load_spec(REPO / "examples" / "specs" / "parse_duration.toml")

@@ -5,23 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.outcome import IterationRecord
-from engine.results import (
-    CollectionError,
-    PytestReport,
-    StageKind,
-    StageResult,
-    TestCase,
-    TestCounts,
-)
-from engine.spec import load_spec
-from engine.spec_report import (
+from engine.run.outcome import IterationRecord
+from engine.spec.definition import load_spec
+from engine.spec.report import (
     VerifiedIteration,
     ambiguities,
     constraint_of,
     spec_findings,
     spec_section,
     verified_iterations,
+)
+from engine.verify.results import (
+    CollectionError,
+    PytestReport,
+    StageKind,
+    StageResult,
+    TestCase,
+    TestCounts,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.results import StageKind
-from engine.stages import Stage, StageConfigError, configured_stages, needs_shell, swallows_failure
-from engine.verifier import stage_argv
+from engine.verify.execute import stage_argv
+from engine.verify.results import StageKind
+from engine.verify.stages import (
+    Stage,
+    StageConfigError,
+    configured_stages,
+    needs_shell,
+    swallows_failure,
+)
 
 
 @pytest.mark.parametrize(

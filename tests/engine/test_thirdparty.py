@@ -10,10 +10,10 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.check import Baseline, verify_tree, working_tree_diff
-from engine.stages import configured_stages
-from engine.verdict import Verdict
-from engine.verifier import Verifier
+from engine.verify.execute import Verifier
+from engine.verify.stages import configured_stages
+from engine.verify.tree import Baseline, verify_tree, working_tree_diff
+from engine.verify.verdict import Verdict
 from sandbox.gvisor import GvisorSandbox
 
 SDIST = Path(__file__).parents[1] / "fixtures" / "thirdparty" / "toolz-1.2.0.tar.gz"

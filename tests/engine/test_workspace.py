@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.workspace import (
+from engine.project.workspace import (
     BASELINE_MESSAGE,
     Workspace,
     WorkspaceError,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Settings
 from engine.doctor import check_docker
-from engine.runner import resolve_sandbox
+from engine.project.settings import Settings
+from engine.run.start import resolve_sandbox
 from sandbox import SandboxUnavailable
 from sandbox.bundle import Profile, mount_points
 from sandbox.contract import Limits
@@ -185,8 +185,8 @@ def test_auto_uses_the_engine_when_it_runs_gvisor(gvisor_engine: str) -> None:
 @pytest.mark.usefixtures("needs_gvisor")
 def test_auto_without_an_engine_never_loads_docker_py(tmp_path: Path) -> None:
     code = (
-        "import sys, time; from engine.config import Settings; "
-        "from engine.runner import resolve_sandbox; started = time.perf_counter(); "
+        "import sys, time; from engine.project.settings import Settings; "
+        "from engine.run.start import resolve_sandbox; started = time.perf_counter(); "
         "print(resolve_sandbox(Settings(sandbox='auto')), 'docker' in sys.modules, "
         "time.perf_counter() - started)"
     )

@@ -22,10 +22,10 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Log, Static, TextArea
 
-from engine.config import Settings, load_settings
-from engine.events import Event, ReviewResolved, RunStarted
-from engine.rundir import read_events
-from engine.session import run_path
+from engine.project.run_directory import read_events
+from engine.project.settings import Settings, load_settings
+from engine.run.events import Event, ReviewResolved, RunStarted
+from engine.run.session import run_path
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
@@ -155,7 +155,7 @@ def history_statuses(app: FixloopApp) -> list[str]:
 def test_opening_the_app_imports_neither_litellm_nor_the_runner() -> None:
     probe = (
         "import sys, tui.app; "
-        "print(sorted(m for m in ('litellm', 'openai', 'engine.runner') if m in sys.modules))"
+        "print(sorted(m for m in ('litellm', 'openai', 'engine.run.start') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
@@ -718,8 +718,8 @@ async def test_a_refused_accept_says_why_and_discard_still_works(
 async def test_a_past_run_opens_read_only_from_the_runs_list_and_steps_through(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    from engine.gate import PolicyGate
-    from engine.runner import start_run
+    from engine.run.gate import PolicyGate
+    from engine.run.start import start_run
 
     model_server.script(
         reply(answer("use true division", MEAN_FIX)),
@@ -885,7 +885,7 @@ async def test_ctrl_o_without_an_editor_says_how_to_set_one(
 async def test_ctrl_n_starts_spec_mode_from_the_form_and_the_draft_is_reviewed(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    from engine.spec import load_spec
+    from engine.spec.definition import load_spec
     from tests.e2e.test_spec import RIGHT, SPEC, WEAK_TESTS, draft, spec_project
     from tui.screens.spec_form import SpecFormScreen
 

@@ -16,11 +16,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from engine.check import Verification
-from engine.classify import Classification, ErrorClass
-from engine.config import Settings
-from engine.edits import Edit, Proposal
-from engine.events import (
+from engine.edits.protocol import Edit, Proposal
+from engine.project.run_directory import RunSummary
+from engine.project.settings import Settings
+from engine.run.events import (
     BaseEvent,
     Committed,
     EditsApplied,
@@ -36,9 +35,7 @@ from engine.events import (
     StageFinished,
     StageStarted,
 )
-from engine.results import StageKind, StageResult, TestCounts
-from engine.rundir import RunSummary
-from engine.session import (
+from engine.run.session import (
     CodeFile,
     FilePreview,
     Finished,
@@ -46,7 +43,10 @@ from engine.session import (
     ProposalPreview,
     file_diff,
 )
-from engine.verdict import Judgement, Verdict
+from engine.verify.classify import Classification, ErrorClass
+from engine.verify.results import StageKind, StageResult, TestCounts
+from engine.verify.tree import Verification
+from engine.verify.verdict import Judgement, Verdict
 from tui.app import FixloopApp
 from tui.gate import PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen

@@ -12,8 +12,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TextArea
 
-from engine.config import Settings
-from engine.spec import Spec, load_spec
+from engine.project.settings import Settings
+from engine.spec.definition import Spec, load_spec
 from tui.app import FixloopApp
 from tui.screens.spec_form import SpecFormScreen
 

@@ -11,8 +11,8 @@ from textual import on, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from engine.rundir import read_events
-from engine.session import IterationArtifacts, iteration_artifacts, run_path
+from engine.project.run_directory import read_events
+from engine.run.session import IterationArtifacts, iteration_artifacts, run_path
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
 

@@ -19,9 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 from textual.widgets.button import ButtonVariant
 
-from engine.edits import Edit, Proposal
-from engine.gate import Review
-from engine.session import file_diff
+from engine.edits.protocol import Edit, Proposal
+from engine.run.gate import Review
+from engine.run.session import file_diff
 from tui.gate import ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.widgets.diff import diff_content

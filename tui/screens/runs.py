@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from engine.rundir import RunSummary, list_runs
+from engine.project.run_directory import RunSummary, list_runs
 from tui.widgets.history import status_colour
 
 TASK_WIDTH = 48

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static, TextArea
 
-from engine.spec import Spec, SpecError, parse_example_line, validate_spec
+from engine.spec.definition import Spec, SpecError, parse_example_line, validate_spec
 
 INPUTS = (
     ("name", "parse_duration", "names the examples' test file"),

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from engine.gate import PassReview
+from engine.run.gate import PassReview
 from tui.gate import PassReviewRequest
 from tui.widgets.diff import diff_content
 

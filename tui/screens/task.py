@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from engine.check import Verification
+from engine.verify.tree import Verification
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
 from tui.widgets.run_view import IterationView, StageView

@@ -17,7 +17,7 @@ from textual import work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from engine.check import Verification
+from engine.verify.tree import Verification
 from tui.screens.task import TaskScreen
 
 IGNORED_DIRS = (".fixloop", ".ruff_cache", "venv", "build", "dist", ".eggs")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.events import (
+from engine.run.events import (
     BaseEvent,
     Committed,
     EditsApplied,

@@ -1,0 +1,1 @@
+"""Benchmarks: `fixloop-tui bench`'s task suites (suite/) and the measurement scripts."""

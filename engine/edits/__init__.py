@@ -1,0 +1,1 @@
+"""The edit protocol: what the model answers, how it is read, matched and applied."""

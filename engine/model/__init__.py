@@ -1,0 +1,1 @@
+"""Language models: the litellm client and the embedded CPU model."""

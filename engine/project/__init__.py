@@ -1,0 +1,1 @@
+"""The user's project: its settings, the run's git worktree, `.fixloop/` on disk."""

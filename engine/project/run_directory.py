@@ -1,0 +1,157 @@
+"""The run directory (DESIGN §4.7): `.fixloop/runs/<run>/`, the audit trail of one run.
+
+`run.json` (config, versions, model, start), `events.jsonl` (append-only, flushed
+and synced per event), `iterations/NN/` (prompt, response, edits, patch, stage
+results, packet) and `report.md`. Files are written atomically; everything
+written passes through `redact`, so no API key reaches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from engine.model.client import redact
+from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_event
+
+FIXLOOP_DIR = ".fixloop"
+RUNS_DIR = "runs"
+
+
+def fixloop_dir(project: Path) -> Path:
+    """`.fixloop/` in the project, ignored by git through its own `.gitignore`."""
+    directory = project / FIXLOOP_DIR
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        write_atomic(ignore, "# fixloop's runs and worktrees; never committed\n*\n")
+    return directory
+
+
+def new_run_id(now: float | None = None) -> str:
+    """Sortable, unique, and valid as a git branch name: 20261202-141503-a1b2."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _json_text(value: BaseModel | dict[str, Any] | list[Any]) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(indent=1)
+    return json.dumps(value, indent=1, default=str)
+
+
+class RunDirectory:
+    """Writes one run's audit trail. Also an `EventSink`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events_path = path / "events.jsonl"
+
+    @classmethod
+    def create(cls, project: Path, run_id: str) -> RunDirectory:
+        path = fixloop_dir(project) / RUNS_DIR / run_id
+        path.mkdir(parents=True, exist_ok=False)
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def write_text(self, relative: str, text: str) -> Path:
+        target = self.path / relative
+        write_atomic(target, redact(text))
+        return target
+
+    def write_json(self, relative: str, value: BaseModel | dict[str, Any] | list[Any]) -> Path:
+        return self.write_text(relative, _json_text(value) + "\n")
+
+    def iteration(self, n: int) -> str:
+        """The relative directory of iteration n's artifacts: `iterations/01`."""
+        return f"iterations/{n:02d}"
+
+    def emit(self, event: BaseEvent) -> None:
+        line = redact(event.model_dump_json()) + "\n"
+        with open(self.events_path, "a", encoding="utf-8") as stream:
+            stream.write(line)
+            stream.flush()
+            os.fsync(stream.fileno())
+
+    def events(self) -> list[Event]:
+        return read_events(self.events_path)
+
+
+def read_events(path: Path) -> list[Event]:
+    """Every event of an events.jsonl; a torn last line (a crash mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            events.append(parse_event(line))
+        except ValidationError:
+            continue
+    return events
+
+
+class RunSummary(BaseModel):
+    """One line of `fixloop-tui runs`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    task: str
+    status: str
+    iterations: int
+    started: str
+    path: str
+
+
+def list_runs(project: Path) -> list[RunSummary]:
+    """The project's runs, newest first. A run without an end is `running` or was cut off."""
+    runs_dir = project / FIXLOOP_DIR / RUNS_DIR
+    if not runs_dir.is_dir():
+        return []
+    found = []
+    for path in sorted(runs_dir.iterdir(), reverse=True):
+        if not path.is_dir():
+            continue
+        events = read_events(path / "events.jsonl")
+        started = next((e for e in events if isinstance(e, RunStarted)), None)
+        finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+        iterations = max((getattr(e, "n", 0) for e in events), default=0)
+        found.append(
+            RunSummary(
+                id=path.name,
+                task=started.task if started else "",
+                status=finished.status if finished else "unfinished",
+                iterations=finished.iterations if finished else iterations,
+                started=time.strftime(
+                    "%Y-%m-%d %H:%M:%S", time.localtime(started.ts if started else 0)
+                ),
+                path=str(path),
+            )
+        )
+    return found

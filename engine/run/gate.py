@@ -1,0 +1,133 @@
+"""Where a person (or a policy) decides what happens to a proposal and to a doubtful pass.
+
+Also owns the rule for pinned tests (DESIGN §4.5): a proposal's edits to test
+files that existed at the baseline are held back, file by file, unless allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.edits.protocol import Edit, Proposal
+from engine.verify.pins import TestPins
+
+
+class Review(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    decision: Literal["approve", "edit", "abort"]
+    proposal: Proposal | None = None  # the edited proposal, for "edit"
+    allow_test_edits: bool = False  # the person let this proposal's test edits through
+    note: str = ""
+    by: Literal["person", "policy"] = "policy"  # who decided, for the audit trail
+
+
+class PassReview(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    accept: bool
+    note: str = ""
+    # On a rejection: go on repairing (the model is told why) instead of ending the run.
+    keep_repairing: bool = False
+    by: Literal["person", "policy"] = "policy"
+
+
+class Gate(Protocol):
+    """Reviews every proposal before it is applied, and every suspicious pass."""
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review: ...
+
+    async def review_pass(self, n: int, reasons: list[str]) -> PassReview: ...
+
+    async def between(self, n: int) -> str | None:
+        """Before iteration n asks the model: wait while the run is paused; a note ends the
+        run there as aborted."""
+        ...
+
+
+class PolicyGate:
+    """Headless: approve every proposal; accept a suspicious pass only when told to."""
+
+    def __init__(self, *, accept_suspicious: bool = False) -> None:
+        self.accept_suspicious = accept_suspicious
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        return Review(decision="approve")
+
+    async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
+        if self.accept_suspicious:
+            return PassReview(accept=True, note="accepted by --accept-suspicious")
+        return PassReview(accept=False, note="headless runs never accept a suspicious pass")
+
+    async def between(self, n: int) -> str | None:
+        return None
+
+
+class TestEditSplit(BaseModel):
+    """A proposal split by the pinned-tests rule."""
+
+    model_config = ConfigDict(frozen=True)
+    __test__ = False
+
+    kept: Proposal
+    held_back: list[str]  # pinned test files the proposal would change
+    repeated: list[str]  # pinned test files re-sent unchanged (ignored without comment)
+
+
+def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEditSplit:
+    """Separate edits to pinned test files from the rest of the proposal."""
+    kept: list[Edit] = []
+    held: dict[str, None] = {}
+    repeated: dict[str, None] = {}
+    for edit in proposal.edits:
+        if edit.path not in pins.files:
+            kept.append(edit)
+        elif edit.content is not None and _same_text(root / edit.path, edit.content):
+            repeated[edit.path] = None
+        else:
+            held[edit.path] = None
+    return TestEditSplit(
+        kept=proposal.model_copy(update={"edits": kept}),
+        held_back=list(held),
+        repeated=[path for path in repeated if path not in held],
+    )
+
+
+def apply_pinning(
+    proposal: Proposal, split: TestEditSplit, *, allowed: bool
+) -> tuple[Proposal, list[str]]:
+    """(what to apply, the pinned test files held back); with test edits allowed, only the
+    unchanged repeats are dropped."""
+    if not allowed:
+        return split.kept, split.held_back
+    repeated = set(split.repeated)
+    edits = [edit for edit in proposal.edits if edit.path not in repeated]
+    return proposal.model_copy(update={"edits": edits}), []
+
+
+def _same_text(path: Path, content: str) -> bool:
+    try:
+        current = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return current.replace("\r\n", "\n").rstrip("\n") == content.replace("\r\n", "\n").rstrip("\n")
+
+
+def rejected_pass_note(reasons: list[str], note: str = "") -> str:
+    listed = "; ".join(reasons)
+    said = f" The reviewer said: {note}" if note else ""
+    return (
+        f"The tests passed, but the pass was rejected as not honest: {listed}.{said} "
+        "Make the original tests pass by fixing the code, without skipping or editing tests."
+    )
+
+
+def held_back_note(held_back: list[str]) -> str:
+    files = ", ".join(held_back)
+    return (
+        f"Your edits to {files} were NOT applied: tests are pinned and define what is correct. "
+        "Fix the code under test instead."
+    )

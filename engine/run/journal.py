@@ -1,0 +1,63 @@
+"""A run's audit trail as the loop writes it (DESIGN §7): every event goes to
+events.jsonl and to the live sinks (the app, headless output), and each iteration's
+artefacts (prompt, response, edits, patch, stage results, packet) go under its
+directory in the run directory. The loop says what happened; this says where it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from engine.model.client import Message
+from engine.project.run_directory import RunDirectory
+from engine.run.events import BaseEvent, EventSink, GuardTripped, PacketReady
+from engine.verify.results import StageResult
+from engine.verify.tree import Verification
+
+
+class Journal:
+    def __init__(self, run_dir: RunDirectory, sinks: Sequence[EventSink] = ()) -> None:
+        self.run_dir = run_dir
+        self.sinks = list(sinks)
+
+    def emit(self, event: BaseEvent) -> None:
+        event = event.model_copy(update={"run_id": self.run_dir.run_id})
+        self.run_dir.emit(event)
+        for sink in self.sinks:
+            sink.emit(event)
+
+    def trip(self, n: int, guard: str, detail: str) -> None:
+        self.emit(GuardTripped(n=n, guard=guard, detail=detail))
+
+    # -- one iteration's files ----------------------------------------------------------
+
+    def text(self, n: int, name: str, text: str) -> None:
+        self.run_dir.write_text(f"{self.run_dir.iteration(n)}/{name}", text)
+
+    def json(self, n: int, name: str, value: BaseModel | dict[str, object] | list[object]) -> None:
+        self.run_dir.write_json(f"{self.run_dir.iteration(n)}/{name}", value)
+
+    def prompt(self, n: int, messages: Sequence[Message]) -> None:
+        self.json(n, "prompt.json", [m.model_dump() for m in messages])
+
+    def stage(self, n: int, name: str, result: StageResult) -> None:
+        self.json(n, f"stage-{name}.json", result)
+
+    def packet(self, n: int, result: Verification) -> None:
+        """The verification's PacketReady event, and its packet when it has one."""
+        judgement = result.judgement
+        self.emit(
+            PacketReady(
+                n=n,
+                verdict=judgement.verdict.value,
+                error_class=judgement.classification.error_class.value,
+                signature=judgement.signature,
+                tokens=result.packet_tokens,
+                tests=judgement.tests.model_dump() if judgement.tests else None,
+            )
+        )
+        if result.packet is not None:
+            self.json(n, "packet.json", result.packet)
+            self.text(n, "packet.txt", result.packet_text)

@@ -1,0 +1,63 @@
+"""What a run is configured with and what it produced, as data: `RunConfig` in,
+one `IterationRecord` per iteration and a `RunResult` out (DESIGN §4.8's JSON)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.edits.protocol import EditFormat
+from engine.feedback.prompts import DEFAULT_TASK
+from engine.run.guards import Budget, RunStatus
+from engine.spec.definition import Spec
+from engine.verify.results import TestCounts
+
+
+class RunConfig(BaseModel):
+    """The loop's own settings, resolved from every configuration source."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str = DEFAULT_TASK
+    model: str
+    edit_format: EditFormat = "json"
+    max_iterations: int = Field(default=4, ge=1)
+    no_progress_limit: int = Field(default=2, ge=1)
+    budget: Budget = Field(default_factory=Budget)
+    files: list[str] = Field(default_factory=list)
+    allow_test_edits: bool = False
+    packet_cap: int = 2000
+    spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec_mode.py)
+
+
+class IterationRecord(BaseModel):
+    """One iteration as the run saw it; filled in as the iteration goes."""
+
+    n: int
+    status: str  # a verdict, or format_error / no_change
+    tests: TestCounts | None = None
+    error_class: str = ""
+    commit: str | None = None
+    explanation: str = ""
+    summary: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    model_s: float = 0.0
+    verify_s: float = 0.0
+    summary_for_model: str = Field(default="", exclude=True)
+
+
+class RunResult(BaseModel):
+    """How a run ended, and everything it did."""
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    iterations: list[IterationRecord]
+    branch: str
+    final_commit: str | None
+    run_dir: str
+    report: str | None
+    tokens: int
+    cost_usd: float
+    duration_s: float

@@ -1,0 +1,133 @@
+"""Where a run whose process died stands, rebuilt from its events.jsonl.
+
+An iteration counts as done when its answer was judged (a packet) or refused (a
+format error). One that had committed but not yet been verified is verified on
+resume; one cut off earlier is simply asked again under the same number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.run.events import (
+    Committed,
+    EditsApplied,
+    Event,
+    IterationStarted,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+    RunFinished,
+    RunStarted,
+    SpecPrepared,
+)
+from engine.verify.results import TestCounts
+from sandbox import FixloopError
+
+
+class ResumeError(FixloopError):
+    pass
+
+
+class Observation(BaseModel):
+    """One verified iteration, as the guards saw it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    signature: str
+    touched: list[str]
+    passed: int | None
+
+
+class ResumeState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    started: RunStarted
+    next_n: int
+    pending_commit: tuple[int, str] | None = None  # committed, never verified
+    records: list[dict[str, object]] = Field(default_factory=list)
+    tokens: int = 0
+    cost_usd: float = 0.0
+    baseline_collected: int | None = None
+    baseline_passed: int | None = None
+    baseline_signature: str = ""
+    observations: list[Observation] = Field(default_factory=list)
+
+
+def resume_state(events: Sequence[Event]) -> ResumeState:
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    if started is None:
+        raise ResumeError("the run's events.jsonl has no RunStarted: it cannot be resumed")
+    finished = next((e for e in events if isinstance(e, RunFinished)), None)
+    if finished is not None:
+        raise ResumeError(f"the run already ended ({finished.status}): nothing to resume")
+    baseline = [e for e in events if isinstance(e, PacketReady) and e.n == 0]
+    # Spec mode has no first verification (no module yet): its examples' commit starts it.
+    spec = any(isinstance(e, SpecPrepared) for e in events)
+    if not baseline and not spec:
+        raise ResumeError("the run died before its first verification: start a new run")
+    first = baseline[-1] if baseline else None
+    tests = (first.tests if first else None) or {}
+    records: dict[int, dict[str, object]] = {}
+    done: set[int] = set()
+    touched: dict[int, list[str]] = {}
+    commits: dict[int, str] = {}
+    observations: dict[int, Observation] = {}  # a resume re-verifies: the last one counts
+    tokens = 0
+    cost = 0.0
+    for event in events:
+        n = getattr(event, "n", 0)
+        if isinstance(event, IterationStarted):
+            records[n] = {"n": n, "status": "interrupted"}
+        elif isinstance(event, ModelResponded):
+            tokens += event.prompt_tokens + event.completion_tokens
+            cost += event.cost_usd
+            records.setdefault(n, {"n": n})["tokens"] = (
+                event.prompt_tokens + event.completion_tokens
+            )
+            records[n]["cost_usd"] = event.cost_usd
+            records[n]["model_s"] = event.duration_s
+        elif isinstance(event, ProposalReady):
+            records.setdefault(n, {"n": n})["explanation"] = event.explanation
+            if event.format_error:
+                records[n]["status"] = "format_error"
+                done.add(n)
+        elif isinstance(event, EditsApplied):
+            touched[n] = event.files
+        elif isinstance(event, Committed):
+            commits[n] = event.sha
+            records.setdefault(n, {"n": n})["commit"] = event.sha
+        elif isinstance(event, PacketReady) and n > 0:
+            record = records.setdefault(n, {"n": n})
+            record["status"] = event.verdict
+            record["error_class"] = event.error_class
+            record["tests"] = TestCounts(**event.tests) if event.tests else None
+            done.add(n)
+            observations[n] = Observation(
+                n=n,
+                signature=event.signature,
+                touched=touched.get(n, []),
+                passed=(event.tests or {}).get("passed"),
+            )
+    last = max(records, default=0)
+    pending = None
+    if last and last not in done and last in commits:
+        pending = (last, commits[last])
+        done.add(last)
+    kept = [records[n] for n in sorted(records) if n in done]
+    next_n = max(done, default=0) + 1
+    return ResumeState(
+        started=started,
+        next_n=next_n,
+        pending_commit=pending,
+        records=kept,
+        tokens=tokens,
+        cost_usd=cost,
+        baseline_collected=tests.get("collected"),
+        baseline_passed=tests.get("passed"),
+        baseline_signature=first.signature if first else "",
+        observations=[observations[n] for n in sorted(observations)],
+    )

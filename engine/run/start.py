@@ -1,0 +1,293 @@
+"""Starting a run: from settings to a workspace, a run directory, a sandbox, a verifier
+and a model client, then the loop. The headless command and the TUI both start here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from engine.doctor import project_python
+from engine.model.client import LiteLLMClient, ModelClient, load_litellm
+from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR, RunDirectory, new_run_id
+from engine.project.settings import ConfigError, Settings
+from engine.project.workspace import Workspace
+from engine.run.events import EventSink
+from engine.run.gate import Gate
+from engine.run.guards import Budget
+from engine.run.loop import Deps, FixLoop
+from engine.run.outcome import RunConfig, RunResult
+from engine.run.resume import ResumeError, ResumeState, resume_state
+from engine.spec.definition import Spec, check_new_files, load_spec
+from engine.verify.execute import Verifier
+from engine.verify.stages import Stage, StageConfigError, configured_stages
+from sandbox import BackendName, Limits, Sandbox, SandboxUnavailable, open_sandbox
+
+
+def resolve_model(settings: Settings) -> str:
+    if settings.model:
+        return settings.model
+    try:
+        from engine.model.local import default_model
+    except ImportError:
+        default = None
+    else:
+        default = default_model()
+    if default is None:
+        raise ConfigError(
+            "no model configured: pass --model (any litellm model name, e.g. "
+            "openai/gpt-4o-mini), set FIXLOOP_MODEL, or install the embedded one: "
+            "pip install 'fixloop-tui[local]'"
+        )
+    return default
+
+
+def resolve_sandbox(settings: Settings) -> BackendName:
+    """The backend a run uses. `auto`: the docker backend if an engine answers and its
+    containers run under gVisor, else the gvisor backend if runsc works here, else an
+    error saying what `doctor` would. Without an engine socket this costs nothing."""
+    choice = settings.sandbox or "auto"
+    if choice != "auto":
+        return choice
+    docker_reason = engine_unusable(settings.docker_url)
+    if docker_reason is None:
+        return "docker"
+    from sandbox.gvisor import check_can_run
+
+    try:
+        check_can_run()
+    except SandboxUnavailable as exc:
+        raise SandboxUnavailable(
+            f"no sandbox works here (gvisor: {exc}; docker: {docker_reason}); see "
+            "`fixloop-tui doctor`, or choose --sandbox unsafe-local to run model-written "
+            "code unsandboxed (not recommended)"
+        ) from None
+    return "gvisor"
+
+
+def engine_unusable(url: str | None) -> str | None:
+    """Why the docker backend cannot run jobs under gVisor at `url`; None if it can.
+    Checked once per engine and process (sandbox.docker caches what it saw)."""
+    from sandbox.engines import engine_url, socket_missing
+
+    url = engine_url(url)
+    if socket_missing(url):
+        return f"no engine socket at {url}"
+    from sandbox.docker import check_engine
+
+    return check_engine(url).error
+
+
+def make_client(model: str, settings: Settings) -> LiteLLMClient:
+    if model.startswith("local/"):
+        if settings.model_path is not None:
+            from engine.model.local import set_model_path
+
+            set_model_path(settings.model_path)
+        # A CPU model writes ~20 tokens/s: a whole small file fits in 1024, a runaway
+        # answer should not cost minutes.
+        return LiteLLMClient(model, max_tokens=1024, timeout_s=300)
+    return LiteLLMClient(model, api_base=settings.api_base)
+
+
+def resolve_spec(project: Path, settings: Settings, spec: Spec | None = None) -> Spec | None:
+    """Spec mode's spec: the one given, or the file in the settings (relative to the project);
+    a spec whose files already exist in the project is refused."""
+    if spec is None and settings.spec is not None:
+        spec = load_spec(settings.spec if settings.spec.is_absolute() else project / settings.spec)
+    if spec is not None:
+        check_new_files(spec, project)
+    return spec
+
+
+def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunConfig:
+    edit_format = settings.edit_format or ("whole" if model.startswith("local/") else "json")
+    return RunConfig(
+        task=spec.task if spec else settings.task or RunConfig.model_fields["task"].default,
+        model=model,
+        edit_format=edit_format,
+        max_iterations=settings.max_iters or 4,
+        no_progress_limit=settings.no_progress or 2,
+        budget=Budget(
+            max_tokens=settings.max_tokens,
+            max_cost_usd=settings.max_cost,
+            wall_clock_s=settings.wall_clock,
+        ),
+        files=list(settings.files or []),
+        allow_test_edits=bool(settings.allow_test_edits),
+        spec=spec,
+    )
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in ("fixloop-tui", "litellm", "pytest", "textual"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+async def start_run(
+    project: Path,
+    settings: Settings,
+    *,
+    gate: Gate,
+    sinks: Sequence[EventSink] = (),
+    on_model_text: Callable[[str], None] | None = None,
+    model_client: ModelClient | None = None,
+    sandbox: Sandbox | None = None,
+    spec: Spec | None = None,
+) -> RunResult:
+    """One whole run; with a spec (given, or `settings.spec`), in spec mode. Configuration
+    problems raise before anything is created."""
+    model = resolve_model(settings)
+    config = run_config(settings, model, resolve_spec(project, settings, spec))
+    stages = _stages(project, settings)
+    backend = None if sandbox is not None else resolve_sandbox(settings)
+    python = settings.python or project_python(project)
+    client = model_client or make_client(model, settings)
+    run_id = new_run_id()
+    workspace = Workspace.create(project, run_id)
+    run_dir = RunDirectory.create(project, run_id)
+    run_dir.write_json("run.json", run_record(project, settings, config, python, workspace))
+    return await _execute(
+        config,
+        stages,
+        python,
+        settings,
+        functools.partial(
+            Deps,
+            model=client,
+            workspace=workspace,
+            gate=gate,
+            run_dir=run_dir,
+            sinks=list(sinks),
+            on_model_text=on_model_text,
+        ),
+        backend,
+        sandbox,
+    )
+
+
+async def resume_run(
+    project: Path,
+    run_id: str,
+    *,
+    gate: Gate,
+    sinks: Sequence[EventSink] = (),
+    on_model_text: Callable[[str], None] | None = None,
+    model_client: ModelClient | None = None,
+    sandbox: Sandbox | None = None,
+) -> RunResult:
+    """Continue a run whose process died, with the settings it started with."""
+    run_dir = RunDirectory(project / FIXLOOP_DIR / RUNS_DIR / run_id)
+    record_path = run_dir.path / "run.json"
+    if not record_path.is_file():
+        raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    state = resume_state(run_dir.events())
+    settings = Settings.model_validate(record["settings"])
+    config = RunConfig.model_validate(record["config"])
+    stages = _stages(project, settings)
+    backend = None if sandbox is not None else resolve_sandbox(settings)
+    python = Path(record["python"])
+    client = model_client or make_client(config.model, settings)
+    workspace = Workspace.reopen(
+        project,
+        run_id,
+        start_head=record["start_head"],
+        user_branch=record["user_branch"],
+        baseline=record["baseline"],
+    )
+    deps = functools.partial(
+        Deps,
+        model=client,
+        workspace=workspace,
+        gate=gate,
+        run_dir=run_dir,
+        sinks=list(sinks),
+        on_model_text=on_model_text,
+    )
+    return await _execute(config, stages, python, settings, deps, backend, sandbox, state)
+
+
+def _stages(project: Path, settings: Settings) -> list[Stage]:
+    try:
+        # Stage commands come from the user's checkout, never from the run's worktree:
+        # the model must not be able to rewrite how it is judged.
+        stages = configured_stages(
+            project,
+            test_cmd=settings.test_cmd,
+            lint_cmd=settings.lint_cmd,
+            type_cmd=settings.type_cmd,
+            format_cmd=settings.format_cmd,
+        )
+    except StageConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    return stages
+
+
+async def _execute(
+    config: RunConfig,
+    stages: list[Stage],
+    python: Path,
+    settings: Settings,
+    deps: Callable[..., Deps],
+    backend: BackendName | None,
+    sandbox: Sandbox | None,
+    resume: ResumeState | None = None,
+) -> RunResult:
+    owned = sandbox is None
+    if sandbox is None:
+        assert backend is not None
+        # Two warm sandboxes: the one an iteration takes is replaced while the model thinks.
+        sandbox = open_sandbox(
+            backend,
+            pool_size=0 if backend == "unsafe-local" else 2,
+            docker_url=settings.docker_url,
+            allow_runc=settings.allow_runc,
+            image=settings.image,
+        )
+    verifier = Verifier(
+        sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)
+    )
+    parts = deps(verifier=verifier)
+    # litellm takes seconds to import: let it load while the first verification runs.
+    preload = (
+        asyncio.create_task(load_litellm()) if isinstance(parts.model, LiteLLMClient) else None
+    )
+    try:
+        return await FixLoop(config, parts, resume).run()
+    finally:
+        if preload is not None and not preload.done():
+            preload.cancel()
+        if owned:
+            await sandbox.close()
+        parts.workspace.keep()
+
+
+def run_record(
+    project: Path, settings: Settings, config: RunConfig, python: Path, workspace: Workspace
+) -> dict[str, Any]:
+    return {
+        "project": str(project),
+        "run_id": workspace.run_id,
+        "branch": workspace.branch,
+        "start_head": workspace.start_head,
+        "user_branch": workspace.user_branch,
+        "baseline": workspace.baseline,
+        "config": config.model_dump(mode="json"),
+        "settings": settings.model_dump(mode="json", exclude_none=True),
+        "python": str(python),
+        "versions": versions(),
+        "argv": sys.argv,
+    }

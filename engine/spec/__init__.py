@@ -1,0 +1,1 @@
+"""Spec mode: a spec in, a module and its frozen tests out."""

@@ -1,0 +1,1 @@
+"""Verification: stages run in the sandbox, parsed, classified, judged honestly."""

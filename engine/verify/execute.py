@@ -1,0 +1,168 @@
+"""The verifier: every configured stage, each in a fresh sandbox over a copy of the
+workspace, parsed into `StageResult`s (DESIGN §4.4).
+
+pytest stages load fixloop's own plugin, mounted read-only at /fixloop/plugins;
+its report comes back as one line on stderr behind a per-run nonce. ruff and
+mypy are asked for JSON. Anything else gets the generic excerpt.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from engine.verify.parsers import (
+    extract_report,
+    generic_excerpt,
+    parse_mypy,
+    parse_ruff,
+    parse_ruff_format,
+)
+from engine.verify.results import StageKind, StageResult
+from engine.verify.stages import Stage
+from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
+
+PLUGIN_DIR = Path(__file__).parent / "plugin"
+PLUGIN_MOUNT = "/fixloop/plugins"
+PLUGIN_MODULE = "fixloop_pytest"
+
+StageCallback = Callable[[Stage, StageResult | None], Awaitable[None]]
+
+
+class Verifier:
+    """Runs the stages, cheapest first, and always all of them: a lint error must not
+    hide what the tests say."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        stages: Sequence[Stage],
+        *,
+        python: Path | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.stages = list(stages)
+        self.python = python
+        self.limits = limits or Limits()
+
+    async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
+        """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
+        results = []
+        for stage in self.stages:
+            if on_stage is not None:
+                await on_stage(stage, None)
+            result = await self.run_stage(stage, workdir)
+            if on_stage is not None:
+                await on_stage(stage, result)
+            results.append(result)
+        return results
+
+    async def run_stage(self, stage: Stage, workdir: Path) -> StageResult:
+        started = time.monotonic()
+        try:
+            result, nonce = await self.execute(stage, workdir)
+        except SandboxError as exc:
+            return StageResult(
+                name=stage.name,
+                kind=stage.kind,
+                cmd=stage.cmd,
+                exit_code=-1,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                infrastructure_error=str(exc),
+            )
+        return parse_stage(stage, result, nonce)
+
+    async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
+        """The stage's raw result and the nonce its pytest report is marked with."""
+        nonce = f"FIXLOOP-REPORT-{secrets.token_hex(8)}:"
+        request = ExecRequest(
+            argv=stage_argv(stage),
+            workdir=workdir,
+            env=stage_env(stage, nonce, self.limits.timeout_s),
+            limits=self.limits,
+            python=self.python,
+            mounts={PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {},
+        )
+        return await self.sandbox.run(request), nonce
+
+
+def stage_argv(stage: Stage) -> list[str]:
+    """The stage's argv, with ruff and mypy switched to their JSON output."""
+    argv = stage.argv()
+    if argv[0] == "sh":
+        return argv
+    tool = Path(argv[0]).name
+    args = argv[1:]
+    if tool.startswith("python") and args[:1] == ["-m"] and len(args) >= 2:
+        tool, args = args[1], args[2:]
+    if tool == "ruff" and args[:1] == ["check"] and not _has_option(args, "--output-format"):
+        return [*argv, "--output-format", "json"]
+    if tool == "mypy" and not (_has_option(args, "-O") or _has_option(args, "--output")):
+        return [*argv, "-O", "json"]
+    return argv
+
+
+def _has_option(args: list[str], option: str) -> bool:
+    return any(arg == option or arg.startswith(option + "=") for arg in args)
+
+
+def stage_env(stage: Stage, nonce: str, timeout_s: float) -> dict[str, str]:
+    if not stage.runs_pytest:
+        return {}
+    # A test still running at 60% of the stage's time is the one that hangs: pytest's
+    # faulthandler prints its stack, which is all a timeout leaves to go on.
+    hang_s = max(1, int(timeout_s * 0.6))
+    # PYTEST_ADDOPTS reaches pytest however the command starts it (a shell, make, tox).
+    return {
+        "PYTHONPATH": PLUGIN_MOUNT,
+        "PYTEST_ADDOPTS": (
+            f"-p {PLUGIN_MODULE} -p no:cacheprovider -o faulthandler_timeout={hang_s}"
+        ),
+        "FIXLOOP_REPORT_NONCE": nonce,
+    }
+
+
+def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:
+    """Everything we can learn from one stage's process: pure, so captured results replay."""
+    roots = [result.workdir]
+    # Paths the model can use: relative to the project, not to the sandbox.
+    prefix = result.workdir.rstrip("/") + "/"
+    result = result.model_copy(
+        update={
+            "stdout": result.stdout.replace(prefix, ""),
+            "stderr": result.stderr.replace(prefix, ""),
+        }
+    )
+    stderr = result.stderr
+    report = None
+    if stage.runs_pytest:
+        report, stderr = extract_report(stderr, nonce)
+    diagnostics = []
+    if stage.kind is StageKind.LINT:
+        diagnostics = parse_ruff(result.stdout, roots) or []
+    elif stage.kind is StageKind.FORMAT:
+        diagnostics = parse_ruff_format(result.stdout + "\n" + stderr, roots)
+    elif stage.kind is StageKind.TYPES:
+        diagnostics = parse_mypy(result.stdout, roots)
+    failed = result.exit_code != 0 or result.timed_out or result.oom_killed
+    excerpt = ""
+    if failed and report is None and not diagnostics:
+        excerpt = generic_excerpt(result.stdout, stderr)
+    return StageResult(
+        name=stage.name,
+        kind=stage.kind,
+        cmd=stage.cmd,
+        exit_code=result.exit_code,
+        duration_ms=result.duration_ms,
+        timed_out=result.timed_out,
+        oom_killed=result.oom_killed,
+        truncated=result.truncated,
+        stdout=result.stdout,
+        stderr=stderr,
+        report=report,
+        diagnostics=diagnostics,
+        excerpt=excerpt,
+    )

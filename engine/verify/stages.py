@@ -1,0 +1,159 @@
+"""Verifier stages: the configured commands, how each is run, and which of them lie.
+
+A stage command runs without a shell unless it uses shell syntax. A command that
+turns a failure into success (`|| true`, `; exit 0`, `set +e`, a pipe into
+`tee` ...) is named by `swallows_failure`, so a pass it reports is never trusted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.verify.results import StageKind
+
+# Cheapest first: a formatting complaint costs milliseconds, a test run seconds.
+ORDER = (StageKind.FORMAT, StageKind.LINT, StageKind.TYPES, StageKind.OTHER, StageKind.TESTS)
+DEFAULT_TEST_CMD = "python -m pytest -q"
+SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "(", ")", "<<", ">&"})
+
+
+class StageConfigError(ValueError):
+    """A stage command that cannot be run as given."""
+
+
+class Stage(BaseModel):
+    """One configured verifier command."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    kind: StageKind
+    cmd: str
+
+    def argv(self) -> list[str]:
+        """The argv to execute: the command's own words, or `sh -c` when it needs a shell."""
+        if needs_shell(self.cmd):
+            return ["sh", "-c", self.cmd]
+        try:
+            words = shlex.split(self.cmd)
+        except ValueError as exc:
+            raise StageConfigError(
+                f"stage {self.name!r}: cannot parse {self.cmd!r}: {exc}"
+            ) from exc
+        if not words:
+            raise StageConfigError(f"stage {self.name!r} has an empty command")
+        return words
+
+    @property
+    def runs_pytest(self) -> bool:
+        return bool(re.search(r"(^|[\s/;&|(])(py\.test|pytest)(\s|$)", self.cmd))
+
+
+def needs_shell(cmd: str) -> bool:
+    """Does `cmd` use shell syntax (operators, expansions, redirections, globs)?"""
+    if re.search(r"\$|`|(^|\s)(export|set|cd|source|\.)\s", cmd):
+        return True
+    try:
+        lexer = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return True
+    if any(token in SHELL_OPERATORS for token in tokens):
+        return True
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", cmd)
+    return bool(re.search(r"[*?\[]|^~|\s~", unquoted))
+
+
+# (pattern, what it does). Matched against the command with quoted strings removed.
+SWALLOWERS: tuple[tuple[str, str], ...] = (
+    (r"\|\|\s*(true|:|/bin/true|/usr/bin/true)\b", "`|| true` turns any failure into success"),
+    (r"\|\|\s*:", "`|| :` turns any failure into success"),
+    (r"\|\|\s*exit\s+0\b", "`|| exit 0` turns any failure into success"),
+    (r"\|\|\s*echo\b", "`|| echo` turns any failure into success"),
+    (r"\|\|\s*printf\b", "`|| printf` turns any failure into success"),
+    (r"(;|&&|\n|^)\s*exit\s+0\s*(;|$)", "`exit 0` ends the command successfully whatever happened"),
+    (r"(;|\n)\s*(true|:)\s*$", "a trailing `true` makes the command's status success"),
+    (r"\bset\s+\+e\b", "`set +e` keeps going after a failing command"),
+    (r"(^|[\s;&|])--exit-zero\b", "`--exit-zero` reports success whatever was found"),
+    (r"(^|[\s;&|])-p\s+no:(terminal|runner|python)\b", "disables a core pytest plugin"),
+)
+
+
+def swallows_failure(cmd: str) -> str | None:
+    """Why `cmd` can exit 0 after its verifier failed, or None when it cannot."""
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "''", cmd)
+    for pattern, why in SWALLOWERS:
+        if re.search(pattern, unquoted):
+            return why
+    if _pipes_away_status(unquoted):
+        return "a pipe: the command's status is the last program's, not the verifier's"
+    return None
+
+
+def _pipes_away_status(cmd: str) -> bool:
+    if "pipefail" in cmd:
+        return False
+    return re.search(r"(?<!\|)\|(?!\|)", cmd) is not None
+
+
+def kind_of(cmd: str, default: StageKind) -> StageKind:
+    """What a command checks, from the tool it runs; `default` when unknown."""
+    words = set(re.split(r"[\s;&|()]+", cmd))
+    if words & {"pytest", "py.test"}:
+        return StageKind.TESTS
+    if "ruff" in words and "format" in words:
+        return StageKind.FORMAT
+    if words & {"ruff", "flake8", "pylint"}:
+        return StageKind.LINT
+    if words & {"mypy", "pyright"}:
+        return StageKind.TYPES
+    return default
+
+
+def configured_stages(
+    root: Path,
+    *,
+    test_cmd: str | None = None,
+    lint_cmd: str | None = None,
+    type_cmd: str | None = None,
+    format_cmd: str | None = None,
+) -> list[Stage]:
+    """Stages from the flags, else `[tool.fixloop]` in the project's pyproject.toml,
+    else pytest alone; sorted cheapest first."""
+    table = _fixloop_table(root)
+    commands = {
+        StageKind.FORMAT: format_cmd or table.get("format_cmd"),
+        StageKind.LINT: lint_cmd or table.get("lint_cmd"),
+        StageKind.TYPES: type_cmd or table.get("type_cmd"),
+        StageKind.TESTS: test_cmd or table.get("test_cmd") or DEFAULT_TEST_CMD,
+    }
+    stages = []
+    for kind, cmd in commands.items():
+        if cmd is None:
+            continue
+        if not isinstance(cmd, str) or not cmd.strip():
+            raise StageConfigError(f"[tool.fixloop] {kind.value}_cmd must be a non-empty string")
+        stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip())
+        stage.argv()  # a command that cannot be parsed fails now, not in the sandbox
+        stages.append(stage)
+    return sorted(stages, key=lambda stage: ORDER.index(stage.kind))
+
+
+def _fixloop_table(root: Path) -> dict[str, object]:
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StageConfigError(f"{path}: not valid TOML: {exc}") from exc
+    table = data.get("tool", {}).get("fixloop", {})
+    if not isinstance(table, dict):
+        raise StageConfigError(f"{path}: [tool.fixloop] must be a table")
+    return table

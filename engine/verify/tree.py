@@ -1,0 +1,128 @@
+"""One verification of a working tree, judged and distilled: what `fixloop-tui verify`
+prints and what the loop reads after every iteration.
+
+Runs the stages, classifies the root failure, checks the pass against the
+baseline's pinned tests, and builds the repair packet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import git
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.feedback.distill import distill
+from engine.feedback.packet import DEFAULT_CAP, RepairPacket
+from engine.feedback.tokens import count_tokens
+from engine.verify.classify import classify, modules_of, project_modules, signature
+from engine.verify.execute import StageCallback, Verifier
+from engine.verify.pins import (
+    AddedSkip,
+    TestChange,
+    TestPins,
+    added_skips,
+    changed_tests,
+    config_changes,
+)
+from engine.verify.results import StageResult
+from engine.verify.verdict import Judgement, judge, pass_doubts
+
+
+class Baseline(BaseModel):
+    """What a pass is checked against: a git revision of the project and its test count."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: Path
+    rev: str = "HEAD"
+    collected: int | None = None
+    pins: TestPins | None = None  # the test files' fingerprints at `rev`, when already known
+
+
+class Verification(BaseModel):
+    """Everything one verifier run produced."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judgement: Judgement
+    stages: list[StageResult]
+    packet: RepairPacket | None = None
+    packet_text: str = ""
+    packet_tokens: int = 0
+    changed_tests: list[TestChange] = Field(default_factory=list)
+    added_skips: list[AddedSkip] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def working_tree_diff(repo: Path, rev: str = "HEAD") -> tuple[str, list[str]]:
+    """(unified diff, changed paths) of the working tree against `rev`, untracked files included."""
+    with git.Repo(repo) as handle:
+        diff = handle.git.diff(rev, "--no-color", "--no-ext-diff")
+        paths = [p for p in handle.git.diff(rev, "--name-only").splitlines() if p]
+        paths += handle.untracked_files
+    return diff, sorted(set(paths))
+
+
+async def verify_tree(
+    root: Path,
+    verifier: Verifier,
+    *,
+    baseline: Baseline | None,
+    touched: Sequence[str] = (),
+    last_diff: str | None = None,
+    previous: Sequence[StageResult] | None = None,
+    iteration: int | None = None,
+    max_iterations: int | None = None,
+    repeat_note: str | None = None,
+    model: str | None = None,
+    cap: int = DEFAULT_CAP,
+    on_stage: StageCallback | None = None,
+) -> Verification:
+    stages = await verifier.run(root, on_stage)
+    classification = classify(
+        stages, project_modules=project_modules(root), touched_modules=modules_of(touched)
+    )
+    changes: list[TestChange] = []
+    skips: list[AddedSkip] = []
+    notes: list[str] = []
+    if baseline is not None:
+        pins = baseline.pins or TestPins.from_commit(baseline.repo, baseline.rev)
+        changes = changed_tests(pins, root)
+        skips = added_skips(baseline.repo, baseline.rev, root)
+        skips += config_changes(baseline.repo, baseline.rev, root)
+    else:
+        notes.append("no git baseline: test files could not be checked for edits or new skips")
+    doubts = pass_doubts(
+        stages,
+        changed_tests=changes,
+        added_skips=skips,
+        baseline_collected=baseline.collected if baseline else None,
+    )
+    judgement = judge(
+        stages, classification, doubts=doubts, signature=signature(stages, classification)
+    )
+    packet = None
+    text = ""
+    if judgement.verdict.value == "failing":
+        packet = distill(
+            stages,
+            classification,
+            iteration=iteration,
+            max_iterations=max_iterations,
+            previous=previous,
+            last_diff=last_diff,
+            repeat_note=repeat_note,
+        )
+        text = packet.render(cap, lambda t: count_tokens(t, model))
+    return Verification(
+        judgement=judgement,
+        stages=stages,
+        packet=packet,
+        packet_text=text,
+        packet_tokens=count_tokens(text, model) if text else 0,
+        changed_tests=changes,
+        added_skips=skips,
+        notes=notes,
+    )

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
@@ -33,18 +32,13 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.output import CappedStream, await_job, exit_status
+from sandbox.owners import ID_PREFIX, left_by_dead_process, new_name, runtime_dir
 from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
 
 READY = b"FIXLOOP-READY\n"
 START_TIMEOUT_S = 60.0
 DRAIN_GRACE_S = 2.0
-ID_PREFIX = "fixloop-"
-
-
-def runtime_dir() -> Path:
-    """Where bundles, skeleton roots and runsc state live (root-only)."""
-    return Path(os.environ.get("FIXLOOP_RUNTIME_DIR", "/run/fixloop"))
 
 
 def find_runsc() -> str:
@@ -78,7 +72,7 @@ class Container:
     def __init__(self, runsc: str, profile: Profile) -> None:
         self.runsc = runsc
         self.profile = profile
-        self.id = f"{ID_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self.id = new_name()
         self.state = runtime_dir() / "runsc"
         self.bundle = Path()
         self.cgroup = cgroups.SandboxCgroup(
@@ -329,8 +323,7 @@ def reap_stale(runsc: str) -> list[str]:
     """Remove sandboxes, cgroups and bundles left by fixloop processes that died."""
     reaped: list[str] = []
     for name in list_containers(runsc):
-        owner = _owner_pid(name)
-        if owner is None or _alive(owner):
+        if not left_by_dead_process(name):
             continue
         state = str(runtime_dir() / "runsc")
         for args in (("kill", "--all", name, "KILL"), ("delete", "--force", name)):
@@ -340,32 +333,13 @@ def reap_stale(runsc: str) -> list[str]:
                 )
         reaped.append(name)
     for path in cgroups.leftovers():
-        owner = _owner_pid(path.name)
-        if owner is not None and not _alive(owner):
+        if left_by_dead_process(path.name):
             cgroups.SandboxCgroup(
                 name=path.name, memory_bytes=0, cpus=1, pids=1, created=[path]
             ).remove(wait_s=1)
     bundles = runtime_dir() / "bundles"
     if bundles.is_dir():
         for path in bundles.iterdir():
-            owner = _owner_pid(path.name)
-            if owner is not None and not _alive(owner):
+            if left_by_dead_process(path.name):
                 shutil.rmtree(path, ignore_errors=True)
     return reaped
-
-
-def _owner_pid(name: str) -> int | None:
-    parts = name.removeprefix(ID_PREFIX).split("-")
-    if not name.startswith(ID_PREFIX) or not parts[0].isdigit():
-        return None
-    return int(parts[0])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

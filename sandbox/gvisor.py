@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -21,9 +20,10 @@ from typing import Literal
 
 from sandbox import cgroups
 from sandbox.bundle import (
+    HOST_PIDS_LIMIT,
+    MIB,
     SANDBOX_WORKDIR,
     Profile,
-    base_environment,
     mount_points,
     profile_for,
     skeleton_root,
@@ -31,14 +31,10 @@ from sandbox.bundle import (
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_files, job_header
 from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.owners import ID_PREFIX, left_by_dead_process, new_name, runtime_dir
-from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
-
-READY = b"FIXLOOP-READY\n"
-START_TIMEOUT_S = 60.0
-DRAIN_GRACE_S = 2.0
 
 
 def find_runsc() -> str:
@@ -77,9 +73,9 @@ class Container:
         self.bundle = Path()
         self.cgroup = cgroups.SandboxCgroup(
             name=self.id,
-            memory_bytes=profile.memory_mb * 2**20,
+            memory_bytes=profile.memory_mb * MIB,
             cpus=profile.cpus,
-            pids=1024,
+            pids=HOST_PIDS_LIMIT,
         )
         self.process: asyncio.subprocess.Process | None = None
         # The sandbox's stdout and stderr, read on the host.
@@ -156,13 +152,7 @@ class Container:
         assert self.stderr is not None
         assert self._stderr_task is not None
         limits = request.limits
-        env = {**base_environment(self.profile.interpreter), **request.env}
-        header = {
-            "argv": request.argv,
-            "env": env,
-            "cwd": SANDBOX_WORKDIR,
-            "has_files": payload is not None,
-        }
+        header = job_header(request, self.profile.interpreter, has_files=payload is not None)
         stdout = CappedStream(limits.output_bytes)
         # Output the zygote wrote before the job is not the job's.
         self._stderr = CappedStream(limits.output_bytes)
@@ -177,7 +167,7 @@ class Container:
 
         async def send() -> None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                stdin.write(json.dumps(header).encode() + b"\n")
+                stdin.write(header)
                 if payload is not None:
                     stdin.write(payload)
                 await stdin.drain()
@@ -286,11 +276,7 @@ class GvisorSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = None
-        if request.workdir is not None:
-            payload = await asyncio.to_thread(
-                pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * 2**20
-            )
+        payload = await job_files(request)
         container = await self.pool.take(profile)
         try:
             return await container.execute(request, payload)

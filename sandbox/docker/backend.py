@@ -16,7 +16,6 @@ import requests.exceptions
 
 from sandbox import cgroups
 from sandbox.bundle import (
-    MIB,
     Profile,
     mount_points,
     profile_for,
@@ -34,9 +33,9 @@ from sandbox.docker.images import image_interpreter, skeleton_image
 from sandbox.docker.kernel import require_gvisor, runc_allowed
 from sandbox.docker.locate import engine_url
 from sandbox.errors import RuncWarning
+from sandbox.handoff import job_files
 from sandbox.interpreter import Interpreter
 from sandbox.owners import ID_PREFIX, left_by_dead_process
-from sandbox.pack import pack_directory
 from sandbox.pool import WarmPool
 
 RUNC_WARNING = (
@@ -134,11 +133,7 @@ class DockerSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = None
-        if request.workdir is not None:
-            payload = await asyncio.to_thread(
-                pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * MIB
-            )
+        payload = await job_files(request)
         container = await self.pool.take(profile)
         try:
             if not container.kernel.gvisor:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -35,13 +34,11 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.docker.kernel import KernelReport, require_gvisor
 from sandbox.errors import SandboxError
+from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_header
 from sandbox.output import CHUNK, CappedStream
 from sandbox.owners import new_name
 
 OWNER_LABEL = "fixloop.owner"
-READY = b"FIXLOOP-READY\n"
-START_TIMEOUT_S = 60.0
-DRAIN_GRACE_S = 2.0
 BACKSTOP_MB = 64
 # Runs first in every container: reports the kernel, then becomes the job runner.
 INIT_SCRIPT = f"{SANDBOX_LIB}/docker_init.sh"
@@ -245,19 +242,14 @@ class Container:
         if self._frames is None or self._writer is None or self.id is None:
             raise SandboxError("internal: execute() on a container that was not started")
         limits = request.limits
-        header = {
-            "argv": request.argv,
-            "env": {**base_environment(self.profile.interpreter), **request.env},
-            "cwd": SANDBOX_WORKDIR,
-            "has_files": payload is not None,
-        }
+        header = job_header(request, self.profile.interpreter, has_files=payload is not None)
         outputs = {1: CappedStream(limits.output_bytes), 2: CappedStream(limits.output_bytes)}
         pump = asyncio.create_task(self._pump(outputs))
         started = time.monotonic()
         timed_out = False
         try:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self._writer.write(json.dumps(header).encode() + b"\n")
+                self._writer.write(header)
                 if payload is not None:
                     self._writer.write(payload)
                 await self._writer.drain()

@@ -17,11 +17,12 @@ from sandbox.bundle import (
     mount_points,
 )
 from sandbox.contract import Limits
-from sandbox.docker.containers import INIT_SCRIPT, START_TIMEOUT_S, Container, remove_container
+from sandbox.docker.containers import INIT_SCRIPT, Container, remove_container
 from sandbox.docker.images import skeleton_image
 from sandbox.docker.kernel import EngineCheck, KernelReport, require_gvisor
 from sandbox.docker.locate import engine_url, socket_missing
 from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.handoff import START_TIMEOUT_S
 from sandbox.interpreter import Interpreter, default_python, probe
 
 API_TIMEOUT_S = 60

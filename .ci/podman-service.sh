@@ -42,6 +42,9 @@ WRAPPER
 chmod 755 /usr/local/bin/runsc-nonet.new
 mv -f /usr/local/bin/runsc-nonet.new /usr/local/bin/runsc-nonet
 mkdir -p "$(dirname "$CONF")" "$SOCKET_DIR" "$STORAGE"
+# The service and every conmon it starts keep this working directory, and conmon writes
+# an empty `oom` file there when a container is OOM-killed: not the checkout it ran from.
+cd "$SOCKET_DIR"
 cat >"$CONF.new" <<'CONF'
 # Written by fixloop's .ci/podman-service.sh for fixloop's own Podman service:
 # gVisor is the only runtime.

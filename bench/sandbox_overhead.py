@@ -55,7 +55,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sandbox.contract import BASE_ENV, ExecRequest, ExecResult  # noqa: E402
-from sandbox.docker import DockerSandbox  # noqa: E402
+from sandbox.docker.backend import DockerSandbox  # noqa: E402
 from sandbox.gvisor import GvisorSandbox, find_runsc  # noqa: E402
 
 COMMANDS: dict[str, list[str]] = {
@@ -255,8 +255,8 @@ def environment(backends: list[str], image: str | None) -> dict[str, str]:
         "kernel": platform.release(),
     }
     if "docker" in backends:
-        from sandbox.docker import connect, engine_version
-        from sandbox.engines import engine_url
+        from sandbox.docker.engine_check import connect, engine_version
+        from sandbox.docker.locate import engine_url
 
         url = engine_url()
         client = connect(url)

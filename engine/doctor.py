@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sandbox import ExecRequest, Limits, SandboxError
+from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
-from sandbox.gvisor import GvisorSandbox, find_runsc
+from sandbox.choose import check_engine, runsc_version
 
 
 class Check(BaseModel):
@@ -56,11 +56,9 @@ def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess[st
 
 def check_runsc() -> Check:
     try:
-        runsc = find_runsc()
+        runsc, version = runsc_version()
     except SandboxError as exc:
         return Check(name="runsc", ok=False, detail="not installed", fix=_fix_of(exc))
-    done = _run([runsc, "--version"])
-    version = done.stdout.splitlines()[0] if done and done.stdout else "unknown version"
     return Check(name="runsc", ok=True, detail=f"{runsc} ({version})")
 
 
@@ -79,7 +77,7 @@ def check_cgroups() -> Check:
 async def check_gvisor_sandbox(python: Path) -> Check:
     """A real job through the gvisor backend, not just the binary's presence."""
     try:
-        backend = GvisorSandbox()
+        backend = open_sandbox("gvisor")
     except SandboxError as exc:
         return Check(name="gvisor sandbox", ok=False, detail=str(exc), fix=_fix_of(exc))
     try:
@@ -115,10 +113,9 @@ async def check_gvisor_sandbox(python: Path) -> Check:
 def check_docker(url: str | None = None) -> Check:
     """A Docker-compatible engine whose containers run under gVisor; optional (the
     gvisor backend needs none). Starts one short container when an engine answers."""
-    from sandbox.engines import engine_url, socket_missing
-
-    url = engine_url(url)
-    if socket_missing(url):
+    check = check_engine(url)
+    url = check.url
+    if check.missing:
         return Check(
             name="docker engine",
             ok=False,
@@ -127,9 +124,6 @@ def check_docker(url: str | None = None) -> Check:
             "or name an engine with FIXLOOP_DOCKER_URL",
             needed=False,
         )
-    from sandbox.docker import check_engine
-
-    check = check_engine(url)
     if check.engine is None:
         return Check(
             name="docker engine",

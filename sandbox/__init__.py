@@ -3,6 +3,7 @@
 Knows nothing of models, git or tests.
 """
 
+from sandbox.choose import choose_backend
 from sandbox.contract import BackendName, ExecRequest, ExecResult, Limits, Sandbox
 from sandbox.errors import FixloopError, RuncWarning, SandboxError, SandboxUnavailable
 
@@ -16,6 +17,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",
+    "choose_backend",
     "open_sandbox",
 ]
 
@@ -31,7 +33,7 @@ def open_sandbox(
     """The backend by name. Raises SandboxUnavailable with the fix when it cannot work here.
 
     `docker_url`, `allow_runc` and `image` are the docker backend's (default: its
-    environment variables, and the host's interpreter mounted; see sandbox.docker);
+    environment variables, and the host's interpreter mounted; see sandbox.docker.backend);
     other backends ignore them.
     """
     if backend == "gvisor":
@@ -39,7 +41,7 @@ def open_sandbox(
 
         return GvisorSandbox(pool_size=pool_size)
     if backend == "docker":
-        from sandbox.docker import DockerSandbox
+        from sandbox.docker.backend import DockerSandbox
 
         return DockerSandbox(
             pool_size=pool_size, url=docker_url, allow_runc=allow_runc, image=image

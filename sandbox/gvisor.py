@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import secrets
 import shutil
 import socket
 import subprocess
@@ -22,9 +20,10 @@ from typing import Literal
 
 from sandbox import cgroups
 from sandbox.bundle import (
+    HOST_PIDS_LIMIT,
+    MIB,
     SANDBOX_WORKDIR,
     Profile,
-    base_environment,
     mount_points,
     profile_for,
     skeleton_root,
@@ -32,19 +31,10 @@ from sandbox.bundle import (
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
+from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_files, job_header
 from sandbox.output import CappedStream, await_job, exit_status
-from sandbox.pack import pack_directory
+from sandbox.owners import ID_PREFIX, left_by_dead_process, new_name, runtime_dir
 from sandbox.pool import WarmPool
-
-READY = b"FIXLOOP-READY\n"
-START_TIMEOUT_S = 60.0
-DRAIN_GRACE_S = 2.0
-ID_PREFIX = "fixloop-"
-
-
-def runtime_dir() -> Path:
-    """Where bundles, skeleton roots and runsc state live (root-only)."""
-    return Path(os.environ.get("FIXLOOP_RUNTIME_DIR", "/run/fixloop"))
 
 
 def find_runsc() -> str:
@@ -78,14 +68,14 @@ class Container:
     def __init__(self, runsc: str, profile: Profile) -> None:
         self.runsc = runsc
         self.profile = profile
-        self.id = f"{ID_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        self.id = new_name()
         self.state = runtime_dir() / "runsc"
         self.bundle = Path()
         self.cgroup = cgroups.SandboxCgroup(
             name=self.id,
-            memory_bytes=profile.memory_mb * 2**20,
+            memory_bytes=profile.memory_mb * MIB,
             cpus=profile.cpus,
-            pids=1024,
+            pids=HOST_PIDS_LIMIT,
         )
         self.process: asyncio.subprocess.Process | None = None
         # The sandbox's stdout and stderr, read on the host.
@@ -162,13 +152,7 @@ class Container:
         assert self.stderr is not None
         assert self._stderr_task is not None
         limits = request.limits
-        env = {**base_environment(self.profile.interpreter), **request.env}
-        header = {
-            "argv": request.argv,
-            "env": env,
-            "cwd": SANDBOX_WORKDIR,
-            "has_files": payload is not None,
-        }
+        header = job_header(request, self.profile.interpreter, has_files=payload is not None)
         stdout = CappedStream(limits.output_bytes)
         # Output the zygote wrote before the job is not the job's.
         self._stderr = CappedStream(limits.output_bytes)
@@ -183,7 +167,7 @@ class Container:
 
         async def send() -> None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                stdin.write(json.dumps(header).encode() + b"\n")
+                stdin.write(header)
                 if payload is not None:
                     stdin.write(payload)
                 await stdin.drain()
@@ -292,11 +276,7 @@ class GvisorSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = None
-        if request.workdir is not None:
-            payload = await asyncio.to_thread(
-                pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * 2**20
-            )
+        payload = await job_files(request)
         container = await self.pool.take(profile)
         try:
             return await container.execute(request, payload)
@@ -329,8 +309,7 @@ def reap_stale(runsc: str) -> list[str]:
     """Remove sandboxes, cgroups and bundles left by fixloop processes that died."""
     reaped: list[str] = []
     for name in list_containers(runsc):
-        owner = _owner_pid(name)
-        if owner is None or _alive(owner):
+        if not left_by_dead_process(name):
             continue
         state = str(runtime_dir() / "runsc")
         for args in (("kill", "--all", name, "KILL"), ("delete", "--force", name)):
@@ -340,32 +319,13 @@ def reap_stale(runsc: str) -> list[str]:
                 )
         reaped.append(name)
     for path in cgroups.leftovers():
-        owner = _owner_pid(path.name)
-        if owner is not None and not _alive(owner):
+        if left_by_dead_process(path.name):
             cgroups.SandboxCgroup(
                 name=path.name, memory_bytes=0, cpus=1, pids=1, created=[path]
             ).remove(wait_s=1)
     bundles = runtime_dir() / "bundles"
     if bundles.is_dir():
         for path in bundles.iterdir():
-            owner = _owner_pid(path.name)
-            if owner is not None and not _alive(owner):
+            if left_by_dead_process(path.name):
                 shutil.rmtree(path, ignore_errors=True)
     return reaped
-
-
-def _owner_pid(name: str) -> int | None:
-    parts = name.removeprefix(ID_PREFIX).split("-")
-    if not name.startswith(ID_PREFIX) or not parts[0].isdigit():
-        return None
-    return int(parts[0])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -13,7 +13,7 @@ from sandbox.gvisor import GvisorSandbox, check_can_run
 from tests.model_server import model_server  # noqa: F401 - the scripted model server fixture
 
 if TYPE_CHECKING:
-    from sandbox.docker import DockerSandbox
+    from sandbox.docker.backend import DockerSandbox
 
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
@@ -67,7 +67,7 @@ def open_backend(name: str, *, pool_size: int) -> GvisorSandbox | DockerSandbox:
     try:
         if name == "gvisor":
             return GvisorSandbox(pool_size=pool_size)
-        from sandbox.docker import DockerSandbox
+        from sandbox.docker.backend import DockerSandbox
 
         return DockerSandbox(pool_size=pool_size, allow_runc=False)
     except SandboxUnavailable as exc:

@@ -29,8 +29,10 @@ def build_image_command(args: argparse.Namespace, parser: argparse.ArgumentParse
     for requirement in args.requirements:
         if not requirement.is_file():
             parser.error(f"--requirements {requirement}: no such file")
-    from sandbox.docker import DockerSandbox, connect
-    from sandbox.image import build_from_base, build_from_host
+    from engine.verify.execute import PLUGIN_FILE, PLUGIN_MOUNT
+    from sandbox.docker.backend import DockerSandbox
+    from sandbox.docker.engine_check import connect
+    from sandbox.docker.images import build_from_base, build_from_host
     from sandbox.interpreter import probe
 
     python = args.python or project_python(Path.cwd())
@@ -43,13 +45,21 @@ def build_image_command(args: argparse.Namespace, parser: argparse.ArgumentParse
             tag=args.tag,
             packages=args.packages,
             everything=args.all_packages,
+            site_modules=[PLUGIN_FILE],
+            mount_points=[PLUGIN_MOUNT],
         )
     else:
         version = ".".join(probe(python).version.split(".")[:2])
         base = args.base or f"python:{version}-slim"
         print(f"building {args.tag} from {base} ...", file=sys.stderr)
         built = build_from_base(
-            client, base=base, tag=args.tag, packages=args.packages, requirements=args.requirements
+            client,
+            base=base,
+            tag=args.tag,
+            packages=args.packages,
+            requirements=args.requirements,
+            site_modules=[PLUGIN_FILE],
+            mount_points=[PLUGIN_MOUNT],
         )
     client.close()
 

@@ -50,9 +50,8 @@ async def check_project(project: Path, settings: Settings) -> Verification:
     """Verify the user's checkout as it is now (uncommitted work included), sandboxed,
     against HEAD: what is red before the model is asked."""
     from engine.doctor import project_python
-    from engine.run.start import resolve_sandbox
     from engine.verify.execute import Verifier
-    from sandbox import Limits, open_sandbox
+    from sandbox import Limits, choose_backend, open_sandbox
 
     try:
         stages = configured_stages(
@@ -77,7 +76,9 @@ async def check_project(project: Path, settings: Settings) -> Verification:
     else:
         baseline = Baseline(repo=project)
         diff, touched = working_tree_diff(project)
-    sandbox = open_sandbox(resolve_sandbox(settings))
+    sandbox = open_sandbox(
+        choose_backend(settings.sandbox or "auto", docker_url=settings.docker_url)
+    )
     verifier = Verifier(
         sandbox,
         stages,

@@ -28,7 +28,7 @@ from engine.run.resume import ResumeError, ResumeState, resume_state
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.execute import Verifier
 from engine.verify.stages import Stage, StageConfigError, configured_stages
-from sandbox import BackendName, Limits, Sandbox, SandboxUnavailable, open_sandbox
+from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
 
 
 def resolve_model(settings: Settings) -> str:
@@ -47,42 +47,6 @@ def resolve_model(settings: Settings) -> str:
             "pip install 'fixloop-tui[local]'"
         )
     return default
-
-
-def resolve_sandbox(settings: Settings) -> BackendName:
-    """The backend a run uses. `auto`: the docker backend if an engine answers and its
-    containers run under gVisor, else the gvisor backend if runsc works here, else an
-    error saying what `doctor` would. Without an engine socket this costs nothing."""
-    choice = settings.sandbox or "auto"
-    if choice != "auto":
-        return choice
-    docker_reason = engine_unusable(settings.docker_url)
-    if docker_reason is None:
-        return "docker"
-    from sandbox.gvisor import check_can_run
-
-    try:
-        check_can_run()
-    except SandboxUnavailable as exc:
-        raise SandboxUnavailable(
-            f"no sandbox works here (gvisor: {exc}; docker: {docker_reason}); see "
-            "`fixloop-tui doctor`, or choose --sandbox unsafe-local to run model-written "
-            "code unsandboxed (not recommended)"
-        ) from None
-    return "gvisor"
-
-
-def engine_unusable(url: str | None) -> str | None:
-    """Why the docker backend cannot run jobs under gVisor at `url`; None if it can.
-    Checked once per engine and process (sandbox.docker caches what it saw)."""
-    from sandbox.engines import engine_url, socket_missing
-
-    url = engine_url(url)
-    if socket_missing(url):
-        return f"no engine socket at {url}"
-    from sandbox.docker import check_engine
-
-    return check_engine(url).error
 
 
 def make_client(model: str, settings: Settings) -> LiteLLMClient:
@@ -152,7 +116,11 @@ async def start_run(
     model = resolve_model(settings)
     config = run_config(settings, model, resolve_spec(project, settings, spec))
     stages = _stages(project, settings)
-    backend = None if sandbox is not None else resolve_sandbox(settings)
+    backend = (
+        None
+        if sandbox is not None
+        else choose_backend(settings.sandbox or "auto", docker_url=settings.docker_url)
+    )
     python = settings.python or project_python(project)
     client = model_client or make_client(model, settings)
     run_id = new_run_id()
@@ -198,7 +166,11 @@ async def resume_run(
     settings = Settings.model_validate(record["settings"])
     config = RunConfig.model_validate(record["config"])
     stages = _stages(project, settings)
-    backend = None if sandbox is not None else resolve_sandbox(settings)
+    backend = (
+        None
+        if sandbox is not None
+        else choose_backend(settings.sandbox or "auto", docker_url=settings.docker_url)
+    )
     python = Path(record["python"])
     client = model_client or make_client(config.model, settings)
     workspace = Workspace.reopen(

@@ -1,5 +1,5 @@
 """The verifier: every configured stage, each in a fresh sandbox over a copy of the
-workspace, parsed into `StageResult`s (DESIGN §4.4).
+workspace, parsed into `StageResult`s (ARCHITECTURE.md, "One iteration, step by step").
 
 pytest stages load fixloop's own plugin, mounted read-only at /fixloop/plugins;
 its report comes back as one line on stderr behind a per-run nonce. ruff and
@@ -27,6 +27,8 @@ from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 PLUGIN_MOUNT = "/fixloop/plugins"
 PLUGIN_MODULE = "fixloop_pytest"
+# Baked into the images of `sandbox build-image` too, so a job there can import it.
+PLUGIN_FILE = PLUGIN_DIR / f"{PLUGIN_MODULE}.py"
 
 StageCallback = Callable[[Stage, StageResult | None], Awaitable[None]]
 

@@ -1,4 +1,4 @@
-# The first process of every docker-backend container (see sandbox/docker.py).
+# The first process of every docker-backend container (see sandbox/docker/containers.py).
 # It reports the kernel the container sees (so fixloop can refuse a container
 # that is not under gVisor), then runs "$@" (the zygote) with its output relayed
 # through pipes inside the sandbox: the engine hands the container host pipes,

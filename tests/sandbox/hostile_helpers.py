@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox import cgroups, docker
+from sandbox import cgroups
 from sandbox.contract import ExecRequest, Limits
-from sandbox.docker import DockerSandbox
-from sandbox.gvisor import ID_PREFIX, GvisorSandbox, list_containers, runtime_dir
+from sandbox.docker import backend as docker_backend
+from sandbox.docker.backend import DockerSandbox
+from sandbox.gvisor import GvisorSandbox, list_containers
+from sandbox.owners import ID_PREFIX, runtime_dir
 
 # Every container, cgroup and bundle this test process creates starts with this.
 OURS = f"{ID_PREFIX}{os.getpid()}-"
@@ -51,7 +53,7 @@ def containers(backend: GvisorSandbox | DockerSandbox) -> list[str]:
     """The backend's containers that exist right now: runsc's, or the engine's."""
     if isinstance(backend, GvisorSandbox):
         return list_containers(backend.runsc)
-    return docker.list_containers(backend.client)
+    return docker_backend.list_containers(backend.client)
 
 
 def leftovers(backend: GvisorSandbox | DockerSandbox) -> Leftovers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.docker import KernelReport, require_gvisor
+from sandbox.docker.kernel import KernelReport, require_gvisor
 from sandbox.errors import SandboxUnavailable
 
 GVISOR = (

@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 
 from engine.doctor import check_docker
-from engine.project.settings import Settings
-from engine.run.start import resolve_sandbox
-from sandbox import SandboxUnavailable
+from sandbox import SandboxUnavailable, choose_backend
 from sandbox.bundle import Profile, mount_points
 from sandbox.contract import Limits
-from sandbox.docker import Container, DockerSandbox, build_image, connect, list_containers
-from sandbox.engines import engine_url
+from sandbox.docker.backend import DockerSandbox, list_containers
+from sandbox.docker.containers import Container
+from sandbox.docker.engine_check import connect
+from sandbox.docker.images import skeleton_image
+from sandbox.docker.locate import engine_url
 from sandbox.errors import RuncWarning
 from sandbox.interpreter import default_python, probe
 from tests.conftest import sandbox_unavailable
@@ -130,7 +131,7 @@ async def test_a_container_on_runc_is_refused_before_it_gets_a_job(runc_engine: 
     # Past the start-up check (runc allowed), the check every container makes still refuses.
     client = connect(runc_engine)
     profile = Profile.of(probe(default_python()), Limits(memory_mb=256))
-    image = build_image(client, mount_points(profile))
+    image = skeleton_image(client, mount_points(profile))
     container = Container(client, image, profile, url=runc_engine, allow_runc=False)
     try:
         with pytest.raises(SandboxUnavailable, match="does not run containers under gVisor"):
@@ -175,19 +176,19 @@ async def test_the_gvisor_engine_runs_jobs_under_gvisor_without_a_warning(
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_auto_uses_runsc_directly_when_the_engine_is_not_gvisor(runc_engine: str) -> None:
-    assert resolve_sandbox(Settings(sandbox="auto", docker_url=runc_engine)) == "gvisor"
+    assert choose_backend("auto", docker_url=runc_engine) == "gvisor"
 
 
 def test_auto_uses_the_engine_when_it_runs_gvisor(gvisor_engine: str) -> None:
-    assert resolve_sandbox(Settings(sandbox="auto", docker_url=gvisor_engine)) == "docker"
+    assert choose_backend("auto", docker_url=gvisor_engine) == "docker"
 
 
 @pytest.mark.usefixtures("needs_gvisor")
 def test_auto_without_an_engine_never_loads_docker_py(tmp_path: Path) -> None:
     code = (
-        "import sys, time; from engine.project.settings import Settings; "
-        "from engine.run.start import resolve_sandbox; started = time.perf_counter(); "
-        "print(resolve_sandbox(Settings(sandbox='auto')), 'docker' in sys.modules, "
+        "import sys, time, engine.run.start; from sandbox import choose_backend; "
+        "started = time.perf_counter(); "
+        "print(choose_backend('auto'), 'docker' in sys.modules, "
         "time.perf_counter() - started)"
     )
     env = {**os.environ, "FIXLOOP_DOCKER_URL": f"unix://{tmp_path}/no-engine.sock"}

@@ -23,8 +23,9 @@ import pytest
 
 from sandbox.bundle import INSIDE_DIR, SANDBOX_WORKDIR
 from sandbox.contract import ExecRequest, Limits
-from sandbox.docker import DockerSandbox
-from sandbox.gvisor import GvisorSandbox, runtime_dir
+from sandbox.docker.backend import DockerSandbox
+from sandbox.gvisor import GvisorSandbox
+from sandbox.owners import runtime_dir
 from tests.sandbox.hostile_helpers import (
     assert_host_clean,
     host_process_count,

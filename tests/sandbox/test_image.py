@@ -17,10 +17,18 @@ from pathlib import Path
 import docker
 import pytest
 
+from engine.verify.execute import PLUGIN_FILE, PLUGIN_MOUNT
 from sandbox.contract import ExecRequest, Limits
-from sandbox.docker import DockerSandbox, build_image, connect
+from sandbox.docker.backend import DockerSandbox
+from sandbox.docker.engine_check import connect
+from sandbox.docker.images import (
+    BuiltImage,
+    build_from_base,
+    build_from_host,
+    image_interpreter,
+    skeleton_image,
+)
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.image import BuiltImage, build_from_base, build_from_host, image_interpreter
 from tests.conftest import sandbox_unavailable
 from tests.sandbox.hostile_helpers import assert_host_clean
 
@@ -132,7 +140,7 @@ def test_a_package_missing_from_the_interpreter_names_the_install_command(
 def test_an_image_fixloop_did_not_build_is_refused_with_the_fix(
     client: docker.DockerClient,
 ) -> None:
-    skeleton = build_image(client, ["/proc", "/tmp"])  # an image without the label
+    skeleton = skeleton_image(client, ["/proc", "/tmp"])  # an image without the label
     with pytest.raises(SandboxUnavailable, match="sandbox build-image"):
         DockerSandbox(image=skeleton, allow_runc=False)
 
@@ -145,7 +153,14 @@ async def test_an_image_from_a_base_gets_the_tools_and_the_requirements(
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("iniconfig\n")
     tag = f"localhost/fixloop-test-image:base-{uuid.uuid4().hex[:8]}"
-    built = build_from_base(client, base=host_image.tag, tag=tag, requirements=[requirements])
+    built = build_from_base(
+        client,
+        base=host_image.tag,
+        tag=tag,
+        requirements=[requirements],
+        site_modules=[PLUGIN_FILE],
+        mount_points=[PLUGIN_MOUNT],
+    )
     try:
         backend = DockerSandbox(image=tag, allow_runc=False)
         try:

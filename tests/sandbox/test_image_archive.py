@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.docker.image_root import RELOCATED_VENV, RootArchive, placed
 from sandbox.errors import SandboxError
-from sandbox.image import RELOCATED_VENV, RootArchive, placed
 from sandbox.interpreter import Interpreter
 
 

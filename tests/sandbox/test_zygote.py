@@ -18,7 +18,7 @@ import pytest
 
 from sandbox.bundle import INSIDE_DIR
 from sandbox.contract import ExecRequest, Limits
-from sandbox.docker import DockerSandbox
+from sandbox.docker.backend import DockerSandbox
 from sandbox.gvisor import GvisorSandbox
 
 

@@ -1,54 +1,29 @@
-"""Self-contained images for the docker backend (`fixloop-tui sandbox build-image`).
-
-Without an image the docker backend mounts the host's interpreter read-only into a
-skeleton root, exactly like the gvisor backend. An image instead carries its own
-Python with pytest, ruff, mypy and fixloop's pytest plugin, built one of two ways:
-
-* from the host (no registry, no network): a minimal root made of an interpreter on
-  this machine (its executable, standard library and the shared libraries they
-  load) plus the installed distributions asked for, with their dependencies, all at
-  the same paths as on the host, and sh/cat/mkfifo/sleep/env for the container's init;
-* from a base image (default `python:X.Y-slim`, for users with a registry): pip on
-  the host installs wheels for the base's Python into a directory the build copies
-  in. Nothing runs inside the build: it would run under runsc without network.
-
-Either way `--requirements FILE` adds the project's own dependencies with pip, and
-the image's `fixloop.python` label says where its interpreter is, so the backend
-can run jobs with it and mounts nothing of the host's but fixloop's own runner.
+"""The root filesystem of an image made from the host (`sandbox build-image --from-host`):
+an interpreter on this machine (its executable, standard library and the shared libraries
+they load) plus the installed distributions asked for, with their dependencies, all at the
+same paths as on the host, and sh/cat/mkfifo/sleep/env for the container's init.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import io
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
-import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import docker
-import docker.errors
-import requests.exceptions
-
 from sandbox.bundle import NOBODY, SANDBOX_LIB, SANDBOX_WORKDIR
-from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.interpreter import Interpreter, probe
+from sandbox.errors import SandboxError
+from sandbox.interpreter import Interpreter
 
-PYTHON_LABEL = "fixloop.python"
-DEFAULT_PACKAGES = ("pytest", "ruff", "mypy")
-PLUGIN = (
-    Path(__file__).resolve().parent.parent / "engine" / "verify" / "plugin" / "fixloop_pytest.py"
-)
-# Where the backend mounts things, and where the verifier mounts fixloop's plugin.
-MOUNT_POINTS = ("/proc", "/dev", SANDBOX_LIB, SANDBOX_WORKDIR, "/fixloop/plugins")
+# Where the backend mounts things in every container (a caller adds its own, e.g. the
+# verifier's plugin directory).
+MOUNT_POINTS = ("/proc", "/dev", SANDBOX_LIB, SANDBOX_WORKDIR)
+# Where the backend mounts a tmpfs in every container.
 WRITABLE_POINTS = ("/tmp", "/dev/shm", SANDBOX_WORKDIR)
 # A venv under a point the backend mounts over (a clone in /tmp) would be hidden in the
 # container: the image carries it here instead.
@@ -61,45 +36,7 @@ STDLIB_SKIPPED = frozenset(
 )
 # The standard library's own tests, wherever they are (distutils/tests, ctypes/test ...).
 STDLIB_TESTS = frozenset({"test", "tests", "idle_test"})
-BUILD_TIMEOUT_S = 900
 
-
-@dataclass(frozen=True)
-class BuiltImage:
-    tag: str
-    interpreter: Interpreter
-    size_bytes: int
-    packages: dict[str, str]  # distribution -> version, as installed in the image
-
-
-# --- the label ----------------------------------------------------------------------
-
-
-def python_label(interpreter: Interpreter) -> str:
-    """The interpreter inside an image, as one label value free of quotes and spaces."""
-    return base64.urlsafe_b64encode(interpreter.model_dump_json().encode()).decode()
-
-
-def image_interpreter(client: docker.DockerClient, tag: str) -> Interpreter:
-    """The interpreter an image built by `sandbox build-image` carries."""
-    try:
-        labels = client.images.get(tag).labels or {}
-    except docker.errors.ImageNotFound:
-        raise SandboxUnavailable(
-            f"no image {tag!r} in the engine; build it with `fixloop-tui sandbox build-image "
-            f"--tag {tag}`"
-        ) from None
-    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-        raise SandboxUnavailable(f"cannot inspect the image {tag!r}: {exc}") from exc
-    if PYTHON_LABEL not in labels:
-        raise SandboxUnavailable(
-            f"the image {tag!r} has no {PYTHON_LABEL} label, so fixloop does not know its "
-            "interpreter; build it with `fixloop-tui sandbox build-image`"
-        )
-    return Interpreter.model_validate_json(base64.urlsafe_b64decode(labels[PYTHON_LABEL]))
-
-
-# --- from the host --------------------------------------------------------------------
 
 # Run by the interpreter being packed: the files of the named distributions and of
 # everything they require (extras left out), as installed there.
@@ -323,9 +260,16 @@ def placed(interpreter: Interpreter) -> Interpreter:
 
 
 def host_root(
-    destination: Path, interpreter: Interpreter, files: Sequence[str], *, everything: bool
+    destination: Path,
+    interpreter: Interpreter,
+    files: Sequence[str],
+    *,
+    everything: bool,
+    site_modules: Sequence[Path] = (),
+    mount_points: Sequence[str] = (),
 ) -> None:
-    """Write the tar of a root made of `interpreter` and `files` to `destination`."""
+    """Write the tar of a root made of `interpreter` and `files` to `destination`, with
+    `site_modules` in its site-packages and directories for the caller's `mount_points`."""
     base = interpreter.base_prefix
     stdlib = base / "lib" / f"python{'.'.join(interpreter.version.split('.')[:2])}"
     executable = os.path.realpath(interpreter.executable)
@@ -337,7 +281,7 @@ def host_root(
     moved = None if inside == interpreter else (str(interpreter.prefix), str(inside.prefix))
     with tarfile.open(destination, "w") as archive:
         root = RootArchive(archive, moved)
-        for point in MOUNT_POINTS:
+        for point in [*MOUNT_POINTS, *mount_points]:
             root.directory(point)
         for point in WRITABLE_POINTS:
             root.directory(point, 0o1777)
@@ -367,7 +311,8 @@ def host_root(
         for name in ("ld.so.cache", "localtime"):
             if os.path.isfile(f"/etc/{name}"):
                 root.host_path(f"/etc/{name}")
-        root.text(f"{site}/fixloop_pytest.py", PLUGIN.read_text(encoding="utf-8"))
+        for module in site_modules:
+            root.text(f"{site}/{module.name}", module.read_text(encoding="utf-8"))
 
 
 def _names(directory: Path) -> list[str]:
@@ -407,180 +352,3 @@ def _etc(root: RootArchive) -> None:
     root.text("/etc/group", f"root:x:0:\nnogroup:x:{NOBODY}:\n")
     root.text("/etc/hosts", "127.0.0.1 localhost\n")
     root.text("/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n")
-
-
-def build_from_host(
-    client: docker.DockerClient,
-    *,
-    python: Path,
-    tag: str,
-    packages: Sequence[str] = DEFAULT_PACKAGES,
-    everything: bool = False,
-) -> BuiltImage:
-    """An image made of `python` from this machine: no registry, no network.
-
-    `packages` (with their dependencies) are copied as installed in `python`'s
-    environment; `everything` copies the whole environment (a project's venv).
-    """
-    found = probe(python)
-    interpreter = placed(found)
-    wanted = list(dict.fromkeys([*DEFAULT_PACKAGES, *packages]))
-    files, versions = closure(python, wanted)
-    with tempfile.TemporaryDirectory(prefix="fixloop-image-") as scratch:
-        archive = Path(scratch) / "root.tar"
-        host_root(archive, found, files, everything=everything)
-        size = archive.stat().st_size
-        path = ":".join(dict.fromkeys([str(interpreter.bin_dir), "/usr/local/bin", "/usr/bin"]))
-        changes = [
-            f"LABEL {PYTHON_LABEL}={python_label(interpreter)}",
-            f"ENV PATH={path}:/bin",
-            f"USER {NOBODY}",
-        ]
-        try:
-            answer = client.api.import_image_from_file(str(archive), changes=changes)
-            image_id = _imported_id(answer)
-            repository, _, name = tag.rpartition(":")
-            if not repository or "/" in name:
-                repository, name = tag, "latest"
-            client.api.tag(image_id, repository, name)
-        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-            raise SandboxError(f"the engine did not import the image {tag}: {exc}") from exc
-    return BuiltImage(tag=tag, interpreter=interpreter, size_bytes=size, packages=versions)
-
-
-def _imported_id(answer: object) -> str:
-    for line in str(answer).splitlines():
-        with contextlib.suppress(ValueError, AttributeError):
-            status = json.loads(line).get("status", "")
-            if status.startswith("sha256:"):
-                return str(status)
-    raise SandboxError(f"the engine did not say which image it imported: {str(answer)[:200]}")
-
-
-# --- from a base image -----------------------------------------------------------------
-
-_BASE_PROBE = (
-    "import json, sys, sysconfig; print(json.dumps({'executable': sys.executable, "
-    "'prefix': sys.prefix, 'base_prefix': sys.base_prefix, 'version': sys.version.split()[0], "
-    "'platform': sysconfig.get_platform(), 'abi': sys.implementation.cache_tag, "
-    "'purelib': sysconfig.get_paths()['purelib']}))"
-)
-
-
-def probe_base(client: docker.DockerClient, base: str) -> dict[str, str]:
-    """Where the base image's python3 is and which wheels it takes (one short container)."""
-    container = None
-    try:
-        container = client.containers.create(
-            base, ["python3", "-c", _BASE_PROBE], network_mode="none"
-        )
-        container.start()
-        container.wait(timeout=120)
-        output = container.logs(stdout=True, stderr=True)
-    except docker.errors.ImageNotFound:
-        raise SandboxUnavailable(
-            f"no base image {base!r} here and the engine could not pull it; without a "
-            "registry, build from the host instead: `sandbox build-image --from-host`"
-        ) from None
-    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-        raise SandboxError(f"cannot run python3 in the base image {base!r}: {exc}") from exc
-    finally:
-        if container is not None:  # also when it never started: no container is left
-            with contextlib.suppress(docker.errors.APIError):
-                container.remove(force=True)
-    text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
-    line = next((ln for ln in text.splitlines() if ln.startswith("{")), None)
-    if line is None:
-        raise SandboxError(f"the base image {base!r} has no working python3: {text[-300:]}")
-    found: dict[str, str] = json.loads(line)
-    return found
-
-
-def install_for(
-    target: Path, base: dict[str, str], packages: Sequence[str], requirements: Sequence[Path]
-) -> dict[str, str]:
-    """pip-install wheels for the base image's Python into `target`, here on the host.
-
-    Nothing runs inside the build: this engine's runtime (runsc, no network) could
-    not fetch anything, and Debian's runsc fails buildah's RUN steps outright.
-    Returns the installed distributions and their versions.
-    """
-    version = "".join(base["version"].split(".")[:2])
-    machine = base["platform"].split("-", 1)[-1]  # linux-x86_64 -> x86_64
-    platforms = [f"manylinux_2_{v}_{machine}" for v in (17, 28, 34)]
-    platforms += [f"manylinux2014_{machine}", f"linux_{machine}", "any"]
-    command = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target),
-        "--only-binary=:all:", "--python-version", version,
-        "--implementation", "cp", "--abi", f"cp{version}", "--abi", "abi3", "--abi", "none",
-        *[arg for platform in platforms for arg in ("--platform", platform)],
-        *packages,
-        *[arg for r in requirements for arg in ("-r", str(r))],
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        raise SandboxError(f"pip could not install the wheels: {done.stderr.strip()[-500:]}")
-    versions = {}
-    for info in target.glob("*.dist-info"):
-        name, _, rest = info.name.removesuffix(".dist-info").partition("-")
-        versions[name] = rest
-    return versions
-
-
-def _entry_points(scripts: Path, executable: Path) -> None:
-    """pip wrote the host's interpreter into the scripts' first lines: use the image's."""
-    for script in scripts.iterdir():
-        data = script.read_bytes()
-        if data.startswith(b"#!"):
-            script.write_bytes(b"#!" + str(executable).encode() + data[data.index(b"\n") :])
-
-
-def build_from_base(
-    client: docker.DockerClient,
-    *,
-    base: str,
-    tag: str,
-    packages: Sequence[str] = DEFAULT_PACKAGES,
-    requirements: Sequence[Path] = (),
-) -> BuiltImage:
-    """An image from `base` with `packages` and `requirements` installed (by pip, here)."""
-    found = probe_base(client, base)
-    interpreter = Interpreter.model_validate(found)
-    wanted = list(dict.fromkeys([*DEFAULT_PACKAGES, *packages]))
-    with tempfile.TemporaryDirectory(prefix="fixloop-image-") as scratch:
-        context = Path(scratch)
-        site, scripts, points = context / "site", context / "bin", context / "points"
-        versions = install_for(site, found, wanted, requirements)
-        if (site / "bin").is_dir():
-            (site / "bin").rename(scripts)
-            _entry_points(scripts, interpreter.executable)
-        else:
-            scripts.mkdir()
-        shutil.copy(PLUGIN, site / "fixloop_pytest.py")
-        for point in [*MOUNT_POINTS, "/tmp"]:
-            (points / point.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        (context / "Dockerfile").write_text(
-            f"FROM {base}\n"
-            f"COPY site/ {found['purelib']}/\n"
-            f"COPY bin/ {interpreter.bin_dir}/\n"
-            "COPY points/ /\n"
-            f"LABEL {PYTHON_LABEL}={python_label(interpreter)}\n"
-            f"USER {NOBODY}\n"
-        )
-        log: list[str] = []
-        try:
-            for chunk in client.api.build(
-                path=str(context), tag=tag, rm=True, forcerm=True, decode=True,
-                timeout=BUILD_TIMEOUT_S,
-            ):  # fmt: skip
-                log.append(str(chunk.get("stream", "")))
-                if "error" in chunk:
-                    raise SandboxError(
-                        f"the image build failed: {str(chunk['error']).strip()}\n"
-                        + "".join(log)[-1500:]
-                    )
-            image = client.images.get(tag)
-        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
-            raise SandboxError(f"the engine did not build the image {tag}: {exc}") from exc
-    size = int(image.attrs.get("Size") or 0)
-    return BuiltImage(tag=tag, interpreter=interpreter, size_bytes=size, packages=versions)

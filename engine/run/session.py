@@ -16,7 +16,9 @@ from typing import Literal
 import git
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.edits.protocol import EditFormatError, Proposal, apply, safe_path
+from engine.edits.apply import apply
+from engine.edits.paths import safe_path
+from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
 from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR

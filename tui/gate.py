@@ -18,7 +18,7 @@ from typing import Literal
 
 from textual.message import Message
 
-from engine.edits.protocol import Proposal
+from engine.edits.proposal import Proposal
 from engine.run.events import BaseEvent, RunStarted
 from engine.run.gate import PassReview, Review
 from engine.run.session import ProposalPreview, pass_test_diff, preview_proposal, worktree_path

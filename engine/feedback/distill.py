@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from engine.edits.diff import parse_diff
 from engine.feedback.packet import EditAnchor, Failure, RepairPacket
 from engine.verify.classify import Classification
 from engine.verify.parsers import hung_frames
@@ -220,31 +220,11 @@ def progress_between(
     return "; ".join(parts) or None
 
 
-HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
-
-
 def anchor_from_diff(diff: str) -> EditAnchor:
-    """Files and new-side line ranges of a unified diff (git's)."""
+    """Files and new-side line ranges of a unified diff (git's); a deleted file has no lines."""
     files: dict[str, list[tuple[int, int]]] = {}
-    current: str | None = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:].strip()
-            current = None if name == "/dev/null" else name.removeprefix("b/")
-            if current is not None:
-                files.setdefault(current, [])
-        elif line.startswith("--- ") and current is None:
-            continue
-        elif line.startswith("@@") and current is not None:
-            match = HUNK.match(line)
-            if match:
-                start = int(match[1])
-                length = int(match[2]) if match[2] is not None else 1
-                if length:
-                    files[current].append((start, start + length - 1))
-        elif line.startswith("diff --git "):
-            current = None
-            parts = line.split(" b/", 1)
-            if len(parts) == 2:
-                files.setdefault(parts[1], [])  # a deletion keeps its name
+    for file in parse_diff(diff).files:
+        ranges = files.setdefault(file.path, [])
+        if file.new_path is not None:
+            ranges.extend(span for hunk in file.hunks if (span := hunk.new_range) is not None)
     return EditAnchor(files=files)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.edits.protocol import EditFormat, instructions
+from engine.edits.instructions import instructions
+from engine.edits.proposal import EditFormat
 from engine.feedback.packet import RepairPacket
 from engine.model.client import Message
 from engine.verify.pins import is_test_file

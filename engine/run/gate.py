@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.edits.protocol import Edit, Proposal
+from engine.edits.proposal import Edit, Proposal
 from engine.verify.pins import TestPins
 
 

@@ -13,13 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.edits.protocol import (
-    EditFormatError,
-    Proposal,
-    apply,
-    dropped_definitions,
-    parse,
-)
+from engine.edits.apply import apply, dropped_definitions
+from engine.edits.parse import parse
+from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.tokens import count_tokens
 from engine.model.client import Completion, Message, ModelClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.edits.protocol import EditFormat
+from engine.edits.proposal import EditFormat
 from engine.feedback.prompts import DEFAULT_TASK
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec

@@ -16,7 +16,10 @@ from typing import Literal
 import git
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.edits.protocol import EditFormatError, Proposal, apply, safe_path
+from engine.edits.apply import apply
+from engine.edits.diff import parse_diff
+from engine.edits.paths import safe_path
+from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
 from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
@@ -160,9 +163,8 @@ def pass_test_diff(root: Path, baseline: str) -> str:
     """What the run changed in test files and pytest's configuration since the baseline."""
     with git.Repo(root) as repo:
         text = repo.git.diff(baseline, "HEAD", "--no-color", "--no-ext-diff", "--no-renames")
-    return "".join(
-        section for path, section in _diff_sections(text) if _tests_or_config(path)
-    ).rstrip("\n")
+    files = parse_diff(text).files
+    return "".join(file.text for file in files if _tests_or_config(file.path)).rstrip("\n")
 
 
 # -- showing an iteration -------------------------------------------------------------------
@@ -324,29 +326,6 @@ def file_diff(path: str, before: str | None, after: str | None) -> str:
         "/dev/null" if after is None else f"b/{path}",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def _diff_sections(text: str) -> list[tuple[str, str]]:
-    """A `git diff` split per file: (the file's path, its section with a trailing newline)."""
-    sections: list[tuple[str, str]] = []
-    current: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("diff --git ") and current:
-            sections.append(_section(current))
-            current = []
-        current.append(line)
-    if current:
-        sections.append(_section(current))
-    return sections
-
-
-def _section(lines: list[str]) -> tuple[str, str]:
-    path = ""
-    for line in lines:
-        if line.startswith(("+++ b/", "--- a/")):
-            path = line[6:]
-            break
-    return path, "\n".join(lines) + "\n"
 
 
 def _tests_or_config(path: str) -> bool:

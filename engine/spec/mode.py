@@ -17,7 +17,8 @@ import ast
 import hashlib
 from collections.abc import Callable, Sequence
 
-from engine.edits.protocol import EditFormat, EditFormatError, Proposal, instructions
+from engine.edits.instructions import instructions
+from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tokens import count_tokens

@@ -2,7 +2,7 @@
 
 A green run is only honest if the tests that judged it are the ones the person started with:
 this module fingerprints them and finds edits, deletions, added skips and changes to pytest's
-test selection, for the verdict to call the pass suspicious (DESIGN §4.5).
+test selection, for the verdict to call the pass suspicious (ARCHITECTURE.md, "Honest green").
 """
 
 from __future__ import annotations
@@ -235,75 +235,3 @@ def _added_lines(old: list[str], new: list[str]) -> list[tuple[int, str]]:
         if tag in {"insert", "replace"}:
             added.extend((j + 1, new[j]) for j in range(j1, j2))
     return added
-
-
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-def parse_added_lines(diff_text: str) -> dict[str, list[tuple[int, str]]]:
-    """Added lines per file of a unified git diff: path -> [(new line number, text)].
-
-    Deleted files are left out; a file whose hunks only remove lines maps to an empty list.
-    """
-    result: dict[str, list[tuple[int, str]]] = {}
-    current: list[tuple[int, str]] | None = None
-    old_left = new_left = 0
-    line_number = 0
-    for line in diff_text.splitlines():
-        if old_left > 0 or new_left > 0:  # inside a hunk: headers cannot occur here
-            if line.startswith("\\"):  # "\ No newline at end of file"
-                continue
-            marker, text = line[:1], line[1:]
-            if marker == "+":
-                if current is not None:
-                    current.append((line_number, text))
-                line_number += 1
-                new_left -= 1
-            elif marker == "-":
-                old_left -= 1
-            else:  # context (an empty line is a context line whose space was stripped)
-                line_number += 1
-                old_left -= 1
-                new_left -= 1
-            continue
-        if line.startswith("+++ "):
-            path = _diff_path(line[4:])
-            current = None if path is None else result.setdefault(path, [])
-        elif line.startswith("diff --git "):
-            current = None
-        elif match := _HUNK.match(line):
-            old_left = int(match.group(1) or "1")
-            line_number = int(match.group(2))
-            new_left = int(match.group(3) or "1")
-    return result
-
-
-def _diff_path(header: str) -> str | None:
-    """The path in a `+++` header: `b/pkg/a.py` is `pkg/a.py`; `/dev/null` is none."""
-    header = header.split("\t", 1)[0]
-    if header.startswith('"') and header.endswith('"'):
-        header = _unquote(header[1:-1])
-    if header == "/dev/null":
-        return None
-    return header[2:] if header.startswith("b/") else header
-
-
-def _unquote(quoted: str) -> str:
-    """Undo git's C-style quoting of unusual paths (octal bytes, \\", \\\\, \\t, \\n)."""
-    raw = bytearray()
-    escapes = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\", "a": b"\a", "b": b"\b"}
-    i = 0
-    while i < len(quoted):
-        char = quoted[i]
-        if char == "\\" and i + 1 < len(quoted):
-            following = quoted[i + 1]
-            if following in "01234567":
-                raw.append(int(quoted[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            raw += escapes.get(following, following.encode())
-            i += 2
-            continue
-        raw += char.encode()
-        i += 1
-    return raw.decode("utf-8", "replace")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.edits.protocol import Proposal
+from engine.edits.proposal import Proposal
 from engine.project.settings import load_settings
 from engine.run.gate import PassReview, Review
 from engine.run.start import start_run

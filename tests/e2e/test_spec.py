@@ -16,7 +16,7 @@ from typing import Any
 import git
 import pytest
 
-from engine.edits.protocol import Proposal
+from engine.edits.proposal import Proposal
 from engine.project.run_directory import read_events
 from engine.project.settings import load_settings
 from engine.run.gate import PassReview, Review

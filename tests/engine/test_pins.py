@@ -16,7 +16,6 @@ from engine.verify.pins import (
     changed_tests,
     config_changes,
     is_test_file,
-    parse_added_lines,
 )
 
 TEST_STATS = """\
@@ -320,45 +319,3 @@ def test_unrelated_configuration_changes_are_not_reported(project: git.Repo) -> 
     root = root_of(project)
     write(root, {"pyproject.toml": PYPROJECT.replace('"0.1.0"', '"0.2.0"') + "\n[tool.ruff]\n"})
     assert config_changes(root, "HEAD", root) == []
-
-
-# --- added lines of a diff ----------------------------------------------------------------------
-
-
-def test_added_lines_of_a_real_diff_carry_their_new_line_numbers(project: git.Repo) -> None:
-    root = root_of(project)
-    new_stats = STATS.replace(
-        "def mean(xs):\n", "def mean(xs):\n    if not xs:\n        return 0\n"
-    )
-    write(root, {"pkg/stats.py": new_stats, "pkg/median.py": "def median(xs):\n    return xs[0]\n"})
-    (root / "tests" / "conftest.py").unlink()
-    project.git.add(A=True)
-    diff = project.git.diff("--cached", "HEAD")
-    assert parse_added_lines(diff) == {
-        "pkg/median.py": [(1, "def median(xs):"), (2, "    return xs[0]")],
-        "pkg/stats.py": [(2, "    if not xs:"), (3, "        return 0")],
-    }
-
-
-def test_a_file_with_only_removed_lines_has_no_added_lines(project: git.Repo) -> None:
-    root = root_of(project)
-    write(root, {"tests/test_stats.py": TEST_STATS.split("\n\n\ndef test_mean_of_one")[0] + "\n"})
-    assert parse_added_lines(project.git.diff()) == {"tests/test_stats.py": []}
-
-
-def test_added_lines_that_look_like_diff_headers_are_kept(project: git.Repo) -> None:
-    root = root_of(project)
-    write(root, {"notes.txt": "++ plus\n--- minus\n+++ b/fake.py\n"})
-    project.git.add(A=True)
-    assert parse_added_lines(project.git.diff("--cached")) == {
-        "notes.txt": [(1, "++ plus"), (2, "--- minus"), (3, "+++ b/fake.py")]
-    }
-
-
-def test_quoted_paths_in_a_diff_are_unquoted(project: git.Repo) -> None:
-    root = root_of(project)
-    write(root, {"docs/é.md": "bonjour\n"})
-    project.git.add(A=True)
-    diff = project.git.diff("--cached")
-    assert '"b/docs/\\303\\251.md"' in diff  # git quotes non-ASCII paths by default
-    assert parse_added_lines(diff) == {"docs/é.md": [(1, "bonjour")]}

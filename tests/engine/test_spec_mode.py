@@ -10,7 +10,8 @@ from typing import Any
 import git
 import pytest
 
-from engine.edits.protocol import Edit, EditFormatError, Proposal, apply
+from engine.edits.apply import apply
+from engine.edits.proposal import Edit, EditFormatError, Proposal
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched

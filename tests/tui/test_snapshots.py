@@ -16,7 +16,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from engine.edits.protocol import Edit, Proposal
+from engine.edits.proposal import Edit, Proposal
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
 from engine.run.events import (

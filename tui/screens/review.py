@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 from textual.widgets.button import ButtonVariant
 
-from engine.edits.protocol import Edit, Proposal
+from engine.edits.proposal import Edit, Proposal
 from engine.run.gate import Review
 from engine.run.session import file_diff
 from tui.gate import ProposalReviewRequest

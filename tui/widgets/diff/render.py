@@ -3,65 +3,60 @@ new-side line numbers a diff adds per file (the code pane marks them)."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 
 from textual.content import Content
+
+from engine.edits.diff import Diff, LineKind, parse_diff
 
 ADDED = "$diff-added on $diff-added-background"
 REMOVED = "$diff-removed on $diff-removed-background"
 HUNK = "$diff-hunk"
 FILE = "bold $text"
 META = "$text-muted"
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+_LINE_STYLES: dict[LineKind, str] = {
+    "added": ADDED,
+    "removed": REMOVED,
+    "no-newline": META,
+    "context": "",
+    "other": "",
+}
+_FILE_LINES = ("diff --git ", "--- ", "+++ ")
+# Other header lines ("old mode", "Binary files ... differ") are left unstyled, as they always were.
+_META_LINES = ("index ", "new file mode", "deleted file mode", "similarity ", "rename ")
 
 
 def diff_content(diff: str) -> Content:
     """Each line of `diff` styled by what it is: file header, hunk, added, removed, context."""
     lines: list[Content] = []
-    for line in diff.rstrip("\n").splitlines():
-        lines.append(Content.styled(line, _style_of(line)) if line else Content(""))
+    for line, style in _styled_lines(parse_diff(diff.rstrip("\n"))):
+        lines.append(Content.styled(line, style) if line else Content(""))
     return Content("\n").join(lines)
 
 
-def _style_of(line: str) -> str:
-    if line.startswith(("+++ ", "--- ", "diff --git ")):
+def _styled_lines(diff: Diff) -> Iterator[tuple[str, str]]:
+    for line in diff.preamble:
+        yield line, ""
+    for file in diff.files:
+        for line in file.header:
+            yield line, _header_style(line)
+        for hunk in file.hunks:
+            yield hunk.header, HUNK
+            for diff_line in hunk.lines:
+                yield diff_line.line, _LINE_STYLES[diff_line.kind]
+
+
+def _header_style(line: str) -> str:
+    if line.startswith(_FILE_LINES):
         return FILE
-    if line.startswith(("index ", "new file mode", "deleted file mode", "similarity ", "rename ")):
-        return META
-    if line.startswith("@@"):
-        return HUNK
-    if line.startswith("+"):
-        return ADDED
-    if line.startswith("-"):
-        return REMOVED
-    if line.startswith("\\"):
-        return META
-    return ""
+    return META if line.startswith(_META_LINES) else ""
 
 
 def added_lines(diff: str) -> dict[str, set[int]]:
     """For each file of a unified diff, the line numbers (new side) its `+` lines are at."""
     found: dict[str, set[int]] = {}
-    path: str | None = None
-    number = 0
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            target = line[4:].strip()
-            path = target[2:] if target.startswith("b/") else None
-            continue
-        if line.startswith("--- ") or line.startswith("diff --git "):
-            continue
-        match = _HUNK.match(line)
-        if match:
-            number = int(match.group(1))
-            continue
-        if path is None or not number:
-            continue
-        if line.startswith("+"):
-            found.setdefault(path, set()).add(number)
-            number += 1
-        elif line.startswith("-") or line.startswith("\\"):
-            continue
-        else:
-            number += 1
+    for file in parse_diff(diff).files:
+        numbers = {line.new for line in file.added() if line.new is not None}
+        if file.new_path is not None and numbers:
+            found.setdefault(file.new_path, set()).update(numbers)
     return found

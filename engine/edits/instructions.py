@@ -1,0 +1,63 @@
+"""What the model is told about answering: the instructions for each edit format, and the
+shape to answer again in when an answer cannot be used."""
+
+from __future__ import annotations
+
+from engine.edits.proposal import EditFormat, EditFormatError
+
+_JSON_SHAPE = """\
+{"explanation": "one line: what you changed and why",
+ "edits": [
+  {"path": "pkg/mod.py", "search": "exact lines from the file now", "replace": "their new text"},
+  {"path": "pkg/new_module.py", "content": "the whole text of a new file"}
+ ]}"""
+
+_WHOLE_SHAPE = """\
+One line: what you changed and why.
+
+pkg/mod.py
+```python
+<the complete new content of pkg/mod.py>
+```"""
+
+_WHOLE_AGAIN = (
+    "Answer again: one line saying what you changed and why; then, for each file you change, "
+    "its path alone on a line and right after it a fenced python code block with the whole "
+    "corrected file, every line of it."
+)
+_SHAPES: dict[EditFormat, str] = {"json": _JSON_SHAPE, "whole": _WHOLE_SHAPE}
+
+
+def instructions(format: EditFormat, example_path: str | None = None) -> str:
+    """The system-prompt paragraph that tells the model how to answer, with a tiny example.
+
+    Small models copy the example's path literally: give them a real one when known.
+    """
+    text = _instructions(format)
+    return text.replace("pkg/mod.py", example_path) if example_path else text
+
+
+def _instructions(format: EditFormat) -> str:
+    if format == "json":
+        return (
+            "Answer with one JSON object (a ```json fence around it is fine):\n"
+            f"{_JSON_SHAPE}\n"
+            'Paths are relative to the project root. "search" must be copied exactly from the '
+            "current file, with enough lines to occur exactly once; for several places, give "
+            'several edits. Use "content" only for a new file or to rewrite a whole file. '
+            "Write newlines inside strings as \\n."
+        )
+    # Terse, and no placeholder block: the small models this format is for copy an example
+    # block verbatim, and an invitation to explain makes them answer in prose only.
+    return (
+        "Reply with the path of the file you fix alone on the first line (for example: "
+        "pkg/mod.py), then a fenced python code block holding the whole corrected file, every "
+        "line of it. If you fix several files, repeat this for each. No explanations."
+    )
+
+
+def shape_error(problems: list[str], format: EditFormat) -> EditFormatError:
+    """An unusable answer's problems, and how to answer again in `format`."""
+    if format == "whole":  # no example block: small models copy it verbatim
+        return EditFormatError(problems, _WHOLE_AGAIN)
+    return EditFormatError(problems, f"Answer again in this shape:\n{_SHAPES[format]}")

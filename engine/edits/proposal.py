@@ -1,0 +1,56 @@
+"""What a model's answer becomes: a `Proposal` of `Edit`s, the errors it can raise, what
+applying it did. ARCHITECTURE.md, "The edit protocol"."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox.errors import FixloopError
+
+EditFormat = Literal["json", "whole"]
+
+
+class EditFormatError(FixloopError):
+    """The model's answer cannot be used. `str()` is written for the model's next prompt."""
+
+    def __init__(self, problems: list[str], hint: str = "") -> None:
+        self.problems = problems
+        listed = "\n".join(f"- {problem}" for problem in problems)
+        message = f"Your answer could not be used:\n{listed}"
+        super().__init__(f"{message}\n\n{hint}" if hint else message)
+
+
+class EditWriteError(FixloopError):
+    """The edits were valid but the files could not be written (permissions, disk full)."""
+
+
+class Edit(BaseModel):
+    """One change to one file: either `search` → `replace`, or the whole new `content`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    search: str | None = None
+    replace: str | None = None
+    content: str | None = None
+
+
+class Proposal(BaseModel):
+    """What the model proposed in one answer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    explanation: str
+    edits: list[Edit]
+    format: EditFormat
+
+
+class AppliedEdits(BaseModel):
+    """What `apply` did: files written, and files whose new content equals what was there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    files: list[str]
+    unchanged: list[str]

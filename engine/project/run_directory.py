@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from engine.model.client import redact
+from engine.model.redact import redact
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_event
 
 FIXLOOP_DIR = ".fixloop"

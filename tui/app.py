@@ -270,7 +270,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     async def _run_engine(self, task: str) -> None:
-        from engine.project.workspace import WorkspaceError
+        from engine.project.git_plumbing import WorkspaceError
         from engine.run.start import start_run  # the model client's modules load off the UI thread
 
         current = asyncio.current_task()

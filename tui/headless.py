@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.model.client import ModelError
+from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError, Settings, load_settings
-from engine.project.workspace import WorkspaceError
 from engine.run.events import (
     BaseEvent,
     Committed,

@@ -1,7 +1,7 @@
 """`fixloop-tui run --headless`: the loop without a screen, for CI and scripts.
 
 Progress goes to stderr one line per step; with `--json` stdout gets exactly one
-JSON object (DESIGN §4.8). The exit code says how the run ended.
+JSON object (ARCHITECTURE.md, "Guards and endings"). The exit code says how the run ended.
 """
 
 from __future__ import annotations

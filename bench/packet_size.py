@@ -35,7 +35,8 @@ if str(REPO) not in sys.path:
 
 from engine.feedback.distill import distill  # noqa: E402
 from engine.feedback.tokens import approximate_tokens  # noqa: E402
-from engine.verify.classify import classify, project_modules  # noqa: E402
+from engine.project.modules import project_modules  # noqa: E402
+from engine.verify.classify import classify  # noqa: E402
 from engine.verify.execute import parse_stage  # noqa: E402
 from engine.verify.results import StageResult  # noqa: E402
 from engine.verify.stages import Stage  # noqa: E402

@@ -3,7 +3,8 @@
 The engine runs in a thread worker with its own asyncio loop (the workspace makes blocking
 git calls); its events, streamed text and review requests come back as messages. Opening is
 fast: the runner (and with it the model client) is imported inside the worker, and the
-first frame waits for neither the sandbox nor the verifier.
+first frame waits for neither the sandbox nor the verifier. Over ~450 lines because its
+workers and the handlers of what they post must be App methods; the palette is tui/commands.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +33,7 @@ from engine.run.session import (
     run_path,
 )
 from engine.verify.tree import Verification
+from tui.commands import OffersCommands, app_commands
 from tui.gate import (
     EngineEvent,
     Held,
@@ -61,11 +62,6 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_INFRA = 6
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
-THEME_LABELS = {
-    themes.DARK.name: "dark",
-    themes.LIGHT.name: "light",
-    themes.HIGH_CONTRAST.name: "high contrast",
-}
 
 
 def sandbox_label(settings: Settings) -> str:
@@ -270,7 +266,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     async def _run_engine(self, task: str) -> None:
-        from engine.project.workspace import WorkspaceError
+        from engine.project.git_plumbing import WorkspaceError
         from engine.run.start import start_run  # the model client's modules load off the UI thread
 
         current = asyncio.current_task()
@@ -504,116 +500,9 @@ class FixloopApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand(
-            "Mode: switch step/auto (m)",
-            "step: review every proposal; auto: stop only at a suspicious pass",
-            self.action_toggle_mode,
-        )
-        if self.running:
-            yield SystemCommand(
-                "Resume the run (p)" if self.gate.paused else "Pause the run (p)",
-                "hold the loop before its next iteration, or let it go on",
-                self.action_toggle_pause,
-            )
-            yield SystemCommand(
-                "Abort the run (x)", "stop the loop; the branch is kept", self.action_abort_run
-            )
-        if self.outcome is not None:
-            yield SystemCommand(
-                "End of run: accept, keep or discard (s)",
-                "squash onto your branch, keep the branch, or delete it",
-                self.action_show_summary,
-            )
-        if not self.running and self.outcome is None:
-            yield SystemCommand(
-                "New from spec (ctrl+n)",
-                "write a new module and its tests from a structured spec",
-                self.action_new_from_spec,
-            )
-        yield SystemCommand(
-            "Runs: open a past run (r)",
-            "list the project's runs and replay one read-only",
-            self.action_open_runs,
-        )
-        yield SystemCommand(
-            "Code: next file (f)", "show the next file under repair", self.main.action_next_file
-        )
-        yield SystemCommand(
-            "Feedback: packet or model output (o)",
-            "switch the feedback pane's tab",
-            self.main.action_toggle_output,
-        )
-        yield SystemCommand(
-            "History: follow the live iteration (l)",
-            "select the latest iteration and stay on it",
-            self.main.action_follow,
-        )
-        for theme in themes.THEMES:
-            yield SystemCommand(
-                f"Theme: {THEME_LABELS[theme.name]}",
-                f"switch to the {THEME_LABELS[theme.name]} theme",
-                functools.partial(setattr, self, "theme", theme.name),
-            )
-        yield from _screen_commands(screen)
-
-
-def _screen_commands(screen: Screen[Any]) -> Iterable[SystemCommand]:
-    """The open modal's own actions, so every decision is in the palette too."""
-    from tui.screens.spec_form import SpecFormScreen
-
-    if isinstance(screen, ReviewScreen):
-        yield SystemCommand(
-            "Review: approve (a)", "apply and verify the proposal", screen.action_approve
-        )
-        yield SystemCommand("Review: edit (e)", "edit the proposal in the app", screen.action_edit)
-        yield SystemCommand("Review: abort (x)", "end the run here", screen.action_abort)
-        if screen.request.held_back:
-            yield SystemCommand(
-                "Review: allow test edits (t)",
-                "let this proposal change pinned tests",
-                screen.action_allow_tests,
-            )
-    elif isinstance(screen, SuspiciousPassScreen):
-        yield SystemCommand(
-            "Suspicious pass: accept (a)", "end the run ok; recorded", screen.action_accept
-        )
-        yield SystemCommand(
-            "Suspicious pass: reject (r)", "do not trust this pass", screen.action_reject
-        )
-    elif isinstance(screen, EndScreen):
-        for choice, help_text in (
-            ("accept", "squash the run onto your branch"),
-            ("keep", "keep branch fixloop/<run>"),
-            ("discard", "delete the run's branch"),
-        ):
-            yield SystemCommand(
-                f"End of run: {choice} ({choice[0]})",
-                help_text,
-                functools.partial(screen.action_decide, choice),
-            )
-        if screen.outcome.report:
-            yield SystemCommand(
-                "End of run: open the report (r)", screen.outcome.report, screen.action_open_report
-            )
-    elif isinstance(screen, WatchScreen):
-        yield SystemCommand(
-            "Watch: verify now (ctrl+r)", "verify the project again", screen.action_verify
-        )
-    elif isinstance(screen, SpecFormScreen):
-        yield SystemCommand("Spec: start the run (ctrl+s)", "check the spec", screen.action_submit)
-        yield SystemCommand("Spec: cancel (esc)", "close the form", screen.action_cancel)
-    elif isinstance(screen, EditorScreen):
-        yield SystemCommand(
-            "Editor: use these files (ctrl+s)", "apply as your edit", screen.action_save
-        )
-        yield SystemCommand(
-            "Editor: open in $EDITOR (ctrl+o)",
-            "edit this file in your own editor; each save shows up here",
-            screen.action_outside,
-        )
-        yield SystemCommand(
-            "Editor: back to the review (esc)", "discard the edits", screen.action_cancel
-        )
+        yield from app_commands(self)
+        if isinstance(screen, OffersCommands):
+            yield from screen.palette_commands()
 
 
 def _resolve(request: Any, review: Any) -> None:

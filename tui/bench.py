@@ -192,15 +192,15 @@ def check_model(model: str, settings: Settings) -> None:
     """A model that cannot work is a usage error, found before any task runs; the embedded
     model's weights are joined (first use only) and loaded here, with progress."""
     if model.startswith("local/"):
-        from engine.model import local as local_model
+        from engine.model.local import LocalModelError, provider, weights
 
         try:
-            if settings.model_path is None and model == local_model.LOCAL_MODEL:
-                local_model.model_file(_JoinProgress(sys.stderr))
-            local_model.ensure_registered(model, settings.model_path)
+            if settings.model_path is None and model == provider.LOCAL_MODEL:
+                weights.model_file(_JoinProgress(sys.stderr))
+            provider.ensure_registered(model, settings.model_path)
             print("bench: loading the local model ...", file=sys.stderr, flush=True)
-            seconds = local_model.preload(model)
-        except local_model.LocalModelError as exc:
+            seconds = provider.preload(model)
+        except LocalModelError as exc:
             raise ConfigError(str(exc)) from None
         print(f"bench: local model loaded in {seconds:.1f}s", file=sys.stderr, flush=True)
         return

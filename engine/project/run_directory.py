@@ -1,4 +1,5 @@
-"""The run directory (DESIGN §4.7): `.fixloop/runs/<run>/`, the audit trail of one run.
+"""The run directory: `.fixloop/runs/<run>/`, the audit trail of one run (ARCHITECTURE.md,
+"Events and the audit trail").
 
 `run.json` (config, versions, model, start), `events.jsonl` (append-only, flushed
 and synced per event), `iterations/NN/` (prompt, response, edits, patch, stage
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from engine.model.client import redact
+from engine.model.redact import redact
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_event
 
 FIXLOOP_DIR = ".fixloop"

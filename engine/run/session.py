@@ -22,9 +22,10 @@ from engine.edits.paths import safe_path
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
+from engine.project.git_plumbing import WorkspaceError
 from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
 from engine.project.settings import ConfigError, Settings
-from engine.project.workspace import Workspace, WorkspaceError
+from engine.project.workspace import Workspace
 from engine.verify.pins import is_test_file
 from engine.verify.stages import StageConfigError, configured_stages
 from engine.verify.tree import Baseline, Verification, verify_tree, working_tree_diff

@@ -35,7 +35,7 @@ def resolve_model(settings: Settings) -> str:
     if settings.model:
         return settings.model
     try:
-        from engine.model.local import default_model
+        from engine.model.local.provider import default_model
     except ImportError:
         default = None
     else:
@@ -52,7 +52,7 @@ def resolve_model(settings: Settings) -> str:
 def make_client(model: str, settings: Settings) -> LiteLLMClient:
     if model.startswith("local/"):
         if settings.model_path is not None:
-            from engine.model.local import set_model_path
+            from engine.model.local.provider import set_model_path
 
             set_model_path(settings.model_path)
         # A CPU model writes ~20 tokens/s: a whole small file fits in 1024, a runaway

@@ -2,21 +2,22 @@
 
 The loop reads the class to decide whether the model can fix it (mechanical, logic, lint) or a
 person must (env_failure, ...), and compares signatures to notice it is going round in circles.
-Everything here is a pure function of `StageResult`s except `project_modules`, which reads a tree.
+Pure: stage results and the project's module names (engine/project/modules.py) in, a
+`Classification` out; reading what each stage says went wrong is `stage_failures`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.verify.results import StageKind, StageResult, TestCase
+from engine.verify.results import StageKind, StageResult
+from engine.verify.stage_failures import Failure, first_line, read_failures, stage_failed
 
 
 class ErrorClass(StrEnum):
@@ -42,152 +43,13 @@ class Classification(BaseModel):
     primary: str  # one line: the root failure, for people and for the repair packet
 
 
-# --- what a failure looks like, whatever it came from ------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Failure:
-    where: str  # a test nodeid, a collected file, or a stage name
-    exception_type: str | None
-    message: str
-
-    @property
-    def short_type(self) -> str:
-        """`socket.gaierror` and `gaierror` are the same exception."""
-        return (self.exception_type or "").rsplit(".", 1)[-1]
-
-    @property
-    def headline(self) -> str:
-        message = _first_line(self.message)
-        if self.exception_type and message:
-            return f"{self.exception_type}: {message}"
-        return self.exception_type or message or "failed"
-
-
-@dataclass(frozen=True)
-class _StageFailures:
-    """What one failed tests (or generic) stage says went wrong, from its report or its text."""
-
-    tests: list[_Failure]  # failing tests, in run order
-    collection: list[_Failure]
-    no_tests: bool
-    text: str  # raw output worth scanning for environment causes
-
-
-_FAILING_OUTCOMES = frozenset({"failed", "error"})
 _PROJECT_ALWAYS = frozenset({"tests", "test", "conftest"})  # importable from any project root
 _MAX_PRIMARY = 300
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def _one_line(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= _MAX_PRIMARY else line[: _MAX_PRIMARY - 1] + "…"
-
-
-def _stage_failed(stage: StageResult) -> bool:
-    """Exit status, or a report/diagnostics that show failures a `|| true` hid."""
-    if not stage.succeeded:
-        return True
-    report = stage.report
-    if report and (
-        report.collection_errors or any(t.outcome in _FAILING_OUTCOMES for t in report.tests)
-    ):
-        return True
-    return any(d.severity == "error" for d in stage.diagnostics)
-
-
-def _test_failure(test: TestCase) -> _Failure:
-    message = test.exception_message or test.explanation or ""
-    return _Failure(test.nodeid, test.exception_type, message)
-
-
-# --- reading pytest's text when there is no report ----------------------------------------------
-
-_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
-_E_EXCEPTION = re.compile(r"^E\s+([A-Za-z_][\w.]*): ?(.*)$", re.MULTILINE)
-_E_ASSERT = re.compile(r"^E\s+(assert .*)$", re.MULTILINE)
-_TRACEBACK_LAST = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|gaierror)): (.*)$", re.M)
-_COLLECTING = re.compile(r"ERROR collecting (\S+)|errors? during collection")
-_NO_TESTS_TEXT = re.compile(r"\bno tests ran\b|\bcollected 0 items\b")
-_LOWER_EXCEPTIONS = frozenset({"gaierror", "herror", "timeout", "error"})
-
-
-def _looks_like_exception(name: str) -> bool:
-    last = name.rsplit(".", 1)[-1]
-    return last[:1].isupper() or last in _LOWER_EXCEPTIONS
-
-
-def _first_exception_in_text(text: str) -> tuple[str, str] | None:
-    """The first `E   Type: message` (or `E   assert ...`) block of pytest's output."""
-    found: list[tuple[int, str, str]] = []
-    for match in _E_EXCEPTION.finditer(text):
-        if _looks_like_exception(match.group(1)):
-            found.append((match.start(), match.group(1), match.group(2)))
-            break
-    if assertion := _E_ASSERT.search(text):
-        found.append((assertion.start(), "AssertionError", assertion.group(1)))
-    if not found and (last := list(_TRACEBACK_LAST.finditer(text))):
-        found.append((0, last[-1].group(1), last[-1].group(2)))  # a plain Python traceback
-    if not found:
-        return None
-    _, kind, message = min(found)
-    return kind, message
-
-
-def _failures_from_text(stage: StageResult) -> _StageFailures:
-    text = "\n".join(part for part in (stage.excerpt, stage.stdout, stage.stderr) if part)
-    exception = _first_exception_in_text(text)
-    kind, message = exception if exception else (None, _first_line(stage.stderr or stage.stdout))
-    summary = [(m.group(1), m.group(2), m.group(3) or "") for m in _SUMMARY_LINE.finditer(text)]
-    collecting = _COLLECTING.search(text)
-    if collecting:
-        files = [node for outcome, node, _ in summary if outcome == "ERROR" and "::" not in node]
-        files = files or [collecting.group(1) or stage.name]
-        collection = [_Failure(files[0], kind, message)] + [
-            _Failure(f, None, "") for f in files[1:]
-        ]
-        return _StageFailures([], collection, no_tests=False, text=text)
-    tests = [
-        _Failure(node, kind if i == 0 else None, message if i == 0 else detail)
-        for i, (_, node, detail) in enumerate(summary)
-    ]
-    no_tests = stage.kind is StageKind.TESTS and (
-        stage.exit_code == 5 or (not tests and bool(_NO_TESTS_TEXT.search(text)))
-    )
-    if not tests and not no_tests and not stage.succeeded:
-        tests = [_Failure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
-    return _StageFailures(tests, [], no_tests=no_tests, text=text)
-
-
-def _failures(stage: StageResult) -> _StageFailures:
-    report = stage.report
-    if report is None:
-        return _failures_from_text(stage)
-    tests = [_test_failure(t) for t in report.tests if t.outcome in _FAILING_OUTCOMES]
-    collection = [
-        _Failure(c.nodeid, c.exception_type, c.exception_message or c.text)
-        for c in report.collection_errors
-    ]
-    parsed = _first_exception_in_text(report.collection_errors[0].text) if collection else None
-    if parsed and collection[0].exception_type is None:
-        collection[0] = _Failure(collection[0].where, *parsed)
-    no_tests = report.exitstatus == 5 or (report.counts.collected == 0 and not collection)
-    # Without failures in the report (pytest crashed, a conftest did not import) the cause is
-    # only in the process output.
-    quiet = not tests and not collection
-    text = "\n".join((stage.stdout, stage.stderr)) if quiet and not stage.succeeded else ""
-    if quiet and not no_tests and not stage.succeeded:
-        parsed = _first_exception_in_text(text)
-        kind, message = parsed if parsed else (None, _first_line(stage.stderr or stage.stdout))
-        tests = [_Failure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
-    return _StageFailures(tests, collection, no_tests=no_tests, text=text)
 
 
 # --- the environment, not the code --------------------------------------------------------------
@@ -301,7 +163,7 @@ def _line_of(text: str, match: re.Match[str]) -> str:
 
 
 def _env_failure(stage: StageResult, known: frozenset[str]) -> Classification | None:
-    failures = _failures(stage)
+    failures = read_failures(stage)
     evidence: list[tuple[str, str]] = [
         (f.where, f"{f.exception_type or ''}: {f.message}")
         for f in failures.collection + failures.tests
@@ -347,7 +209,7 @@ _ARITY = re.compile(
 _FIXTURE_NOT_FOUND = re.compile(r"fixture '[^']+' not found")
 
 
-def _is_mechanical(failure: _Failure, known: frozenset[str]) -> bool:
+def _is_mechanical(failure: Failure, known: frozenset[str]) -> bool:
     kind, message = failure.short_type, failure.message
     if kind in _ALWAYS_MECHANICAL:
         return True
@@ -367,14 +229,14 @@ def _is_mechanical(failure: _Failure, known: frozenset[str]) -> bool:
     return bool(_FIXTURE_NOT_FOUND.search(message))
 
 
-def _code_failure(failure: _Failure, known: frozenset[str]) -> Classification:
+def _code_failure(failure: Failure, known: frozenset[str]) -> Classification:
     error_class = ErrorClass.MECHANICAL if _is_mechanical(failure, known) else ErrorClass.LOGIC
     return Classification(
         error_class=error_class, primary=_one_line(f"{failure.where}: {failure.headline}")
     )
 
 
-def _collection_failure(failure: _Failure, known: frozenset[str]) -> Classification:
+def _collection_failure(failure: Failure, known: frozenset[str]) -> Classification:
     mechanical = _is_mechanical(failure, known)
     return Classification(
         error_class=ErrorClass.MECHANICAL if mechanical else ErrorClass.COLLECTION_ERROR,
@@ -399,7 +261,7 @@ def classify(
     missing third-party module (env_failure) from a broken import of the project (mechanical).
     """
     known = project_modules | touched_modules | _PROJECT_ALWAYS
-    failed = [s for s in stages if _stage_failed(s)]
+    failed = [s for s in stages if stage_failed(s)]
     for stage in failed:
         if stage.infrastructure_error:
             cause = (
@@ -423,7 +285,7 @@ def classify(
             return env
 
     code_stages = [s for s in failed if s.kind not in _LINT_KINDS]
-    found = [(s, _failures(s)) for s in code_stages]
+    found = [(s, read_failures(s)) for s in code_stages]
     for _, failures in found:
         if failures.collection:
             return _collection_failure(failures.collection[0], known)
@@ -454,7 +316,7 @@ def _lint_primary(stages: Sequence[StageResult]) -> str:
     diagnostics = [d for s in stages for d in s.diagnostics]
     if not diagnostics:
         stage = stages[0]
-        detail = _first_line(stage.excerpt or stage.stdout or stage.stderr)
+        detail = first_line(stage.excerpt or stage.stdout or stage.stderr)
         return _one_line(f"stage '{stage.name}' failed (exit {stage.exit_code}): {detail}")
     first = diagnostics[0]
     code = f" {first.code}" if first.code else ""
@@ -495,7 +357,7 @@ _MAX_MESSAGE = 500
 def signature_text(stages: Sequence[StageResult], classification: Classification) -> str:
     """The canonical description of the root failure that `signature` hashes."""
     lines = [f"class: {classification.error_class.value}"]
-    failed = [s for s in stages if _stage_failed(s)]
+    failed = [s for s in stages if stage_failed(s)]
     cls = classification.error_class
     if cls in {ErrorClass.ENV_FAILURE, ErrorClass.TIMEOUT, ErrorClass.OOM}:
         lines.append("stages: " + ", ".join(sorted({s.name for s in failed})))
@@ -509,7 +371,7 @@ def signature_text(stages: Sequence[StageResult], classification: Classification
         if not pairs:
             lines += [f"{s.name}: {normalise(s.excerpt or s.stdout)[:_MAX_MESSAGE]}" for s in lint]
         return "\n".join(lines)
-    every = [_failures(s) for s in failed if s.kind not in _LINT_KINDS]
+    every = [read_failures(s) for s in failed if s.kind not in _LINT_KINDS]
     failures = [f for s in every for f in s.collection] or [f for s in every for f in s.tests]
     if failures:
         nodeids = sorted({f.where for f in failures})[:_MAX_NODEIDS]
@@ -524,58 +386,3 @@ def signature(stages: Sequence[StageResult], classification: Classification) -> 
     """16 hex characters that are equal exactly when two runs failed the same way."""
     text = signature_text(stages, classification)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# --- which modules belong to the project --------------------------------------------------------
-
-_NOT_MODULES = frozenset({"tests", "test", "__pycache__", "node_modules", "site-packages"})
-_EXTENSIONS = (".so", ".pyd")
-
-
-def project_modules(root: Path) -> frozenset[str]:
-    """Top-level importable names the project itself provides, at its root and under src/."""
-    names: set[str] = set()
-    for base in (root, root / "src"):
-        if not base.is_dir():
-            continue
-        for entry in base.iterdir():
-            name = entry.name
-            if name.startswith(".") or name in _NOT_MODULES:
-                continue
-            if entry.is_file():
-                stem = name.split(".")[0]
-                if (name.endswith((".py", ".pyi")) or name.endswith(_EXTENSIONS)) and (
-                    stem.isidentifier()
-                ):
-                    names.add(stem)
-            elif entry.is_dir() and name.isidentifier() and _is_package_dir(entry):
-                if entry == root / "src" and not (entry / "__init__.py").exists():
-                    continue  # the src layout's container, not a namespace package
-                names.add(name)
-    return frozenset(names)
-
-
-def _is_package_dir(path: Path) -> bool:
-    if (path / "pyvenv.cfg").exists():
-        return False
-    return (path / "__init__.py").exists() or any(path.glob("*.py"))
-
-
-def modules_of(paths: Iterable[str]) -> frozenset[str]:
-    """Top-level module names of edited files: `src/pkg/a.py` and `pkg/a.py` are `pkg`."""
-    names: set[str] = set()
-    for path in paths:
-        parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in {".", "/"}]
-        if len(parts) > 1 and parts[0] == "src":
-            parts = parts[1:]
-        if not parts:
-            continue
-        if len(parts) == 1:
-            name = parts[0]
-            is_module = name.endswith((".py", ".pyi")) or name.endswith(_EXTENSIONS)
-            top = name.split(".")[0] if is_module else ""
-        else:
-            top = parts[0]
-        if top.isidentifier():
-            names.add(top)
-    return frozenset(names)

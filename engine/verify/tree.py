@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.feedback.distill import distill
 from engine.feedback.packet import DEFAULT_CAP, RepairPacket
 from engine.feedback.tokens import count_tokens
-from engine.verify.classify import classify, modules_of, project_modules, signature
+from engine.project.modules import modules_of, project_modules
+from engine.verify.classify import classify, signature
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.pins import (
     AddedSkip,

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from engine.project.modules import modules_of, project_modules
 from engine.verify.classify import (
     Classification,
     ErrorClass,
     classify,
-    modules_of,
     normalise,
-    project_modules,
     signature,
     signature_text,
 )

@@ -15,7 +15,8 @@ import pytest
 
 from engine.feedback.distill import distill
 from engine.feedback.tokens import approximate_tokens
-from engine.verify.classify import Classification, ErrorClass, classify, project_modules, signature
+from engine.project.modules import project_modules
+from engine.verify.classify import Classification, ErrorClass, classify, signature
 from engine.verify.execute import parse_stage
 from engine.verify.results import StageResult
 from engine.verify.stages import Stage

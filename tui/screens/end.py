@@ -5,11 +5,13 @@ branch as it is."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, cast
 
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -138,6 +140,23 @@ class EndScreen(ModalScreen[None]):
         self.finished = finished
         self.query_one("#result", Static).update(self._result())
         self._update_buttons()
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The end-of-run choices, in the command palette too."""
+        for choice, help_text in (
+            ("accept", "squash the run onto your branch"),
+            ("keep", "keep branch fixloop/<run>"),
+            ("discard", "delete the run's branch"),
+        ):
+            yield SystemCommand(
+                f"End of run: {choice} ({choice[0]})",
+                help_text,
+                functools.partial(self.action_decide, choice),
+            )
+        if self.outcome.report:
+            yield SystemCommand(
+                "End of run: open the report (r)", self.outcome.report, self.action_open_report
+            )
 
     def action_decide(self, choice: str) -> None:
         if self.busy or not self.outcome.decidable:

@@ -9,9 +9,10 @@ lets those edits through (a pass then needs approval too).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -121,6 +122,20 @@ class ReviewScreen(ModalScreen[Review]):
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
         self.query_one("#diff-text", Static).update(self._diff())
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The review's decisions, in the command palette too."""
+        yield SystemCommand(
+            "Review: approve (a)", "apply and verify the proposal", self.action_approve
+        )
+        yield SystemCommand("Review: edit (e)", "edit the proposal in the app", self.action_edit)
+        yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
+        if self.request.held_back:
+            yield SystemCommand(
+                "Review: allow test edits (t)",
+                "let this proposal change pinned tests",
+                self.action_allow_tests,
+            )
 
     # -- actions ------------------------------------------------------------------------------
 

@@ -4,10 +4,11 @@ shows the problem under the field it is about; `escape` dismisses with None."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import on
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -158,6 +159,11 @@ class SpecFormScreen(ModalScreen[Spec | None]):
             self.query_one(f"#problem-{widget_id}", Static).remove_class("shown")
 
     # -- actions ------------------------------------------------------------------------------
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """Starting or leaving the form, in the command palette too."""
+        yield SystemCommand("Spec: start the run (ctrl+s)", "check the spec", self.action_submit)
+        yield SystemCommand("Spec: cancel (esc)", "close the form", self.action_cancel)
 
     def action_submit(self) -> None:
         spec = self.check()

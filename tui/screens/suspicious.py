@@ -4,9 +4,10 @@ run ends ok, and the acceptance is recorded) or reject `r` (the run ends suspici
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -60,6 +61,15 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
 
     def on_mount(self) -> None:
         self.query_one("#reject", Button).focus()
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The decision on the pass, in the command palette too."""
+        yield SystemCommand(
+            "Suspicious pass: accept (a)", "end the run ok; recorded", self.action_accept
+        )
+        yield SystemCommand(
+            "Suspicious pass: reject (r)", "do not trust this pass", self.action_reject
+        )
 
     def action_accept(self) -> None:
         self.dismiss(PassReview(accept=True, note="accepted by you", by="person"))

@@ -8,12 +8,13 @@ the sandbox, exactly as before a run: this screen only says when and shows the r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
 import watchfiles
 from textual import work
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
@@ -92,6 +93,12 @@ class WatchScreen(TaskScreen):
         super().show_check(result, error)
         self.checks += 1
         self.query_one("#state").border_subtitle = f"checked {self.clock()} after {self.cause}"
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """Verifying on demand, in the command palette too."""
+        yield SystemCommand(
+            "Watch: verify now (ctrl+r)", "verify the project again", self.action_verify
+        )
 
     def action_verify(self) -> None:
         self.checking("your ctrl+r")

@@ -7,6 +7,9 @@ to the stderr it duplicated at import (before pytest captured fd 2); the host ta
 last line that starts with the nonce. The JSON's field names are the contract with
 ``engine.verify.results.PytestReport``. It never fails the session: its own errors end up in
 the report's "internal_error" field.
+
+One file of ~600 lines on purpose: it reaches the sandbox as this single file, which pytest
+loads by name beside only stdlib and pytest, so it has no package to split helpers into.
 """
 
 from __future__ import annotations

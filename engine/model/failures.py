@@ -1,0 +1,107 @@
+"""What went wrong with a model call, in the user's words, and whether it is worth another
+attempt: litellm's and the OpenAI SDK's exceptions, read by name, status code and headers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
+
+from sandbox.errors import FixloopError
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one attempt failed, and whether another one could go better."""
+
+    cause: str
+    retryable: bool
+    retry_after_s: float | None = None
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        original = getattr(current, "original_exception", None)
+        nxt = original if isinstance(original, BaseException) else None
+        current = nxt or current.__cause__ or current.__context__
+    return seen
+
+
+def _named(exc: BaseException, *names: str) -> bool:
+    return any(cls.__name__ in names for cls in type(exc).__mro__)
+
+
+def _detail(exc: BaseException) -> str:
+    """The server's words without litellm's "litellm.XError: XError: OpenAIException - " prefix."""
+    text = str(getattr(exc, "message", None) or exc)
+    prefix = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Timeout))\s*[:-]\s*")
+    while (stripped := prefix.sub("", text, count=1)) != text:
+        text = stripped
+    text = " ".join(text.split())
+    return text[:300] + ("…" if len(text) > 300 else "")
+
+
+def _http(code: int) -> str:
+    try:
+        return f"HTTP {code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        return None
+    try:
+        if (millis := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(millis) / 1000)
+        if (value := headers.get("retry-after")) is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def classify_failure(exc: BaseException, *, timeout_s: float, key_variable: str) -> Failure:
+    """What a failed model call's exception means to the user, and whether to try again."""
+    chain = _chain(exc)
+    # Our own failure raised under litellm (e.g. by the local model's provider) already says
+    # what to do; litellm would dress it up as a connection or stream error.
+    if own := next((e for e in chain if isinstance(e, FixloopError)), None):
+        return Failure(str(own), retryable=False)
+    if isinstance(exc, TimeoutError) or _named(exc, "Timeout", "APITimeoutError"):
+        return Failure(f"no answer within {timeout_s:g} s (timeout)", retryable=True)
+    if any(_named(e, "JSONDecodeError", "MidStreamFallbackError") for e in chain):
+        detail = next((str(e) for e in chain if _named(e, "JSONDecodeError")), _detail(exc))
+        return Failure(f"malformed response from the server ({detail})", retryable=True)
+    if any(isinstance(e, ConnectionError) or _named(e, "APIConnectionError") for e in chain):
+        return Failure(f"connection failed ({_detail(chain[-1])})", retryable=True)
+    code = getattr(exc, "status_code", None)
+    if not isinstance(code, int):
+        return Failure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
+    detail = _detail(exc)
+    said = f": {detail}" if detail and not detail.startswith("Error code") else ""
+    if code == 429:
+        return Failure(f"rate limited ({_http(code)}){said}", True, _retry_after(exc))
+    if code >= 500 or code == 408:
+        return Failure(f"{_http(code)}{said}", retryable=True)
+    if code == 401:
+        hint = f"check the API key variable ({key_variable})"
+        return Failure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
+    if code == 403:
+        hint = "the API key is not allowed to use this model"
+        return Failure(f"permission denied: {hint} ({_http(code)})", retryable=False)
+    if code == 404:
+        hint = "check --model and --api-base"
+        return Failure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
+    return Failure(f"bad request ({_http(code)}){said}", retryable=False)

@@ -1,0 +1,14 @@
+"""The embedded CPU model, served to litellm as `local/<name>`: `weights` joins and verifies its
+GGUF file, `server` runs it in process (llama.cpp), `provider` registers it with litellm.
+
+See ../shared/LOCAL_MODEL.md for the measured recipe behind the numbers in these modules.
+"""
+
+from sandbox.errors import FixloopError
+
+PROVIDER = "local"
+INSTALL_HINT = "pip install 'fixloop-tui[local]'"
+
+
+class LocalModelError(FixloopError):
+    """The embedded model is missing, damaged or cannot run here."""

@@ -1,4 +1,5 @@
-"""The run's git worktree: where the loop edits, commits and rolls back (DESIGN §4.6).
+"""The run's git worktree: where the loop edits, commits and rolls back (ARCHITECTURE.md,
+"Settings and files on disk").
 
 The user's checkout, index and branch are never touched while a run is live; only `accept`
 writes there, and only the files the run changed, after checking the user left them alone.
@@ -17,10 +18,10 @@ from pathlib import Path
 
 import git
 
+from engine.project.paths import FIXLOOP_DIR, ensure_fixloop_dir, worktree_path, worktrees_dir
 from engine.verify.pins import TestPins
 from sandbox.errors import FixloopError
 
-FIXLOOP_DIR = ".fixloop"
 BRANCH_PREFIX = "fixloop/"
 BASELINE_MESSAGE = "fixloop[baseline]: your uncommitted changes"
 FALLBACK_NAME = "fixloop"
@@ -53,16 +54,26 @@ class _Entry:
 
 def iteration_message(n: int, max_n: int, explanation: str) -> str:
     """`fixloop[iter N/M]: <first line of the explanation>`, one line, clipped to fit a log."""
-    lines = (line.strip() for line in explanation.splitlines())
-    subject = " ".join(next((line for line in lines if line), "").split()) or "(no explanation)"
+    return f"fixloop[iter {n}/{max_n}]: {_subject(explanation, '(no explanation)')}"
+
+
+def accept_message(task: str, run_id: str, branch: str) -> str:
+    """The squashed commit's message: the task as its subject, where it came from below."""
+    return f"{_subject(task, 'fixloop run')}\n\nSquashed from {branch} (fixloop run {run_id})."
+
+
+def _subject(text: str, empty: str) -> str:
+    """The first non-blank line of `text`, spaces collapsed, clipped to fit a log line."""
+    lines = (line.strip() for line in text.splitlines())
+    subject = " ".join(next((line for line in lines if line), "").split()) or empty
     if len(subject) > _SUBJECT_WIDTH:
         subject = subject[: _SUBJECT_WIDTH - 3].rstrip() + "..."
-    return f"fixloop[iter {n}/{max_n}]: {subject}"
+    return subject
 
 
 def list_worktrees(project: Path) -> list[str]:
     """Run ids that still have a live worktree under `<project>/.fixloop/worktrees`."""
-    home = (project / FIXLOOP_DIR / "worktrees").resolve()
+    home = worktrees_dir(project).resolve()
     return sorted(
         path.name
         for path in _registered_worktrees(project)
@@ -85,7 +96,7 @@ class Workspace:
     ) -> None:
         self.project = project
         self.run_id = run_id
-        self.root = project / FIXLOOP_DIR / "worktrees" / run_id
+        self.root = worktree_path(project, run_id)
         self.branch = BRANCH_PREFIX + run_id
         self.start_head = start_head
         self.user_branch = user_branch
@@ -101,7 +112,7 @@ class Workspace:
         project = _check_project(project)
         _check_run_id(run_id)
         branch = BRANCH_PREFIX + run_id
-        root = project / FIXLOOP_DIR / "worktrees" / run_id
+        root = worktree_path(project, run_id)
         if _ok(project, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"):
             raise WorkspaceError(
                 f"branch {branch} already exists; pick another run id, or delete the old run's "
@@ -112,7 +123,7 @@ class Workspace:
                 f"{root} already exists; pick another run id, or remove it "
                 f"(`git worktree remove --force {root}`)"
             )
-        _ignore_fixloop_dir(project)
+        ensure_fixloop_dir(project)
         identity = _identity_env(project)
         start_head = _out(project, "rev-parse", "--verify", "HEAD^{commit}")
         user_branch = _current_branch(project)
@@ -454,14 +465,6 @@ def _check_run_id(run_id: str) -> None:
         raise WorkspaceError(
             f"{run_id!r} cannot name a run; use letters, digits, '.', '_' and '-' only"
         )
-
-
-def _ignore_fixloop_dir(project: Path) -> None:
-    """`.fixloop/.gitignore` with `*`: git ignores the directory; the user's .gitignore stays."""
-    ignore = project / FIXLOOP_DIR / ".gitignore"
-    ignore.parent.mkdir(exist_ok=True)
-    if not ignore.is_file() or "*" not in ignore.read_text().split():
-        ignore.write_text("*\n")
 
 
 def _identity_env(project: Path) -> dict[str, str]:

@@ -22,10 +22,10 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Log, Static, TextArea
 
+from engine.project.paths import run_path
 from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
 from engine.run.events import Event, ReviewResolved, RunStarted
-from engine.run.session import run_path
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing

@@ -19,6 +19,7 @@ from textual.widgets import Input, TextArea
 from engine.edits.protocol import Edit, Proposal
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
+from engine.run.artifacts import CodeFile, IterationArtifacts
 from engine.run.events import (
     BaseEvent,
     Committed,
@@ -35,14 +36,8 @@ from engine.run.events import (
     StageFinished,
     StageStarted,
 )
-from engine.run.session import (
-    CodeFile,
-    FilePreview,
-    Finished,
-    IterationArtifacts,
-    ProposalPreview,
-    file_diff,
-)
+from engine.run.finish import Finished
+from engine.run.preview import FilePreview, ProposalPreview, file_diff
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.tree import Verification

@@ -24,8 +24,8 @@ class ConfigError(FixloopError):
 
 
 class Settings(BaseModel):
-    """Everything a run can be configured with; the defaults here are fixloop's only ones.
-    A source sets some fields (`model_fields_set`); None means "none configured"."""
+    """Everything a run can be configured with, and its defaults: fixloop's only ones (with
+    DEFAULT_TEST_CMD below). A source sets some fields; None means "none configured"."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -9,12 +9,14 @@ import asyncio
 import importlib.util
 import os
 import subprocess
-import sys
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
+from engine.project.paths import project_python
+from engine.project.settings import ConfigError, from_environment, from_pyproject, from_user_config
 from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
@@ -36,15 +38,6 @@ class Diagnosis(BaseModel):
     @property
     def sandbox_works(self) -> bool:
         return any(c.ok for c in self.checks if c.name in {"gvisor sandbox", "docker engine"})
-
-
-def project_python(project: Path) -> Path:
-    """The interpreter that runs the project's tests: its venv if it has one, else ours."""
-    for venv in (".venv", "venv"):
-        candidate = project / venv / "bin" / "python"
-        if candidate.exists():
-            return candidate
-    return Path(sys.executable)
 
 
 def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess[str] | None:
@@ -194,18 +187,20 @@ def check_python(project: Path) -> Check:
 
 
 def configured_model(project: Path) -> str | None:
-    """The model named by env, the project's pyproject or the user's config, if any."""
-    if model := os.environ.get("FIXLOOP_MODEL"):
-        return model
-    user_config = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config"))
-    for path in (project / "pyproject.toml", user_config / "fixloop" / "config.toml"):
+    """The model named by env, the project's pyproject or the user's config, if any.
+    A source that cannot be read is skipped: the doctor reports, it does not stop."""
+    sources: tuple[Callable[[], dict[str, Any]], ...] = (
+        lambda: from_environment(os.environ),
+        lambda: from_pyproject(project),
+        from_user_config,
+    )
+    for source in sources:
         try:
-            data = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError):
+            model = source().get("model")
+        except ConfigError:
             continue
-        table = data.get("tool", {}).get("fixloop", {}) if path.name == "pyproject.toml" else data
-        if isinstance(table, dict) and isinstance(table.get("model"), str):
-            return str(table["model"])
+        if model:
+            return str(model)
     return None
 
 

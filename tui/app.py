@@ -25,13 +25,11 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 import themes
+from engine.project.paths import run_path
 from engine.project.settings import ConfigError, Settings
 from engine.run.events import RunFinished, RunStarted
-from engine.run.session import (
-    Finish,
-    Finished,
-    run_path,
-)
+from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
+from engine.run.finish import Finish, Finished
 from engine.verify.tree import Verification
 from tui.commands import OffersCommands, app_commands
 from tui.gate import (
@@ -59,14 +57,12 @@ from tui.widgets.code import warm_up
 if TYPE_CHECKING:
     from engine.spec.definition import Spec
 
-EXIT_USAGE = 2
-EXIT_INFRA = 6
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
 
 
 def sandbox_label(settings: Settings) -> str:
     """The header's sandbox: the choice, and a standing reminder when runc is allowed."""
-    label = settings.sandbox or "auto"
+    label = settings.sandbox
     return f"{label}, runc allowed (not gVisor!)" if settings.allow_runc else label
 
 
@@ -129,7 +125,7 @@ class FixloopApp(App[int]):
         self.watching = watch  # watch mode: verify on every save until the person starts a run
         self._checks = 0
         self.spec: Spec | None = None  # spec mode, from the "New from spec" form
-        self.mode: Mode = settings.approve or "step"
+        self.mode: Mode = settings.approve
         self.gate = InteractiveGate(self.post_from_thread, self.mode)
         self.sink = UiSink(self.post_from_thread)
         self.main = MainScreen(
@@ -216,7 +212,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="check", exit_on_error=False)
     async def _check_project(self) -> None:
-        from engine.run.session import check_project
+        from engine.verify.checkout import verify_checkout
 
         task = asyncio.current_task()
         assert task is not None
@@ -224,7 +220,7 @@ class FixloopApp(App[int]):
         check = self._checks
         self._checking = (asyncio.get_running_loop(), task)
         try:
-            result = await check_project(self.project, self.settings)
+            result = await verify_checkout(self.project, self.settings)
         except asyncio.CancelledError:
             return
         except Exception as exc:
@@ -325,7 +321,7 @@ class FixloopApp(App[int]):
         self.push_screen(SuspiciousPassScreen(request), lambda review: _resolve(request, review))
 
     def _run_finished(self, event: RunFinished) -> None:
-        from engine.run.guards import EXIT_CODES, RunStatus
+        from engine.run.guards import RunStatus
 
         self._close_reviews()
         report = run_path(self.project, event.run_id) / "report.md"
@@ -341,7 +337,7 @@ class FixloopApp(App[int]):
             decidable=bool(event.branch),
         )
         try:
-            self.exit_status = EXIT_CODES[RunStatus(event.status)]
+            self.exit_status = RUN_EXIT_CODES[RunStatus(event.status)]
         except ValueError:
             self.exit_status = EXIT_INFRA
         self.refresh_bindings()
@@ -383,7 +379,7 @@ class FixloopApp(App[int]):
 
     @work(thread=True, exclusive=True, group="finish", exit_on_error=False)
     def _finish(self, run_id: str, choice: Finish) -> None:
-        from engine.run.session import finish_run
+        from engine.run.finish import finish_run
 
         try:
             finished = finish_run(self.project, run_id, choice)

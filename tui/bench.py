@@ -33,11 +33,9 @@ from bench.suite.scoring import score
 from bench.suite.tasks import SuiteError, load_suite
 from engine.model.client import ModelClient, ModelError, load_litellm
 from engine.project.settings import ConfigError, Settings
+from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from sandbox import open_sandbox
-
-EXIT_USAGE = 2
-EXIT_INFRA = 6
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,10 +8,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from engine.doctor import project_python
+from engine.project.paths import project_python
 from sandbox import ExecRequest, Limits
 
-EXIT_USAGE = 2
 CHECK = (
     "import sys, pytest, mypy.version, fixloop_pytest; "
     "print(sys.version.split()[0], pytest.__version__, mypy.version.__version__)"

@@ -1,7 +1,7 @@
 """The `fixloop-tui` command line: parses arguments and hands work to the engine.
 
 Every failure the user can cause ends as one line on stderr and an exit code
-from DESIGN §4.8; no traceback.
+from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
 """
 
 from __future__ import annotations
@@ -15,12 +15,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TextIO
 
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
+from engine.run.exit_codes import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    EXIT_OOM,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+)
 from sandbox import ExecRequest, FixloopError, Limits, RuncWarning, open_sandbox
 
-EXIT_USAGE = 2
-EXIT_INFRA = 6
-EXIT_TIMEOUT = 124
-EXIT_OOM = 137
 DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
 
 
@@ -138,15 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit: 0 ok, 1 failing, 3 env_failure, 4 suspicious_pass, 2 usage, 6 infrastructure.",
     )
     verify.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
-    verify.add_argument("--test-cmd", metavar="CMD", help="default: python -m pytest -q")
+    verify.add_argument("--test-cmd", metavar="CMD", help=f"default: {DEFAULT_TEST_CMD}")
     verify.add_argument("--lint-cmd", metavar="CMD", help="e.g. 'ruff check .'")
     verify.add_argument("--type-cmd", metavar="CMD", help="e.g. 'mypy .'")
     verify.add_argument("--format-cmd", metavar="CMD", help="e.g. 'ruff format --check .'")
     verify.add_argument(
         "--sandbox",
-        choices=["gvisor", "docker", "unsafe-local"],
-        default="gvisor",
-        help="default gvisor",
+        choices=["auto", "gvisor", "docker", "unsafe-local"],
+        help="auto (default): docker if an engine runs gVisor, else gvisor",
     )
     add_docker_arguments(verify)
     verify.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
@@ -154,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--python", type=Path, metavar="PATH", help="interpreter whose environment runs the stages"
     )
     verify.add_argument(
-        "--exec-timeout", type=float, default=300.0, metavar="S", help="per stage (default 300)"
+        "--exec-timeout",
+        type=float,
+        metavar="S",
+        help=f"per stage (default {DEFAULTS.exec_timeout:g})",
     )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -265,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             from tui.demo import run_demo
 
-            return run_demo(args, parser)
+            return run_demo(args, main)
         if args.command == "bench":
             from tui.bench import bench_command
 
@@ -291,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INFRA
     except KeyboardInterrupt:
         print("fixloop-tui: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def show_runc_warnings() -> None:
@@ -376,9 +382,9 @@ def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
 
 def _report(args: argparse.Namespace) -> int:
-    from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
+    from engine.project.paths import run_path
 
-    run_dir = args.path.resolve() / FIXLOOP_DIR / RUNS_DIR / args.run
+    run_dir = run_path(args.path.resolve(), args.run)
     if not run_dir.is_dir():
         print(f"fixloop-tui: error: no run {args.run!r} in {args.path}", file=sys.stderr)
         return EXIT_USAGE
@@ -412,14 +418,14 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
-    from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR
+    from engine.project.paths import runs_dir
     from engine.project.settings import ConfigError, load_settings
 
     run, path = args.run, args.path
     if path is None:
         run, path = ("", Path(run)) if run and Path(run).is_dir() else (run, Path.cwd())
     project = path.resolve()
-    runs = project / FIXLOOP_DIR / RUNS_DIR
+    runs = runs_dir(project)
     if not runs.is_dir():
         print(f"fixloop-tui: error: no runs yet in {project}", file=sys.stderr)
         return EXIT_USAGE

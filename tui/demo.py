@@ -11,7 +11,10 @@ import argparse
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+from engine.project.paths import FIXLOOP_DIR
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "textstats"
 
@@ -37,7 +40,7 @@ def prepare(target: Path | None) -> Path:
     root = base / "textstats"
     if root.exists():
         raise SystemExit(f"fixloop-tui: error: {root} already exists; pick another --dir")
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".fixloop"))
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", FIXLOOP_DIR))
     repo = git.Repo.init(root)
     repo.git.add("-A")
     with repo.config_writer() as config:
@@ -50,7 +53,8 @@ def prepare(target: Path | None) -> Path:
     return root
 
 
-def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run_demo(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
+    """Prepare the demo project, then `run` (the command line's main) on it."""
     root = prepare(args.dir)
     print(f"fixloop demo: a buggy copy of the example is at {root}", file=sys.stderr)
     run_args = ["run", str(root), "--max-iters", str(args.max_iters)]
@@ -62,9 +66,7 @@ def run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         run_args.append("--headless")
     if args.json:
         run_args.append("--json")
-    from tui.cli import main
-
-    code = main(run_args)
+    code = run(run_args)
     print(
         f"fixloop demo: inspect it with `fixloop-tui runs {root}` and "
         f"`git -C {root} log --all --oneline`",

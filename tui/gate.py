@@ -19,9 +19,10 @@ from typing import Literal
 from textual.message import Message
 
 from engine.edits.proposal import Proposal
+from engine.project.paths import worktree_path
 from engine.run.events import BaseEvent, RunStarted
 from engine.run.gate import PassReview, Review
-from engine.run.session import ProposalPreview, pass_test_diff, preview_proposal, worktree_path
+from engine.run.preview import ProposalPreview, pass_test_diff, preview_proposal
 
 Mode = Literal["step", "auto"]
 Post = Callable[[Message], object]

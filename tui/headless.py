@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from engine.model.client import ModelError
 from engine.project.git_plumbing import WorkspaceError
-from engine.project.settings import ConfigError, Settings, load_settings
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings, load_settings
 from engine.run.events import (
     BaseEvent,
     Committed,
@@ -31,14 +31,11 @@ from engine.run.events import (
     TestEditsRefused,
     TestsLatched,
 )
+from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
-from engine.run.guards import EXIT_CODES
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resolve_spec, resume_run, start_run
-
-EXIT_USAGE = 2
-EXIT_INFRA = 6
 
 RUN_FLAGS = (
     "task",
@@ -81,7 +78,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="spec mode: write a new module and its tests from a spec TOML (examples/specs/)",
     )
-    parser.add_argument("--test-cmd", help="default: python -m pytest -q")
+    parser.add_argument("--test-cmd", help=f"default: {DEFAULT_TEST_CMD}")
     parser.add_argument("--lint-cmd")
     parser.add_argument("--type-cmd")
     parser.add_argument("--format-cmd")
@@ -89,8 +86,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
     parser.add_argument("--edit-format", choices=["json", "whole"])
-    parser.add_argument("--max-iters", type=int, help="proposals before giving up (default 4)")
-    parser.add_argument("--exec-timeout", type=float, help="seconds per stage (default 300)")
+    parser.add_argument(
+        "--max-iters", type=int, help=f"proposals before giving up (default {DEFAULTS.max_iters})"
+    )
+    parser.add_argument(
+        "--exec-timeout", type=float, help=f"seconds per stage (default {DEFAULTS.exec_timeout:g})"
+    )
     parser.add_argument("--max-cost", type=float, help="USD")
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--wall-clock", type=float, help="seconds for the whole run")
@@ -232,7 +233,7 @@ def run_headless(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     project, settings = prepared
-    gate = PolicyGate(accept_suspicious=bool(settings.accept_suspicious))
+    gate = PolicyGate(accept_suspicious=settings.accept_suspicious)
     sinks = [ProgressPrinter(sys.stderr)]
     return _complete(args, start_run(project, settings, gate=gate, sinks=sinks))
 
@@ -263,7 +264,7 @@ def _complete(args: argparse.Namespace, run: Coroutine[Any, Any, RunResult]) -> 
         print(f"report: {result.report}", file=sys.stderr)
     if result.status.value == "error":
         print(f"fixloop-tui: error: {result.reason}", file=sys.stderr)
-    return EXIT_CODES[result.status]
+    return RUN_EXIT_CODES[result.status]
 
 
 def as_json(result: RunResult) -> dict[str, Any]:

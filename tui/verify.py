@@ -1,4 +1,6 @@
-"""`fixloop-tui verify`: the verifier once over a working tree, its verdict and packet."""
+"""`fixloop-tui verify`: the verifier once over a working tree, its verdict and packet.
+
+The settings and the verifying are a run's (engine/verify/checkout.py); this prints them."""
 
 from __future__ import annotations
 
@@ -10,23 +12,24 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import git
-
-from engine.doctor import project_python
-from engine.verify.execute import Verifier
-from engine.verify.stages import StageConfigError, configured_stages
-from engine.verify.tree import Baseline, Verification, verify_tree, working_tree_diff
+from engine.project.settings import ConfigError, load_settings
+from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
+from engine.verify.checkout import verify_checkout
+from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
-from sandbox import Limits, open_sandbox
 
-EXIT_CODES = {
-    Verdict.OK: 0,
-    Verdict.FAILING: 1,
-    Verdict.ENV_FAILURE: 3,
-    Verdict.SUSPICIOUS_PASS: 4,
-    Verdict.ERROR: 6,
-}
-EXIT_USAGE = 2
+VERIFY_FLAGS = (
+    "test_cmd",
+    "lint_cmd",
+    "type_cmd",
+    "format_cmd",
+    "sandbox",
+    "docker_url",
+    "allow_runc",
+    "image",
+    "python",
+    "exec_timeout",
+)
 
 
 def _fail(message: str) -> int:
@@ -41,56 +44,25 @@ def verify_command(args: argparse.Namespace) -> int:
     if args.python is not None and not args.python.exists():
         return _fail(f"--python {args.python} does not exist")
     try:
-        stages = configured_stages(
-            root,
-            test_cmd=args.test_cmd,
-            lint_cmd=args.lint_cmd,
-            type_cmd=args.type_cmd,
-            format_cmd=args.format_cmd,
-        )
-    except StageConfigError as exc:
+        settings = load_settings(root, {key: getattr(args, key) for key in VERIFY_FLAGS})
+    except ConfigError as exc:
         return _fail(str(exc))
-    baseline, diff, touched = _baseline(root)
-    python = args.python or project_python(root)
-    if args.sandbox == "unsafe-local":
+    if settings.sandbox == "unsafe-local":
         print("fixloop-tui: warning: unsafe-local runs the stages unsandboxed", file=sys.stderr)
-
-    async def go() -> Verification:
-        backend = open_sandbox(
-            args.sandbox, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
-        )
-        verifier = Verifier(
-            backend, stages, python=python, limits=Limits(timeout_s=args.exec_timeout)
-        )
-        try:
-            return await verify_tree(
-                root, verifier, baseline=baseline, touched=touched, last_diff=diff or None
-            )
-        finally:
-            await backend.close()
-
     with warnings.catch_warnings():
         from sandbox.local import UnsafeLocalWarning
 
         # The unsafe-local warning was printed above; a runc warning is printed per job.
         warnings.simplefilter("ignore", UnsafeLocalWarning)
-        result = asyncio.run(go())
+        try:
+            result = asyncio.run(verify_checkout(root, settings))
+        except ConfigError as exc:
+            return _fail(str(exc))
     if args.json:
         print(json.dumps(as_json(result)))
     else:
         print_human(root, result)
-    return EXIT_CODES[result.judgement.verdict]
-
-
-def _baseline(root: Path) -> tuple[Baseline | None, str, list[str]]:
-    """HEAD of the repository holding `root`, the uncommitted diff and the paths it touches."""
-    try:
-        repo = git.Repo(root, search_parent_directories=False)
-        repo.head.commit  # noqa: B018 - raises on a repository without commits
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return None, "", []
-    diff, touched = working_tree_diff(root)
-    return Baseline(repo=root), diff, touched
+    return VERDICT_EXIT_CODES[result.judgement.verdict]
 
 
 def as_json(result: Verification) -> dict[str, Any]:

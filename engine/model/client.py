@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from engine.feedback.tokens import approximate_tokens
 from engine.model.failures import Failure, classify_failure
 from engine.model.redact import redact, redact_record, remember_secret
 from sandbox.errors import FixloopError
@@ -379,9 +380,8 @@ async def _close_quietly(stream: Any) -> None:
 def _count_tokens(litellm: ModuleType, model: str, **what: Any) -> int:
     try:
         return int(litellm.token_counter(model=model, **what))
-    except Exception:  # unknown tokenizer: about four characters a token
-        text = str(what.get("text") or what.get("messages") or "")
-        return max(1, len(text) // 4)
+    except Exception:  # unknown tokenizer: the packet cap's stated approximation
+        return max(1, approximate_tokens(str(what.get("text") or what.get("messages") or "")))
 
 
 def _cost(litellm: ModuleType, model: str, prompt_tokens: int, completion_tokens: int) -> float:

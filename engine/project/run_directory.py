@@ -1,10 +1,10 @@
 """The run directory: `.fixloop/runs/<run>/`, the audit trail of one run (ARCHITECTURE.md,
 "Events and the audit trail").
 
-`run.json` (config, versions, model, start), `events.jsonl` (append-only, flushed
-and synced per event), `iterations/NN/` (prompt, response, edits, patch, stage
-results, packet) and `report.md`. Files are written atomically; everything
-written passes through `redact`, so no API key reaches the disk.
+`run.json` (`RunRecord`: where the run started, its config, settings and versions),
+`events.jsonl` (append-only, flushed and synced per event), `iterations/NN/` (prompt,
+response, edits, patch, stage results, packet) and `report.md`. Files are written
+atomically; everything written passes through `redact`, so no API key reaches the disk.
 """
 
 from __future__ import annotations
@@ -17,23 +17,37 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer
 
 from engine.model.redact import redact
+from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
+from engine.project.settings import Settings
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_event
+from engine.run.outcome import RunConfig
 
-FIXLOOP_DIR = ".fixloop"
-RUNS_DIR = "runs"
+RUN_RECORD = "run.json"
 
 
-def fixloop_dir(project: Path) -> Path:
-    """`.fixloop/` in the project, ignored by git through its own `.gitignore`."""
-    directory = project / FIXLOOP_DIR
-    directory.mkdir(exist_ok=True)
-    ignore = directory / ".gitignore"
-    if not ignore.exists():
-        write_atomic(ignore, "# fixloop's runs and worktrees; never committed\n*\n")
-    return directory
+class RunRecord(BaseModel):
+    """`run.json`: what a run started from, enough to resume it or end it later."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project: str
+    run_id: str
+    branch: str
+    start_head: str
+    user_branch: str | None
+    baseline: str
+    config: RunConfig
+    settings: Settings
+    python: Path
+    versions: dict[str, str]
+    argv: list[str]
+
+    @field_serializer("settings")
+    def _only_what_is_set(self, settings: Settings) -> dict[str, Any]:
+        return settings.model_dump(mode="json", exclude_none=True)
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -71,7 +85,8 @@ class RunDirectory:
 
     @classmethod
     def create(cls, project: Path, run_id: str) -> RunDirectory:
-        path = fixloop_dir(project) / RUNS_DIR / run_id
+        ensure_fixloop_dir(project)
+        path = run_path(project, run_id)
         path.mkdir(parents=True, exist_ok=False)
         return cls(path)
 
@@ -100,6 +115,15 @@ class RunDirectory:
 
     def events(self) -> list[Event]:
         return read_events(self.events_path)
+
+    def has_record(self) -> bool:
+        return (self.path / RUN_RECORD).is_file()
+
+    def record(self) -> RunRecord:
+        return RunRecord.model_validate_json((self.path / RUN_RECORD).read_text(encoding="utf-8"))
+
+    def write_record(self, record: RunRecord) -> Path:
+        return self.write_json(RUN_RECORD, record)
 
 
 def read_events(path: Path) -> list[Event]:
@@ -132,11 +156,11 @@ class RunSummary(BaseModel):
 
 def list_runs(project: Path) -> list[RunSummary]:
     """The project's runs, newest first. A run without an end is `running` or was cut off."""
-    runs_dir = project / FIXLOOP_DIR / RUNS_DIR
-    if not runs_dir.is_dir():
+    runs = runs_dir(project)
+    if not runs.is_dir():
         return []
     found = []
-    for path in sorted(runs_dir.iterdir(), reverse=True):
+    for path in sorted(runs.iterdir(), reverse=True):
         if not path.is_dir():
             continue
         events = read_events(path / "events.jsonl")

@@ -1,6 +1,6 @@
-"""Run settings from every source, with DESIGN §4.8's precedence:
-flags > environment (`FIXLOOP_*`) > `[tool.fixloop]` in the project's pyproject.toml
-> `~/.config/fixloop/config.toml` > defaults.
+"""Run settings from every source, with this precedence (ARCHITECTURE.md, "Settings and
+files on disk"): flags > environment (`FIXLOOP_*`) > `[tool.fixloop]` in the project's
+pyproject.toml > `~/.config/fixloop/config.toml` > the defaults written on `Settings`.
 
 Each source is checked on its own, so an unknown key or a bad value is one line
 naming the key and the file it came from.
@@ -24,14 +24,15 @@ class ConfigError(FixloopError):
 
 
 class Settings(BaseModel):
-    """Everything a run can be configured with. None means "not set here"."""
+    """Everything a run can be configured with, and its defaults: fixloop's only ones (with
+    DEFAULT_TEST_CMD below). A source sets some fields; None means "none configured"."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     task: str | None = None
-    spec: Path | None = None  # spec mode: a spec TOML file (engine/spec.py)
+    spec: Path | None = None  # spec mode: a spec TOML file (engine/spec/definition.py)
     files: list[str] | None = None
-    test_cmd: str | None = None
+    test_cmd: str | None = None  # None: DEFAULT_TEST_CMD
     lint_cmd: str | None = None
     type_cmd: str | None = None
     format_cmd: str | None = None
@@ -39,33 +40,25 @@ class Settings(BaseModel):
     model_path: Path | None = None
     api_base: str | None = None
     edit_format: Literal["json", "whole"] | None = None
-    max_iters: int | None = Field(default=None, ge=1, le=100)
-    no_progress: int | None = Field(default=None, ge=1)
-    exec_timeout: float | None = Field(default=None, gt=0)
+    max_iters: int = Field(default=4, ge=1, le=100)
+    no_progress: int = Field(default=2, ge=1)
+    exec_timeout: float = Field(default=300.0, gt=0)
     max_cost: float | None = Field(default=None, ge=0)
     max_tokens: int | None = Field(default=None, ge=1)
     wall_clock: float | None = Field(default=None, gt=0)
-    sandbox: Literal["auto", "gvisor", "docker", "unsafe-local"] | None = None
+    sandbox: Literal["auto", "gvisor", "docker", "unsafe-local"] = "auto"
     docker_url: str | None = None
-    allow_runc: bool | None = None
+    allow_runc: bool = False
     image: str | None = None
     python: Path | None = None
-    approve: Literal["step", "auto"] | None = None
-    accept_suspicious: bool | None = None
-    allow_test_edits: bool | None = None
+    approve: Literal["step", "auto"] = "step"
+    accept_suspicious: bool = False
+    allow_test_edits: bool = False
     theme: str | None = None
 
 
-DEFAULTS = Settings(
-    max_iters=4,
-    no_progress=2,
-    exec_timeout=300.0,
-    sandbox="auto",
-    approve="step",
-    accept_suspicious=False,
-    allow_test_edits=False,
-    allow_runc=False,
-)
+DEFAULTS = Settings()
+DEFAULT_TEST_CMD = "python -m pytest -q"  # the test stage when no test_cmd is configured
 FIELDS = tuple(Settings.model_fields)
 
 
@@ -103,6 +96,7 @@ def from_user_config(path: Path | None = None) -> dict[str, Any]:
 
 
 def from_pyproject(project: Path) -> dict[str, Any]:
+    """The settings in the project's `[tool.fixloop]`, checked; the only reader of that table."""
     path = project / "pyproject.toml"
     if not path.is_file():
         return {}
@@ -140,8 +134,8 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     user_config: Path | None = None,
 ) -> Settings:
-    """Merge every source; flags given as None are "not set"."""
-    merged: dict[str, Any] = DEFAULTS.model_dump(exclude_none=True)
+    """Merge every source over the defaults; flags given as None are "not set"."""
+    merged: dict[str, Any] = {}
     set_flags = {key: value for key, value in flags.items() if value is not None}
     for layer in (
         from_user_config(user_config),

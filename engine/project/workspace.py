@@ -26,9 +26,9 @@ from engine.project.git_plumbing import (
     scratch_index,
     tree_of,
 )
+from engine.project.paths import FIXLOOP_DIR, ensure_fixloop_dir, worktree_path
 from engine.verify.pins import TestPins
 
-FIXLOOP_DIR = ".fixloop"
 BRANCH_PREFIX = "fixloop/"
 BASELINE_MESSAGE = "fixloop[baseline]: your uncommitted changes"
 FALLBACK_NAME = "fixloop"
@@ -46,11 +46,21 @@ _NEVER_STAGED = (
 
 def iteration_message(n: int, max_n: int, explanation: str) -> str:
     """`fixloop[iter N/M]: <first line of the explanation>`, one line, clipped to fit a log."""
-    lines = (line.strip() for line in explanation.splitlines())
-    subject = " ".join(next((line for line in lines if line), "").split()) or "(no explanation)"
+    return f"fixloop[iter {n}/{max_n}]: {_subject(explanation, '(no explanation)')}"
+
+
+def accept_message(task: str, run_id: str, branch: str) -> str:
+    """The squashed commit's message: the task as its subject, where it came from below."""
+    return f"{_subject(task, 'fixloop run')}\n\nSquashed from {branch} (fixloop run {run_id})."
+
+
+def _subject(text: str, empty: str) -> str:
+    """The first non-blank line of `text`, spaces collapsed, clipped to fit a log line."""
+    lines = (line.strip() for line in text.splitlines())
+    subject = " ".join(next((line for line in lines if line), "").split()) or empty
     if len(subject) > _SUBJECT_WIDTH:
         subject = subject[: _SUBJECT_WIDTH - 3].rstrip() + "..."
-    return f"fixloop[iter {n}/{max_n}]: {subject}"
+    return subject
 
 
 class Workspace:
@@ -68,7 +78,7 @@ class Workspace:
     ) -> None:
         self.project = project
         self.run_id = run_id
-        self.root = project / FIXLOOP_DIR / "worktrees" / run_id
+        self.root = worktree_path(project, run_id)
         self.branch = BRANCH_PREFIX + run_id
         self.start_head = start_head
         self.user_branch = user_branch
@@ -84,7 +94,7 @@ class Workspace:
         project = _check_project(project)
         _check_run_id(run_id)
         branch = BRANCH_PREFIX + run_id
-        root = project / FIXLOOP_DIR / "worktrees" / run_id
+        root = worktree_path(project, run_id)
         if git_ok(project, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"):
             raise WorkspaceError(
                 f"branch {branch} already exists; pick another run id, or delete the old run's "
@@ -95,7 +105,7 @@ class Workspace:
                 f"{root} already exists; pick another run id, or remove it "
                 f"(`git worktree remove --force {root}`)"
             )
-        _ignore_fixloop_dir(project)
+        ensure_fixloop_dir(project)
         identity = _identity_env(project)
         start_head = git_text(project, "rev-parse", "--verify", "HEAD^{commit}")
         user_branch = _current_branch(project)
@@ -283,14 +293,6 @@ def _check_run_id(run_id: str) -> None:
         raise WorkspaceError(
             f"{run_id!r} cannot name a run; use letters, digits, '.', '_' and '-' only"
         )
-
-
-def _ignore_fixloop_dir(project: Path) -> None:
-    """`.fixloop/.gitignore` with `*`: git ignores the directory; the user's .gitignore stays."""
-    ignore = project / FIXLOOP_DIR / ".gitignore"
-    ignore.parent.mkdir(exist_ok=True)
-    if not ignore.is_file() or "*" not in ignore.read_text().split():
-        ignore.write_text("*\n")
 
 
 def _identity_env(project: Path) -> dict[str, str]:

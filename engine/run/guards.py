@@ -25,19 +25,6 @@ class RunStatus(StrEnum):
     ERROR = "error"
 
 
-EXIT_CODES: dict[RunStatus, int] = {
-    RunStatus.OK: 0,
-    RunStatus.EXHAUSTED: 1,
-    RunStatus.STALLED: 1,
-    RunStatus.NO_PROGRESS: 1,
-    RunStatus.ENV_FAILURE: 3,
-    RunStatus.SUSPICIOUS_PASS: 4,
-    RunStatus.BUDGET_EXCEEDED: 5,
-    RunStatus.ERROR: 6,
-    RunStatus.ABORTED: 130,
-}
-
-
 class Budget(BaseModel):
     """Caps on one run; None means no cap."""
 

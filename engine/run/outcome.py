@@ -6,7 +6,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.edits.proposal import EditFormat
+from engine.feedback.packet import DEFAULT_CAP
 from engine.feedback.prompts import DEFAULT_TASK
+from engine.project.settings import DEFAULTS
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
@@ -20,12 +22,12 @@ class RunConfig(BaseModel):
     task: str = DEFAULT_TASK
     model: str
     edit_format: EditFormat = "json"
-    max_iterations: int = Field(default=4, ge=1)
-    no_progress_limit: int = Field(default=2, ge=1)
+    max_iterations: int = Field(default=DEFAULTS.max_iters, ge=1)
+    no_progress_limit: int = Field(default=DEFAULTS.no_progress, ge=1)
     budget: Budget = Field(default_factory=Budget)
     files: list[str] = Field(default_factory=list)
     allow_test_edits: bool = False
-    packet_cap: int = 2000
+    packet_cap: int = DEFAULT_CAP
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec_mode.py)
 
 

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import platform
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
-from engine.doctor import project_python
 from engine.model.client import LiteLLMClient, ModelClient, load_litellm
-from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR, RunDirectory, new_run_id
+from engine.project.paths import project_python, run_path
+from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
@@ -26,9 +24,9 @@ from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeError, ResumeState, resume_state
 from engine.spec.definition import Spec, check_new_files, load_spec
-from engine.verify.execute import Verifier
-from engine.verify.stages import Stage, StageConfigError, configured_stages
-from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
+from engine.verify.checkout import configured_verifier, open_configured_sandbox
+from engine.verify.stages import Stage, configured_stages
+from sandbox import BackendName, Sandbox, choose_backend
 
 
 def resolve_model(settings: Settings) -> str:
@@ -77,15 +75,15 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         task=spec.task if spec else settings.task or RunConfig.model_fields["task"].default,
         model=model,
         edit_format=edit_format,
-        max_iterations=settings.max_iters or 4,
-        no_progress_limit=settings.no_progress or 2,
+        max_iterations=settings.max_iters,
+        no_progress_limit=settings.no_progress,
         budget=Budget(
             max_tokens=settings.max_tokens,
             max_cost_usd=settings.max_cost,
             wall_clock_s=settings.wall_clock,
         ),
         files=list(settings.files or []),
-        allow_test_edits=bool(settings.allow_test_edits),
+        allow_test_edits=settings.allow_test_edits,
         spec=spec,
     )
 
@@ -115,18 +113,20 @@ async def start_run(
     problems raise before anything is created."""
     model = resolve_model(settings)
     config = run_config(settings, model, resolve_spec(project, settings, spec))
-    stages = _stages(project, settings)
+    # Stage commands come from the user's checkout, never from the run's worktree:
+    # the model must not be able to rewrite how it is judged.
+    stages = configured_stages(settings)
     backend = (
         None
         if sandbox is not None
-        else choose_backend(settings.sandbox or "auto", docker_url=settings.docker_url)
+        else choose_backend(settings.sandbox, docker_url=settings.docker_url)
     )
     python = settings.python or project_python(project)
     client = model_client or make_client(model, settings)
     run_id = new_run_id()
     workspace = Workspace.create(project, run_id)
     run_dir = RunDirectory.create(project, run_id)
-    run_dir.write_json("run.json", run_record(project, settings, config, python, workspace))
+    run_dir.write_record(run_record(project, settings, config, python, workspace))
     return await _execute(
         config,
         stages,
@@ -157,28 +157,25 @@ async def resume_run(
     sandbox: Sandbox | None = None,
 ) -> RunResult:
     """Continue a run whose process died, with the settings it started with."""
-    run_dir = RunDirectory(project / FIXLOOP_DIR / RUNS_DIR / run_id)
-    record_path = run_dir.path / "run.json"
-    if not record_path.is_file():
+    run_dir = RunDirectory(run_path(project, run_id))
+    if not run_dir.has_record():
         raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
-    record = json.loads(record_path.read_text(encoding="utf-8"))
+    record = run_dir.record()
     state = resume_state(run_dir.events())
-    settings = Settings.model_validate(record["settings"])
-    config = RunConfig.model_validate(record["config"])
-    stages = _stages(project, settings)
+    settings, config = record.settings, record.config
+    stages = configured_stages(settings)
     backend = (
         None
         if sandbox is not None
-        else choose_backend(settings.sandbox or "auto", docker_url=settings.docker_url)
+        else choose_backend(settings.sandbox, docker_url=settings.docker_url)
     )
-    python = Path(record["python"])
     client = model_client or make_client(config.model, settings)
     workspace = Workspace.reopen(
         project,
         run_id,
-        start_head=record["start_head"],
-        user_branch=record["user_branch"],
-        baseline=record["baseline"],
+        start_head=record.start_head,
+        user_branch=record.user_branch,
+        baseline=record.baseline,
     )
     deps = functools.partial(
         Deps,
@@ -189,23 +186,7 @@ async def resume_run(
         sinks=list(sinks),
         on_model_text=on_model_text,
     )
-    return await _execute(config, stages, python, settings, deps, backend, sandbox, state)
-
-
-def _stages(project: Path, settings: Settings) -> list[Stage]:
-    try:
-        # Stage commands come from the user's checkout, never from the run's worktree:
-        # the model must not be able to rewrite how it is judged.
-        stages = configured_stages(
-            project,
-            test_cmd=settings.test_cmd,
-            lint_cmd=settings.lint_cmd,
-            type_cmd=settings.type_cmd,
-            format_cmd=settings.format_cmd,
-        )
-    except StageConfigError as exc:
-        raise ConfigError(str(exc)) from None
-    return stages
+    return await _execute(config, stages, record.python, settings, deps, backend, sandbox, state)
 
 
 async def _execute(
@@ -222,17 +203,8 @@ async def _execute(
     if sandbox is None:
         assert backend is not None
         # Two warm sandboxes: the one an iteration takes is replaced while the model thinks.
-        sandbox = open_sandbox(
-            backend,
-            pool_size=0 if backend == "unsafe-local" else 2,
-            docker_url=settings.docker_url,
-            allow_runc=settings.allow_runc,
-            image=settings.image,
-        )
-    verifier = Verifier(
-        sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout or 300)
-    )
-    parts = deps(verifier=verifier)
+        sandbox = open_configured_sandbox(settings, backend, warm=2)
+    parts = deps(verifier=configured_verifier(sandbox, stages, settings, python))
     # litellm takes seconds to import: let it load while the first verification runs.
     preload = (
         asyncio.create_task(load_litellm()) if isinstance(parts.model, LiteLLMClient) else None
@@ -249,17 +221,17 @@ async def _execute(
 
 def run_record(
     project: Path, settings: Settings, config: RunConfig, python: Path, workspace: Workspace
-) -> dict[str, Any]:
-    return {
-        "project": str(project),
-        "run_id": workspace.run_id,
-        "branch": workspace.branch,
-        "start_head": workspace.start_head,
-        "user_branch": workspace.user_branch,
-        "baseline": workspace.baseline,
-        "config": config.model_dump(mode="json"),
-        "settings": settings.model_dump(mode="json", exclude_none=True),
-        "python": str(python),
-        "versions": versions(),
-        "argv": sys.argv,
-    }
+) -> RunRecord:
+    return RunRecord(
+        project=str(project),
+        run_id=workspace.run_id,
+        branch=workspace.branch,
+        start_head=workspace.start_head,
+        user_branch=workspace.user_branch,
+        baseline=workspace.baseline,
+        config=config,
+        settings=settings,
+        python=python,
+        versions=versions(),
+        argv=sys.argv,
+    )

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.project.paths import FIXLOOP_DIR
 from engine.project.settings import ConfigError
 from engine.spec.references import Params, misfit
 from engine.verify.pins import is_test_file
@@ -401,7 +402,7 @@ def _project_path(value: str, field: str) -> str:
     pure = PurePosixPath(path)
     if not path or pure.is_absolute() or re.match(r"^[A-Za-z]:", path):
         raise ValueError(f"{field} {value!r} must be a path inside the project, like pkg/mod.py")
-    if ".." in pure.parts or pure.parts[0] in {".git", ".fixloop"}:
+    if ".." in pure.parts or pure.parts[0] in {".git", FIXLOOP_DIR}:
         raise ValueError(f"{field} {value} must stay inside the project (no .., .git, .fixloop)")
     if pure.suffix != ".py":
         raise ValueError(f"{field} {value} must be a Python file ending in .py")

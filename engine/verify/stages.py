@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import re
 import shlex
-import tomllib
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.project.settings import DEFAULT_TEST_CMD, ConfigError, Settings
 from engine.verify.results import StageKind
 
 # Cheapest first: a formatting complaint costs milliseconds, a test run seconds.
 ORDER = (StageKind.FORMAT, StageKind.LINT, StageKind.TYPES, StageKind.OTHER, StageKind.TESTS)
-DEFAULT_TEST_CMD = "python -m pytest -q"
 SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "(", ")", "<<", ">&"})
 
 
-class StageConfigError(ValueError):
+class StageConfigError(ConfigError):
     """A stage command that cannot be run as given."""
 
 
@@ -116,44 +114,22 @@ def kind_of(cmd: str, default: StageKind) -> StageKind:
     return default
 
 
-def configured_stages(
-    root: Path,
-    *,
-    test_cmd: str | None = None,
-    lint_cmd: str | None = None,
-    type_cmd: str | None = None,
-    format_cmd: str | None = None,
-) -> list[Stage]:
-    """Stages from the flags, else `[tool.fixloop]` in the project's pyproject.toml,
-    else pytest alone; sorted cheapest first."""
-    table = _fixloop_table(root)
+def configured_stages(settings: Settings) -> list[Stage]:
+    """The stages `settings` name (format, lint, types, tests; pytest when no test command is
+    configured), sorted cheapest first. A command that cannot be parsed fails here."""
     commands = {
-        StageKind.FORMAT: format_cmd or table.get("format_cmd"),
-        StageKind.LINT: lint_cmd or table.get("lint_cmd"),
-        StageKind.TYPES: type_cmd or table.get("type_cmd"),
-        StageKind.TESTS: test_cmd or table.get("test_cmd") or DEFAULT_TEST_CMD,
+        StageKind.FORMAT: ("format_cmd", settings.format_cmd),
+        StageKind.LINT: ("lint_cmd", settings.lint_cmd),
+        StageKind.TYPES: ("type_cmd", settings.type_cmd),
+        StageKind.TESTS: ("test_cmd", settings.test_cmd or DEFAULT_TEST_CMD),
     }
     stages = []
-    for kind, cmd in commands.items():
+    for kind, (setting, cmd) in commands.items():
         if cmd is None:
             continue
-        if not isinstance(cmd, str) or not cmd.strip():
-            raise StageConfigError(f"[tool.fixloop] {kind.value}_cmd must be a non-empty string")
+        if not cmd.strip():
+            raise StageConfigError(f"{setting} must be a non-empty command")
         stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip())
         stage.argv()  # a command that cannot be parsed fails now, not in the sandbox
         stages.append(stage)
     return sorted(stages, key=lambda stage: ORDER.index(stage.kind))
-
-
-def _fixloop_table(root: Path) -> dict[str, object]:
-    path = root / "pyproject.toml"
-    if not path.is_file():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StageConfigError(f"{path}: not valid TOML: {exc}") from exc
-    table = data.get("tool", {}).get("fixloop", {})
-    if not isinstance(table, dict):
-        raise StageConfigError(f"{path}: [tool.fixloop] must be a table")
-    return table

@@ -21,6 +21,7 @@ from typing import Any
 import git
 import pytest
 
+from engine.project.paths import FIXLOOP_DIR, run_path, runs_dir
 from engine.project.run_directory import read_events
 from tests.model_server import ScriptedModelServer, hang, reply, status
 from tests.projects import MEAN_FIX, PROJECTS, SKIP_TOP, TOP_FIX, answer, committed_copy
@@ -50,7 +51,7 @@ def checkout_state(root: Path) -> dict[str, Any]:
     files = {
         str(p.relative_to(root)): p.read_bytes()
         for p in root.rglob("*")
-        if p.is_file() and ".git" not in p.parts and ".fixloop" not in p.parts
+        if p.is_file() and ".git" not in p.parts and FIXLOOP_DIR not in p.parts
     }
     return {
         "files": files,
@@ -377,7 +378,7 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    [run_dir] = (project / ".fixloop" / "runs").iterdir()
+    [run_dir] = runs_dir(project).iterdir()
     committed = [e for e in read_events(run_dir / "events.jsonl") if e.type == "Committed"]
     assert [e.n for e in committed] == [1]
     done = subprocess.run(
@@ -431,7 +432,7 @@ def test_the_demo_repairs_a_fresh_copy_of_the_example(
     result = json.loads(done.stdout)
     assert result["status"] == "ok"
     demo = tmp_path / "textstats"
-    assert (demo / ".fixloop" / "runs" / result["run_id"] / "events.jsonl").is_file()
+    assert (run_path(demo, result["run_id"]) / "events.jsonl").is_file()
     assert git.Repo(demo).commit(result["branch"]).hexsha == result["final_commit"]
     assert "// len(found)" in (EXAMPLE / "textstats" / "core.py").read_text()  # untouched
     events = read_events(Path(result["run_dir"]) / "events.jsonl")

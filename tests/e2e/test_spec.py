@@ -17,6 +17,7 @@ import git
 import pytest
 
 from engine.edits.proposal import Proposal
+from engine.project.paths import fixloop_dir
 from engine.project.run_directory import read_events
 from engine.project.settings import load_settings
 from engine.run.gate import PassReview, Review
@@ -281,7 +282,7 @@ def test_a_bad_spec_is_one_line_and_writes_nothing(
         f"fixloop-tui: error: spec {bad}: signature `parse_duration(text) -> int`: parameter "
         "'text' has no type hint (like text: str)\n"
     )
-    assert not (project / ".fixloop").exists()
+    assert not fixloop_dir(project).exists()
     assert [head.name for head in git.Repo(project).heads] == branches
     assert model_server.count == 0
 

@@ -8,7 +8,7 @@ import git
 import pytest
 
 from engine.edits.diff import Diff, parse_diff
-from engine.run.session import file_diff
+from engine.run.preview import file_diff
 
 STATS = """\
 def mean(xs):

@@ -11,6 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
 from engine.verify.tree import Baseline, Verification, verify_tree
@@ -48,7 +49,7 @@ async def verify(
     baseline: Baseline | None = None,
 ) -> Verification:
     readable(root)
-    verifier = Verifier(sandbox, configured_stages(root, test_cmd=test_cmd))
+    verifier = Verifier(sandbox, configured_stages(Settings(test_cmd=test_cmd)))
     return await verify_tree(root, verifier, baseline=baseline or Baseline(repo=root))
 
 

@@ -10,7 +10,13 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import RunDirectory, list_runs, new_run_id, read_events
+from engine.project.run_directory import (
+    RunDirectory,
+    RunRecord,
+    list_runs,
+    new_run_id,
+    read_events,
+)
 from engine.run.events import (
     Committed,
     IterationStarted,
@@ -123,3 +129,39 @@ def test_the_runs_command_prints_json(tmp_path: Path) -> None:
         3,
         "fix it",
     )
+
+
+# run.json as engine/run/start.py wrote it before RunRecord: old run directories still read.
+OLD_RUN_JSON = {
+    "project": "/p",
+    "run_id": "20261202-141503-a1b2",
+    "branch": "fixloop/20261202-141503-a1b2",
+    "start_head": "1" * 40,
+    "user_branch": "main",
+    "baseline": "2" * 40,
+    "config": {"task": "fix mean", "model": "openai/x", "max_iterations": 3},
+    "settings": {"model": "openai/x", "max_iters": 3, "sandbox": "gvisor"},
+    "python": "/usr/bin/python3",
+    "versions": {"python": "3.12.1"},
+    "argv": ["fixloop-tui", "run"],
+}
+
+
+def test_an_old_run_json_reads_back_as_a_record(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-141503-a1b2")
+    run.write_json("run.json", OLD_RUN_JSON)
+    record = run.record()
+    assert (record.start_head, record.user_branch) == ("1" * 40, "main")
+    assert record.config.task == "fix mean"
+    assert record.config.max_iterations == record.settings.max_iters == 3
+    assert record.python == Path("/usr/bin/python3")
+
+
+def test_a_record_is_written_with_the_same_keys_and_no_unset_settings(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-141503-a1b2")
+    run.write_record(RunRecord.model_validate(OLD_RUN_JSON))
+    written = json.loads((run.path / "run.json").read_text())
+    assert written.keys() == OLD_RUN_JSON.keys()
+    assert written["settings"].items() >= OLD_RUN_JSON["settings"].items()
+    assert None not in written["settings"].values()
+    assert run.record() == RunRecord.model_validate(OLD_RUN_JSON)

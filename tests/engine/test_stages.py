@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.project.settings import ConfigError, Settings, load_settings
 from engine.verify.execute import stage_argv
 from engine.verify.results import StageKind
 from engine.verify.stages import (
@@ -77,26 +78,41 @@ def test_an_explicit_ruff_output_format_is_kept() -> None:
     assert stage_argv(ruff) == ["ruff", "check", "--output-format=json", "."]
 
 
-def test_stages_are_ordered_cheapest_first(tmp_path: Path) -> None:
+def test_stages_are_ordered_cheapest_first() -> None:
     stages = configured_stages(
-        tmp_path, test_cmd="pytest -q", lint_cmd="ruff check .", type_cmd="mypy ."
+        Settings(test_cmd="pytest -q", lint_cmd="ruff check .", type_cmd="mypy .")
     )
     assert [s.kind for s in stages] == [StageKind.LINT, StageKind.TYPES, StageKind.TESTS]
+
+
+def project_settings(project: Path, **flags: str) -> Settings:
+    return load_settings(project, flags, environ={}, user_config=project / "none.toml")
 
 
 def test_stages_come_from_tool_fixloop_when_no_flag_is_given(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.fixloop]\ntest_cmd = "pytest -x"\nlint_cmd = "ruff check src"\n'
     )
-    stages = configured_stages(tmp_path)
+    stages = configured_stages(project_settings(tmp_path))
     assert [s.cmd for s in stages] == ["ruff check src", "pytest -x"]
+
+
+def test_a_flag_wins_over_tool_fixloop(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.fixloop]\ntest_cmd = "pytest -x"\n')
+    stages = configured_stages(project_settings(tmp_path, test_cmd="pytest -q tests"))
+    assert [s.cmd for s in stages] == ["pytest -q tests"]
 
 
 def test_a_broken_pyproject_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.fixloop\n")
-    with pytest.raises(StageConfigError, match="not valid TOML"):
-        configured_stages(tmp_path)
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        project_settings(tmp_path)
 
 
-def test_pytest_is_the_default_test_stage(tmp_path: Path) -> None:
-    assert [s.cmd for s in configured_stages(tmp_path)] == ["python -m pytest -q"]
+def test_a_blank_command_is_a_configuration_error() -> None:
+    with pytest.raises(StageConfigError, match="lint_cmd must be a non-empty command"):
+        configured_stages(Settings(lint_cmd="  "))
+
+
+def test_pytest_is_the_default_test_stage() -> None:
+    assert [s.cmd for s in configured_stages(Settings())] == ["python -m pytest -q"]

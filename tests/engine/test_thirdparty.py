@@ -10,6 +10,7 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
 from engine.verify.tree import Baseline, verify_tree, working_tree_diff
@@ -47,7 +48,7 @@ async def test_packet_for_an_injected_bug_names_the_failing_test(
 ) -> None:
     root = toolz_with_a_bug
     diff, touched = working_tree_diff(root)
-    verifier = Verifier(gvisor, configured_stages(root, test_cmd="python -m pytest -q toolz"))
+    verifier = Verifier(gvisor, configured_stages(Settings(test_cmd="python -m pytest -q toolz")))
     result = await verify_tree(
         root, verifier, baseline=Baseline(repo=root), touched=touched, last_diff=diff
     )

@@ -22,10 +22,10 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Log, Static, TextArea
 
+from engine.project.paths import run_path, runs_dir, worktree_path
 from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
 from engine.run.events import Event, ReviewResolved, RunStarted
-from engine.run.session import run_path
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
@@ -686,7 +686,7 @@ async def test_discard_deletes_the_branch(model_server: ScriptedModelServer, pro
         assert end.finished.done
     assert repo.head.commit.hexsha == start
     assert end.outcome.branch not in [b.name for b in repo.branches]
-    assert not (project / ".fixloop" / "worktrees" / app.main.view.run_id).exists()
+    assert not worktree_path(project, app.main.view.run_id).exists()
 
 
 @sandboxed
@@ -774,7 +774,7 @@ async def test_a_past_run_opens_read_only_from_the_runs_list_and_steps_through(
 
 
 async def test_replay_of_a_missing_run_says_so_and_returns_to_the_list(tmp_path: Path) -> None:
-    (tmp_path / ".fixloop" / "runs").mkdir(parents=True)
+    runs_dir(tmp_path).mkdir(parents=True)
     settings = load_settings(tmp_path, {}, environ={}, user_config=tmp_path / "none.toml")
     app = FixloopApp(tmp_path, settings, autostart=False, browse="20990101-000000-dead")
     async with app.run_test(size=SIZE) as pilot:

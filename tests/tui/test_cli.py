@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.project.paths import runs_dir
+
 
 def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -143,7 +145,7 @@ def test_replay_without_runs_or_of_an_unknown_run_is_one_line(tmp_path: Path) ->
         2,
         f"fixloop-tui: error: no runs yet in {tmp_path}",
     )
-    (tmp_path / ".fixloop" / "runs").mkdir(parents=True)
+    runs_dir(tmp_path).mkdir(parents=True)
     done = fixloop("replay", "20990101-000000-dead", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip() == (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from engine.run.session import file_diff
+from engine.run.preview import file_diff
 from tui.widgets.diff import added_lines, diff_content
 from tui.widgets.diff.render import ADDED, FILE, HUNK, REMOVED
 

@@ -17,8 +17,10 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from engine.edits.proposal import Edit, Proposal
+from engine.project.paths import run_path
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
+from engine.run.artifacts import CodeFile, IterationArtifacts
 from engine.run.events import (
     BaseEvent,
     Committed,
@@ -35,14 +37,8 @@ from engine.run.events import (
     StageFinished,
     StageStarted,
 )
-from engine.run.session import (
-    CodeFile,
-    FilePreview,
-    Finished,
-    IterationArtifacts,
-    ProposalPreview,
-    file_diff,
-)
+from engine.run.finish import Finished
+from engine.run.preview import FilePreview, ProposalPreview, file_diff
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.tree import Verification
@@ -473,7 +469,7 @@ with more iterations (`--max-iters 6`).
 @pytest.mark.parametrize("theme", ["dark", "light"])
 def test_report_modal(snap_compare: SnapCompare, theme: str) -> None:
     app = app_in(theme)
-    path = PROJECT / ".fixloop" / "runs" / RUN_ID / "report.md"
+    path = run_path(PROJECT, RUN_ID) / "report.md"
     run_before = showing(finished_run(), then=lambda: ReportScreen(path, REPORT))
     assert snap_compare(app, terminal_size=BIG, run_before=run_before)
 

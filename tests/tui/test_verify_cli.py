@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from tests.projects import PROJECTS, REPO, committed_copy
 
 
-def verify(*args: str) -> subprocess.CompletedProcess[str]:
+def verify(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", "verify", *args],
         capture_output=True,
@@ -20,6 +22,7 @@ def verify(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         timeout=300,
         check=False,
+        env=None if env is None else os.environ | env,
     )
 
 
@@ -83,6 +86,22 @@ def test_lint_and_type_stages_run_cheapest_first(tmp_path: Path) -> None:
     result = json.loads(done.stdout)
     assert [s["name"] for s in result["stages"]] == ["lint", "types", "tests"]
     assert "F401" in result["packet_text"]
+
+
+def test_the_sandbox_comes_from_tool_fixloop_as_for_a_run(tmp_path: Path) -> None:
+    source = tmp_path / "source" / "passing"
+    shutil.copytree(PROJECTS / "passing", source)
+    with (source / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.fixloop]\nsandbox = "unsafe-local"\n')
+    done = verify(str(committed_copy(source, tmp_path)))
+    assert "unsafe-local runs the stages unsandboxed" in done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_bad_setting_in_the_environment_is_a_usage_error(tmp_path: Path) -> None:
+    done = verify(str(tmp_path), env={"FIXLOOP_EXEC_TIMEOUT": "-1"})
+    assert done.returncode == 2
+    assert "bad value for 'exec_timeout' in the environment" in done.stderr
 
 
 def test_a_missing_directory_is_a_one_line_usage_error(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 from textual.widgets.button import ButtonVariant
 
-from engine.run.session import Finish, Finished
+from engine.run.finish import Finish, Finished
 from tui.widgets.history import status_colour
 
 

@@ -20,8 +20,8 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from engine.run.artifacts import IterationArtifacts
 from engine.run.events import BaseEvent, ModelRequested, PacketReady, RunStarted
-from engine.run.session import IterationArtifacts
 from tui.widgets.code import CodePane
 from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane

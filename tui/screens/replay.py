@@ -11,8 +11,9 @@ from textual import on, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from engine.project.paths import run_path
 from engine.project.run_directory import read_events
-from engine.run.session import IterationArtifacts, iteration_artifacts, run_path
+from engine.run.artifacts import IterationArtifacts, iteration_artifacts
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
 

@@ -22,7 +22,7 @@ from textual.widgets.button import ButtonVariant
 
 from engine.edits.proposal import Edit, Proposal
 from engine.run.gate import Review
-from engine.run.session import file_diff
+from engine.run.preview import file_diff
 from tui.gate import ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.widgets.diff import diff_content

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from engine.project.paths import runs_dir
 from engine.project.run_directory import RunSummary, list_runs
 from tui.widgets.history import status_colour
 
@@ -85,7 +86,7 @@ class RunsScreen(ModalScreen[str | None]):
         count = len(message.runs)
         note.update(
             Content.styled(
-                f"{count} run{'s' if count != 1 else ''} in {self.project / '.fixloop' / 'runs'}",
+                f"{count} run{'s' if count != 1 else ''} in {runs_dir(self.project)}",
                 "$text-muted",
             )
         )

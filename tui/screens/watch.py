@@ -18,10 +18,11 @@ from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from engine.project.paths import FIXLOOP_DIR
 from engine.verify.tree import Verification
 from tui.screens.task import TaskScreen
 
-IGNORED_DIRS = (".fixloop", ".ruff_cache", "venv", "build", "dist", ".eggs")
+IGNORED_DIRS = (FIXLOOP_DIR, ".ruff_cache", "venv", "build", "dist", ".eggs")
 DEBOUNCE_MS = 400  # an editor's save is often several writes: one check for all of them
 
 

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
-from engine.run.session import CodeFile
+from engine.run.artifacts import CodeFile
 
 GUTTER_MARK = "▌"
 CONTEXT_LINES = 3

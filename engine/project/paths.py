@@ -1,0 +1,51 @@
+"""Where things are in a project: fixloop's `.fixloop/`, its run directories
+`.fixloop/runs/<run>` and worktrees `.fixloop/worktrees/<run>`, and the project's Python."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+FIXLOOP_DIR = ".fixloop"
+
+
+def fixloop_dir(project: Path) -> Path:
+    return project / FIXLOOP_DIR
+
+
+def runs_dir(project: Path) -> Path:
+    return fixloop_dir(project) / "runs"
+
+
+def run_path(project: Path, run_id: str) -> Path:
+    """The run directory `.fixloop/runs/<run>`: the audit trail of one run."""
+    return runs_dir(project) / run_id
+
+
+def worktrees_dir(project: Path) -> Path:
+    return fixloop_dir(project) / "worktrees"
+
+
+def worktree_path(project: Path, run_id: str) -> Path:
+    """Where the run's worktree is (or was) while it runs: `.fixloop/worktrees/<run>`."""
+    return worktrees_dir(project) / run_id
+
+
+def ensure_fixloop_dir(project: Path) -> Path:
+    """`.fixloop/` with a `.gitignore` of `*`: git ignores the directory, so the user's own
+    .gitignore stays untouched."""
+    directory = fixloop_dir(project)
+    directory.mkdir(exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.is_file() or "*" not in ignore.read_text().split():
+        ignore.write_text("*\n")
+    return directory
+
+
+def project_python(project: Path) -> Path:
+    """The interpreter that runs the project's tests: its venv if it has one, else ours."""
+    for venv in (".venv", "venv"):
+        candidate = project / venv / "bin" / "python"
+        if candidate.exists():
+            return candidate
+    return Path(sys.executable)

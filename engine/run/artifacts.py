@@ -1,0 +1,98 @@
+"""One iteration's artifacts for display: its packet, patch and answer from the run
+directory, and the files under repair as the run's branch holds them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.feedback.packet import RepairPacket
+from engine.feedback.prompts import relevant_paths
+from engine.project.paths import run_path, worktree_path
+
+MAX_CODE_FILES = 6
+
+
+class CodeFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    text: str | None  # None: the file does not exist at that revision
+
+
+class IterationArtifacts(BaseModel):
+    """What the run directory and the branch hold for one iteration."""
+
+    model_config = ConfigDict(frozen=True)
+
+    packet_text: str = ""
+    diff: str = ""
+    response: str = ""
+    files: list[CodeFile] = Field(default_factory=list)
+
+
+def iteration_artifacts(
+    project: Path,
+    run_id: str,
+    n: int,
+    *,
+    rev: str | None,
+    touched: list[str] | tuple[str, ...] = (),
+    named: list[str] | tuple[str, ...] = (),
+) -> IterationArtifacts:
+    """Iteration n's packet, patch and answer from the run directory, and the files under
+    repair as they are at `rev` (the iteration's commit, or the latest one before it)."""
+    directory = run_path(project, run_id) / "iterations" / f"{n:02d}"
+    # The packet the model answered in iteration n came from iteration n-1's verification.
+    packet = _packet(run_path(project, run_id) / "iterations" / f"{max(n - 1, 0):02d}")
+    root = worktree_path(project, run_id)
+    tree = root if root.is_dir() else project
+    paths = relevant_paths(tree, packet, named=[*touched, *named])[:MAX_CODE_FILES]
+    for path in touched:  # a file the iteration deleted is not on disk, yet it was repaired
+        if path not in paths:
+            paths.insert(0, path)
+    return IterationArtifacts(
+        packet_text=_read(directory / "packet.txt") or "",
+        diff=_read(directory / "patch.diff") or "",
+        response=_read(directory / "response.txt") or "",
+        files=files_at(project, rev, paths) if rev else [],
+    )
+
+
+def files_at(project: Path, rev: str, paths: list[str]) -> list[CodeFile]:
+    """Files' texts at a revision (None: absent there, or not text)."""
+    # Closed here, in the caller's thread: a Repo left to the garbage collector stops its git
+    # helper processes, and waits for them, in whichever thread collects it (the UI's).
+    with git.Repo(project) as repo:
+        try:
+            tree = repo.commit(rev).tree
+        except (ValueError, git.BadName):
+            return [CodeFile(path=path, text=None) for path in paths]
+        return [CodeFile(path=path, text=_blob_text(tree, path)) for path in paths]
+
+
+def _blob_text(tree: git.Tree, path: str) -> str | None:
+    try:
+        data: bytes = (tree / path).data_stream.read()
+        return data.decode("utf-8")
+    except (KeyError, UnicodeDecodeError):
+        return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _packet(directory: Path) -> RepairPacket | None:
+    text = _read(directory / "packet.json")
+    if text is None:
+        return None
+    try:
+        return RepairPacket.model_validate_json(text)
+    except ValueError:
+        return None

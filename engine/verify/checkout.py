@@ -1,0 +1,66 @@
+"""The verifier a run's settings configure, and verifying the user's checkout as it is now:
+the one path behind `fixloop-tui verify`, the app's check before a run, and `watch`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from engine.project.paths import project_python
+from engine.project.settings import Settings
+from engine.verify.execute import Verifier
+from engine.verify.stages import Stage, configured_stages
+from engine.verify.tree import Baseline, Verification, verify_tree, working_tree_diff
+from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
+
+
+def open_configured_sandbox(settings: Settings, backend: BackendName, *, warm: int = 0) -> Sandbox:
+    """`backend` (`auto` already chosen) with the settings' engine, runc permission and image;
+    `warm` sandboxes kept ready where the backend can keep any."""
+    return open_sandbox(
+        backend,
+        pool_size=0 if backend == "unsafe-local" else warm,
+        docker_url=settings.docker_url,
+        allow_runc=settings.allow_runc,
+        image=settings.image,
+    )
+
+
+def configured_verifier(
+    sandbox: Sandbox, stages: list[Stage], settings: Settings, python: Path
+) -> Verifier:
+    return Verifier(sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout))
+
+
+async def verify_checkout(project: Path, settings: Settings) -> Verification:
+    """Verify the user's checkout as it is now (uncommitted work included), sandboxed,
+    against HEAD: what is red before the model is asked. Bad settings raise ConfigError
+    before any sandbox starts."""
+    stages = configured_stages(settings)
+    backend = choose_backend(settings.sandbox, docker_url=settings.docker_url)
+    baseline, diff, touched = _baseline(project)
+    sandbox = open_configured_sandbox(settings, backend)
+    python = settings.python or project_python(project)
+    try:
+        return await verify_tree(
+            project,
+            configured_verifier(sandbox, stages, settings, python),
+            baseline=baseline,
+            touched=touched,
+            last_diff=diff or None,
+        )
+    finally:
+        await sandbox.close()
+
+
+def _baseline(project: Path) -> tuple[Baseline | None, str, list[str]]:
+    """HEAD of the project's repository, the uncommitted diff and the paths it touches;
+    nothing to compare with outside a repository or before its first commit."""
+    try:
+        with git.Repo(project) as repo:
+            repo.head.commit  # noqa: B018 - raises without a commit
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        return None, "", []
+    diff, touched = working_tree_diff(project)
+    return Baseline(repo=project), diff, touched

@@ -1,4 +1,5 @@
-"""The sandbox contract (DESIGN §4.3): what a job asks for and what comes back.
+"""The sandbox contract (ARCHITECTURE.md, "The sandbox contract"): what a job asks for and
+what comes back.
 
 Every backend takes an `ExecRequest` and returns an `ExecResult`; nothing else
 crosses the seam, so a job never depends on where or how it ran.

@@ -1,1 +1,2 @@
-"""Distillation: verifier results -> the repair packet a model is told (DESIGN §4.2)."""
+"""What the model is told: verifier results distilled into the repair packet, and the prompt
+(ARCHITECTURE.md, "The repair packet")."""

@@ -1,4 +1,5 @@
-"""The repair packet (DESIGN §4.2): what the model is told after a failed verification.
+"""The repair packet (ARCHITECTURE.md, "The repair packet"): what the model is told after a
+failed verification.
 
 `render()` writes it as text under a hard token cap. The first failure is shown
 in full, the others one line each; whatever does not fit is counted, never

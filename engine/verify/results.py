@@ -2,7 +2,7 @@
 
 Parsers produce these; classification, the verdict and distillation read them.
 Field names of `PytestReport` and its parts match the JSON written by the
-in-sandbox pytest plugin (`engine/inside/fixloop_pytest.py`).
+in-sandbox pytest plugin (`engine/verify/plugin/fixloop_pytest.py`).
 """
 
 from __future__ import annotations

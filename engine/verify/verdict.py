@@ -1,4 +1,5 @@
-"""Honest green (DESIGN §4.5): what a verifier run means, and why a pass is doubted.
+"""Honest green (ARCHITECTURE.md, "Honest green"): what a verifier run means, and why a pass
+is doubted.
 
 `ok` needs every stage to exit 0, tests collected and run, no test file changed
 since the baseline, no skip or xfail added, no drop in the test count and no

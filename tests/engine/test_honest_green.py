@@ -1,6 +1,7 @@
 """Honest green, end to end: the real sandbox, real pytest, a real git baseline.
 
-One test per guard of DESIGN §4.5: what passes is `ok` only when every check holds.
+One test per guard of ARCHITECTURE.md, "Honest green": what passes is `ok` only when every
+check holds.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""A run's audit trail as the loop writes it (DESIGN §7): every event goes to
-events.jsonl and to the live sinks (the app, headless output), and each iteration's
-artefacts (prompt, response, edits, patch, stage results, packet) go under its
-directory in the run directory. The loop says what happened; this says where it goes.
+"""A run's audit trail as the loop writes it (ARCHITECTURE.md, "Events and the audit trail"):
+every event to events.jsonl and the live sinks, each iteration's artefacts (prompt, response,
+edits, patch, stage results, packet) under its directory. The loop says what; this says where.
 """
 
 from __future__ import annotations
@@ -10,9 +9,18 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from engine.model.client import Message
+from engine.model.client import Completion, Message
 from engine.project.run_directory import RunDirectory
-from engine.run.events import BaseEvent, EventSink, GuardTripped, PacketReady
+from engine.run.events import (
+    BaseEvent,
+    EventSink,
+    GuardTripped,
+    ModelResponded,
+    PacketReady,
+    RunFinished,
+)
+from engine.run.guards import Trip
+from engine.run.outcome import RunResult
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 
@@ -28,8 +36,39 @@ class Journal:
         for sink in self.sinks:
             sink.emit(event)
 
-    def trip(self, n: int, guard: str, detail: str) -> None:
-        self.emit(GuardTripped(n=n, guard=guard, detail=detail))
+    def trip(self, n: int, trip: Trip) -> None:
+        self.emit(GuardTripped(n=n, guard=trip.guard, detail=trip.detail))
+
+    def responded(self, n: int, completion: Completion) -> None:
+        self.text(n, "response.txt", completion.text)
+        usage = completion.usage
+        self.emit(
+            ModelResponded(
+                n=n,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=usage.cost_usd,
+                duration_s=completion.duration_s,
+                finish_reason=completion.finish_reason,
+                attempts=completion.attempts,
+            )
+        )
+
+    def finished(self, result: RunResult) -> None:
+        """The run's result.json, then its last event."""
+        self.run_dir.write_json("result.json", result)
+        self.emit(
+            RunFinished(
+                status=result.status.value,
+                reason=result.reason,
+                iterations=len(result.iterations),
+                branch=result.branch,
+                final_commit=result.final_commit,
+                tokens=result.tokens,
+                cost_usd=result.cost_usd,
+                duration_s=result.duration_s,
+            )
+        )
 
     # -- one iteration's files ----------------------------------------------------------
 

@@ -8,6 +8,7 @@ import asyncio
 import functools
 import json
 import platform
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -133,7 +134,23 @@ def versions() -> dict[str, str]:
             found[package] = version(package)
         except PackageNotFoundError:
             continue
+    if runsc := runsc_version():
+        found["runsc"] = runsc
     return found
+
+
+@functools.cache
+def runsc_version() -> str | None:
+    """`runsc --version`'s first line, when gVisor is installed here (asked once a process)."""
+    from sandbox.gvisor import find_runsc
+
+    try:
+        argv = [find_runsc(), "--version"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (SandboxUnavailable, OSError, subprocess.TimeoutExpired):
+        return None
+    lines = done.stdout.splitlines()
+    return lines[0].removeprefix("runsc version ").strip() if lines else None
 
 
 async def start_run(
@@ -172,6 +189,8 @@ async def start_run(
             run_dir=run_dir,
             sinks=list(sinks),
             on_model_text=on_model_text,
+            approval=settings.approve or "step",
+            versions=versions(),
         ),
         backend,
         sandbox,

@@ -1,4 +1,4 @@
-"""Spec mode in the loop (issue 7): the hooks FixLoop calls when the run builds from a spec.
+"""Spec mode (issue 7): the `RunMode` of a run that builds a module from a spec.
 
 - start: fixloop writes the spec's examples as tests and commits them, pinned from the start;
   nothing is verified yet, since there is no module to verify.
@@ -16,11 +16,11 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from engine.edits.protocol import EditFormat, EditFormatError, Proposal, instructions
+from engine.edits.protocol import EditFormat, EditFormatError, Proposal, instructions, parse
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
-from engine.feedback.tokens import count_tokens
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -33,6 +33,7 @@ from engine.run.events import (
     TestsLatched,
 )
 from engine.run.gate import Review, TestEditSplit
+from engine.run.modes import refuse_dropped_definitions, repair_messages
 from engine.run.outcome import RunConfig
 from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
@@ -41,6 +42,9 @@ from engine.verify.classify import Classification, ErrorClass
 from engine.verify.pins import TestPins
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
+
+if TYPE_CHECKING:
+    from engine.run.checker import IterationChecker
 from engine.verify.verdict import Judgement, Verdict
 
 Emit = Callable[[BaseEvent], None]
@@ -48,7 +52,7 @@ FROZEN_REASON = "frozen after the first draft: later answers may not change them
 
 
 class SpecMode:
-    """Spec mode's state and decisions for one run; FixLoop asks, this answers."""
+    """Spec mode's state and decisions for one run; the loop asks, this answers."""
 
     def __init__(
         self, spec: Spec, config: RunConfig, workspace: Workspace, run_dir: RunDirectory, emit: Emit
@@ -63,6 +67,10 @@ class SpecMode:
         self.approved: list[str] = []  # frozen files the person let this iteration change
 
     # -- start ------------------------------------------------------------------------------
+
+    async def begin(self, checker: IterationChecker) -> Verification:
+        """Nothing to verify before the model writes the module: the examples start the run."""
+        return self.start()
 
     def start(self) -> Verification:
         """Write and commit the examples' tests, pin them; the loop's starting point."""
@@ -101,6 +109,17 @@ class SpecMode:
 
     # -- the prompt -------------------------------------------------------------------------
 
+    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
+        """The draft's prompt until the tests latch; then a repair prompt that names the
+        module and shows no file the model may not change."""
+        if not self.latched:
+            return self.draft_messages(notes)
+        config = self.config
+        named = [self.spec.module, *config.files]
+        root = self.workspace.root
+        task = self.repair_task()
+        return repair_messages(root, current, notes, task, named, config.edit_format, self.shown)
+
     def draft_messages(self, notes: Sequence[str]) -> list[Message]:
         """The first answer's prompt: the spec, and nothing of any implementation (for small
         models, the two files to complete: the signature and the import, no more)."""
@@ -131,9 +150,6 @@ class SpecMode:
             f"{self.spec.module}."
         )
 
-    def named_files(self) -> list[str]:
-        return [self.spec.module]
-
     def shown(self, paths: Sequence[str]) -> list[str]:
         """The files a repair prompt shows: never the examples' file (the spec's text lists
         the examples); for small models (the whole format) no frozen test file at all, since
@@ -144,6 +160,16 @@ class SpecMode:
         return [path for path in paths if path not in hidden]
 
     # -- the proposal -----------------------------------------------------------------------
+
+    def parse(self, text: str) -> Proposal:
+        """The answer as a proposal: the draft must write both files; edits to frozen files
+        are not held against a whole-file answer's dropped definitions (they are refused)."""
+        proposal = parse(text, self.config.edit_format)
+        self.check_draft(proposal)
+        refuse_dropped_definitions(
+            self.unfrozen(proposal), self.config.edit_format, self.workspace.root
+        )
+        return proposal
 
     def check_draft(self, proposal: Proposal) -> None:
         """The draft must write both files; an answer without one is a format error."""
@@ -206,7 +232,7 @@ class SpecMode:
             f"your first answer, and they define what is correct"
         )
 
-    def refusal_note(self, held: Sequence[str]) -> str:
+    def held_back_note(self, held: Sequence[str]) -> str:
         """For the next packet, when the rest of the proposal was applied."""
         return f"Note: {self.refusal(held)}. Change only {self.spec.module}."
 
@@ -229,9 +255,12 @@ class SpecMode:
 
     # -- before the sandbox runs ------------------------------------------------------------
 
-    def check_references(self, n: int, previous: Sequence[StageResult] = ()) -> Verification | None:
-        """A reference_error verification when the tests cannot work against the module as
-        written; None when they can (or when only running them can tell)."""
+    def check_before_verify(
+        self, n: int, previous: Sequence[StageResult] = ()
+    ) -> Verification | None:
+        """The reference check: a reference_error verification when the tests cannot work
+        against the module as written; None when they can (or when only running them can
+        tell). Its packet is rendered by the loop, with the rest of the next packet's notes."""
         problems = self.reference_problems()
         if problems is None:
             return None
@@ -297,7 +326,6 @@ class SpecMode:
                 "signature. The tests are frozen: do not edit them."
             ),
         )
-        text = packet.render(config.packet_cap, lambda t: count_tokens(t, config.model))
         digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
         judgement = Judgement(
             verdict=Verdict.FAILING,
@@ -309,8 +337,6 @@ class SpecMode:
             judgement=judgement,
             stages=list(previous),  # what last ran, for the next packet's progress line
             packet=packet,
-            packet_text=text,
-            packet_tokens=count_tokens(text, config.model),
         )
 
 

@@ -151,16 +151,12 @@ class FixLoop:
         workspace, emit = self.deps.workspace, self.journal.emit
         split = split_test_edits(proposal, workspace.pins, workspace.root)
         explanation = proposal.explanation
-        files = [edit.path for edit in proposal.edits]
-        emit(ProposalReady(n=n, explanation=explanation, files=files))
+        emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
         reasons = [f"changes pinned test file {path}" for path in split.held_back]
         emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
         review = await self.deps.gate.review(n, proposal, split.held_back)
-        emit(
-            ReviewResolved(
-                n=n, kind="proposal", decision=review.decision, note=review.note, by=review.by
-            )
-        )
+        decision, note, by = review.decision, review.note, review.by
+        emit(ReviewResolved(n=n, kind="proposal", decision=decision, note=note, by=by))
         if review.decision == "abort":
             ending = RunEnded(RunStatus.ABORTED, review.note or "the proposal was rejected")
             return Answer(explanation, ending=ending)

@@ -53,6 +53,8 @@ class Deps:
 
 
 class FixLoop:
+    """One run, from its start (or a resume) to its one ending."""
+
     def __init__(self, config: RunConfig, deps: Deps, resume: ResumeState | None = None) -> None:
         self.config, self.deps, self.resume = config, deps, resume
         self.journal = Journal(deps.run_dir, deps.sinks)
@@ -206,8 +208,6 @@ class FixLoop:
         if check.ending is not None:
             raise check.ending
         return check.verification
-
-    # -- bookkeeping --------------------------------------------------------------------
 
     def check_budget(self, n: int) -> None:
         if trip := self.spend.over_budget(self.config.budget):

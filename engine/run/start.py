@@ -21,7 +21,7 @@ from engine.project.run_directory import FIXLOOP_DIR, RUNS_DIR, RunDirectory, ne
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
-from engine.run.gate import Gate
+from engine.run.gate import Gate, PolicyGate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
@@ -189,7 +189,8 @@ async def start_run(
             run_dir=run_dir,
             sinks=list(sinks),
             on_model_text=on_model_text,
-            approval=settings.approve or "step",
+            # A policy gate approves every proposal itself, whatever the settings say.
+            approval="auto" if isinstance(gate, PolicyGate) else settings.approve or "step",
             versions=versions(),
         ),
         backend,

@@ -1,15 +1,6 @@
-"""Spec mode (issue 7): the `RunMode` of a run that builds a module from a spec.
-
-- start: fixloop writes the spec's examples as tests and commits them, pinned from the start;
-  nothing is verified yet, since there is no module to verify.
-- the draft (the first usable answer): the model writes the module and its tests from the spec
-  alone; its prompt holds no implementation.
-- the latch: once the draft is committed, every test file is frozen; later edits to them are
-  refused (a format error when nothing else is left) unless the person allows them at the gate,
-  and the examples' file never changes.
-- the reference check: before each sandbox run, the tests are read against the module; names it
-  does not define and calls that do not fit a signature are a `reference_error`, not a run.
-"""
+"""Spec mode (issue 7): the `RunMode` of a run that builds a module and its tests from a spec:
+the examples as tests first, then the draft, the latch that freezes the tests, and the
+reference check before each sandbox run (see `SpecMode`)."""
 
 from __future__ import annotations
 
@@ -52,7 +43,19 @@ FROZEN_REASON = "frozen after the first draft: later answers may not change them
 
 
 class SpecMode:
-    """Spec mode's state and decisions for one run; the loop asks, this answers."""
+    """Spec mode's state and decisions for one run; the loop asks, this answers.
+
+    - start: fixloop writes the spec's examples as tests and commits them, pinned from the
+      start; nothing is verified yet, since there is no module to verify.
+    - the draft (the first usable answer): the model writes the module and its tests from the
+      spec alone; its prompt holds no implementation.
+    - the latch: once the draft is committed, every test file is frozen; later edits to them
+      are refused (a format error when nothing else is left) unless the person allows them at
+      the gate, and the examples' file never changes.
+    - the reference check: before each sandbox run, the tests are read against the module;
+      names it does not define and calls that do not fit a signature are a `reference_error`,
+      not a run.
+    """
 
     def __init__(
         self, spec: Spec, config: RunConfig, workspace: Workspace, run_dir: RunDirectory, emit: Emit

@@ -4,6 +4,7 @@ pure function of the tree it is shown, and a scripted gate, over a real git repo
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -13,11 +14,13 @@ import pytest
 from engine.edits.protocol import Proposal
 from engine.model.client import Completion, Message, Usage
 from engine.project.run_directory import RunDirectory
+from engine.project.settings import load_settings
 from engine.project.workspace import Workspace
-from engine.run.gate import PassReview, Review
+from engine.run.gate import PassReview, PolicyGate, Review
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
+from engine.run.start import start_run
 from engine.verify.execute import Verifier
 from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
 from engine.verify.stages import Stage
@@ -304,3 +307,32 @@ async def test_the_iteration_records_are_the_result_and_the_events_agree(tmp_pat
     assert [r["status"] for r in saved["iterations"]] == ["format_error", "ok"]
     finished = events(result)[-1]
     assert (finished["type"], finished["iterations"]) == ("RunFinished", 2)
+
+
+@pytest.mark.parametrize(("approve", "mode"), [(None, "step"), ("auto", "auto")])
+async def test_a_run_started_from_settings_records_its_approval_mode_and_versions(
+    tmp_path: Path, approve: str | None, mode: str
+) -> None:
+    root = project(tmp_path)
+    overrides = {"model": "openai/scripted", "approve": approve}
+    settings = load_settings(root, {k: v for k, v in overrides.items() if v is not None})
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await start_run(
+        root, settings, gate=ScriptedGate(), model_client=model, sandbox=TreeSandbox()
+    )
+    started = events(result)[0]
+    assert started["mode"] == mode
+    versions = started["versions"]
+    assert isinstance(versions, dict)
+    assert {"python", "fixloop-tui", "litellm"} <= set(versions)
+    assert ("runsc" in versions) == (shutil.which("runsc") is not None)
+
+
+async def test_a_run_behind_the_policy_gate_records_auto_approval(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    settings = load_settings(root, {"model": "openai/scripted", "approve": "step"})
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await start_run(
+        root, settings, gate=PolicyGate(), model_client=model, sandbox=TreeSandbox()
+    )
+    assert events(result)[0]["mode"] == "auto"

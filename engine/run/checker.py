@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 
 from engine.project.workspace import Workspace
-from engine.run.events import ReviewRequested, ReviewResolved, StageFinished, StageStarted
+from engine.run.events import ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
 from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
@@ -17,7 +17,6 @@ from engine.run.outcome import RunConfig
 from engine.run.steps import Check
 from engine.verify.execute import Verifier
 from engine.verify.results import StageResult
-from engine.verify.stages import Stage
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 
@@ -145,22 +144,6 @@ class IterationChecker:
         run once more, in case it was a fluke."""
         workspace = self.workspace
 
-        async def on_stage(stage: Stage, result: StageResult | None) -> None:
-            if result is None:
-                self.journal.emit(StageStarted(n=n, stage=stage.name, cmd=stage.cmd))
-                return
-            self.journal.emit(
-                StageFinished(
-                    n=n,
-                    stage=stage.name,
-                    exit_code=result.exit_code,
-                    duration_ms=result.duration_ms,
-                    timed_out=result.timed_out,
-                    oom_killed=result.oom_killed,
-                )
-            )
-            self.journal.stage(n, stage.name, result)
-
         async def once() -> Verification:
             return await examine_tree(
                 workspace.root,
@@ -176,7 +159,7 @@ class IterationChecker:
                 previous=previous,
                 iteration=n + 1 if n < self.config.max_iterations else None,
                 max_iterations=self.config.max_iterations,
-                on_stage=on_stage,
+                on_stage=self.journal.on_stage(n),
             )
 
         examined = await once()

@@ -18,10 +18,14 @@ from engine.run.events import (
     ModelResponded,
     PacketReady,
     RunFinished,
+    StageFinished,
+    StageStarted,
 )
 from engine.run.guards import Trip
 from engine.run.outcome import RunResult
+from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
+from engine.verify.stages import Stage
 from engine.verify.tree import Verification
 
 
@@ -81,8 +85,26 @@ class Journal:
     def prompt(self, n: int, messages: Sequence[Message]) -> None:
         self.json(n, "prompt.json", [m.model_dump() for m in messages])
 
-    def stage(self, n: int, name: str, result: StageResult) -> None:
-        self.json(n, f"stage-{name}.json", result)
+    def on_stage(self, n: int) -> StageCallback:
+        """What the verifier calls as each stage of iteration n starts and ends."""
+
+        async def heard(stage: Stage, result: StageResult | None) -> None:
+            if result is None:
+                self.emit(StageStarted(n=n, stage=stage.name, cmd=stage.cmd))
+                return
+            self.emit(
+                StageFinished(
+                    n=n,
+                    stage=stage.name,
+                    exit_code=result.exit_code,
+                    duration_ms=result.duration_ms,
+                    timed_out=result.timed_out,
+                    oom_killed=result.oom_killed,
+                )
+            )
+            self.json(n, f"stage-{stage.name}.json", result)
+
+        return heard
 
     def packet(self, n: int, result: Verification) -> None:
         """The verification's PacketReady event, and its packet when it has one."""

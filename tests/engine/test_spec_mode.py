@@ -31,13 +31,7 @@ OWN_TESTS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("[user]\n\tname = Test\n\temail = test@example.invalid\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("git_as_tester")
 
 
 class Recorder:

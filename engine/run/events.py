@@ -1,9 +1,6 @@
-"""What happens during a run, as events (DESIGN §3). The audit log, the headless
-printer and the TUI are consumers; the loop only emits.
-
-Every event is a pydantic model with a `type` field, so `events.jsonl` parses
-back into the same classes (`parse_event`).
-"""
+"""What happens during a run, as events (ARCHITECTURE.md, "Events and the audit trail"): the
+audit log, the headless printer and the TUI consume them; the loop only emits. Each has a
+`type` field, so `events.jsonl` parses back into the same classes (`parse_event`)."""
 
 from __future__ import annotations
 

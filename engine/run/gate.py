@@ -1,8 +1,6 @@
-"""Where a person (or a policy) decides what happens to a proposal and to a doubtful pass.
-
-Also owns the rule for pinned tests (DESIGN §4.5): a proposal's edits to test
-files that existed at the baseline are held back, file by file, unless allowed.
-"""
+"""Where a person (or a policy) decides what happens to a proposal and to a doubtful pass; and
+the rule for pinned tests (ARCHITECTURE.md, "Honest green"): edits to test files that existed
+at the baseline are held back, file by file, unless allowed."""
 
 from __future__ import annotations
 

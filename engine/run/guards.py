@@ -1,6 +1,5 @@
-"""The loop's guards (DESIGN §4.5): when to stop, and what the run's ending is called.
-
-Pure decisions over what the loop observed; the loop only asks.
+"""The loop's guards (ARCHITECTURE.md, "Guards and endings"): when to stop, what the run's
+ending is called, and `RunEnded`, the one way a run ends. Pure decisions; the loop only asks.
 """
 
 from __future__ import annotations
@@ -25,6 +24,15 @@ class RunStatus(StrEnum):
     ERROR = "error"
 
 
+class RunEnded(Exception):
+    """Raised from any step to end the run with a status; the loop catches it once."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
 class Budget(BaseModel):
     """Caps on one run; None means no cap."""
 
@@ -47,15 +55,16 @@ class Spend:
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
-    def over(self, budget: Budget) -> str | None:
-        """Which cap was passed, in words, or None."""
+    def over_budget(self, budget: Budget) -> Trip | None:
+        """The budget guard: which cap was passed, as a trip, or None."""
+        over = None
         if budget.max_tokens is not None and self.tokens > budget.max_tokens:
-            return f"used {self.tokens} tokens, over the cap of {budget.max_tokens}"
-        if budget.max_cost_usd is not None and self.cost_usd > budget.max_cost_usd:
-            return f"spent ${self.cost_usd:.4f}, over the cap of ${budget.max_cost_usd:.4f}"
-        if budget.wall_clock_s is not None and self.elapsed_s > budget.wall_clock_s:
-            return f"ran {self.elapsed_s:.0f} s, over the cap of {budget.wall_clock_s:.0f} s"
-        return None
+            over = f"used {self.tokens} tokens, over the cap of {budget.max_tokens}"
+        elif budget.max_cost_usd is not None and self.cost_usd > budget.max_cost_usd:
+            over = f"spent ${self.cost_usd:.4f}, over the cap of ${budget.max_cost_usd:.4f}"
+        elif budget.wall_clock_s is not None and self.elapsed_s > budget.wall_clock_s:
+            over = f"ran {self.elapsed_s:.0f} s, over the cap of {budget.wall_clock_s:.0f} s"
+        return Trip("budget", RunStatus.BUDGET_EXCEEDED, over) if over else None
 
 
 def ordinal(n: int) -> str:
@@ -142,6 +151,9 @@ class Trip:
     guard: str
     status: RunStatus
     detail: str
+
+    def ending(self) -> RunEnded:
+        return RunEnded(self.status, self.detail)
 
 
 class Guards:

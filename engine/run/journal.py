@@ -1,7 +1,6 @@
-"""A run's audit trail as the loop writes it (DESIGN §7): every event goes to
-events.jsonl and to the live sinks (the app, headless output), and each iteration's
-artefacts (prompt, response, edits, patch, stage results, packet) go under its
-directory in the run directory. The loop says what happened; this says where it goes.
+"""A run's audit trail as the loop writes it (ARCHITECTURE.md, "Events and the audit trail"):
+every event to events.jsonl and the live sinks, each iteration's artefacts (prompt, response,
+edits, patch, stage results, packet) under its directory. The loop says what; this says where.
 """
 
 from __future__ import annotations
@@ -10,10 +9,23 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from engine.model.client import Message
+from engine.model.client import Completion, Message
 from engine.project.run_directory import RunDirectory
-from engine.run.events import BaseEvent, EventSink, GuardTripped, PacketReady
+from engine.run.events import (
+    BaseEvent,
+    EventSink,
+    GuardTripped,
+    ModelResponded,
+    PacketReady,
+    RunFinished,
+    StageFinished,
+    StageStarted,
+)
+from engine.run.guards import Trip
+from engine.run.outcome import RunResult
+from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
+from engine.verify.stages import Stage
 from engine.verify.tree import Verification
 
 
@@ -28,8 +40,39 @@ class Journal:
         for sink in self.sinks:
             sink.emit(event)
 
-    def trip(self, n: int, guard: str, detail: str) -> None:
-        self.emit(GuardTripped(n=n, guard=guard, detail=detail))
+    def trip(self, n: int, trip: Trip) -> None:
+        self.emit(GuardTripped(n=n, guard=trip.guard, detail=trip.detail))
+
+    def responded(self, n: int, completion: Completion) -> None:
+        self.text(n, "response.txt", completion.text)
+        usage = completion.usage
+        self.emit(
+            ModelResponded(
+                n=n,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=usage.cost_usd,
+                duration_s=completion.duration_s,
+                finish_reason=completion.finish_reason,
+                attempts=completion.attempts,
+            )
+        )
+
+    def finished(self, result: RunResult) -> None:
+        """The run's result.json, then its last event."""
+        self.run_dir.write_json("result.json", result)
+        self.emit(
+            RunFinished(
+                status=result.status.value,
+                reason=result.reason,
+                iterations=len(result.iterations),
+                branch=result.branch,
+                final_commit=result.final_commit,
+                tokens=result.tokens,
+                cost_usd=result.cost_usd,
+                duration_s=result.duration_s,
+            )
+        )
 
     # -- one iteration's files ----------------------------------------------------------
 
@@ -42,8 +85,26 @@ class Journal:
     def prompt(self, n: int, messages: Sequence[Message]) -> None:
         self.json(n, "prompt.json", [m.model_dump() for m in messages])
 
-    def stage(self, n: int, name: str, result: StageResult) -> None:
-        self.json(n, f"stage-{name}.json", result)
+    def on_stage(self, n: int) -> StageCallback:
+        """What the verifier calls as each stage of iteration n starts and ends."""
+
+        async def heard(stage: Stage, result: StageResult | None) -> None:
+            if result is None:
+                self.emit(StageStarted(n=n, stage=stage.name, cmd=stage.cmd))
+                return
+            self.emit(
+                StageFinished(
+                    n=n,
+                    stage=stage.name,
+                    exit_code=result.exit_code,
+                    duration_ms=result.duration_ms,
+                    timed_out=result.timed_out,
+                    oom_killed=result.oom_killed,
+                )
+            )
+            self.json(n, f"stage-{stage.name}.json", result)
+
+        return heard
 
     def packet(self, n: int, result: Verification) -> None:
         """The verification's PacketReady event, and its packet when it has one."""

@@ -1,5 +1,5 @@
 """What a run is configured with and what it produced, as data: `RunConfig` in,
-one `IterationRecord` per iteration and a `RunResult` out (DESIGN §4.8's JSON)."""
+one `IterationRecord` per iteration and a `RunResult` out (result.json)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from engine.project.settings import DEFAULTS
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
+from engine.verify.tree import Verification
 
 
 class RunConfig(BaseModel):
@@ -28,11 +29,11 @@ class RunConfig(BaseModel):
     files: list[str] = Field(default_factory=list)
     allow_test_edits: bool = False
     packet_cap: int = DEFAULT_CAP
-    spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec_mode.py)
+    spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
 
 
 class IterationRecord(BaseModel):
-    """One iteration as the run saw it; filled in as the iteration goes."""
+    """One iteration as the run saw it, built when it ends (engine/run/steps.py)."""
 
     n: int
     status: str  # a verdict, or format_error / no_change
@@ -46,7 +47,20 @@ class IterationRecord(BaseModel):
     duration_s: float = 0.0
     model_s: float = 0.0
     verify_s: float = 0.0
-    summary_for_model: str = Field(default="", exclude=True)
+
+    def judged(self, verification: Verification) -> IterationRecord:
+        return self.model_copy(update=verdict_fields(verification))
+
+
+def verdict_fields(verification: Verification) -> dict[str, object]:
+    """What an iteration's record says of its verification."""
+    judgement = verification.judgement
+    return {
+        "status": judgement.verdict.value,
+        "tests": judgement.tests,
+        "error_class": judgement.classification.error_class.value,
+        "summary": verification.packet.summary if verification.packet else "",
+    }
 
 
 class RunResult(BaseModel):

@@ -1,9 +1,6 @@
-"""Where a run whose process died stands, rebuilt from its events.jsonl.
-
-An iteration counts as done when its answer was judged (a packet) or refused (a
-format error). One that had committed but not yet been verified is verified on
-resume; one cut off earlier is simply asked again under the same number.
-"""
+"""Where a run whose process died stands, rebuilt from its events.jsonl, and the guards and
+spend primed from it. An iteration is done when judged (a packet) or refused (a format error);
+one committed but not verified is verified on resume; one cut off earlier is asked again."""
 
 from __future__ import annotations
 
@@ -23,6 +20,8 @@ from engine.run.events import (
     RunStarted,
     SpecPrepared,
 )
+from engine.run.guards import Guards, Spend
+from engine.run.outcome import IterationRecord
 from engine.verify.results import TestCounts
 from sandbox import FixloopError
 
@@ -55,6 +54,16 @@ class ResumeState(BaseModel):
     baseline_passed: int | None = None
     baseline_signature: str = ""
     observations: list[Observation] = Field(default_factory=list)
+
+    def prime(self, guards: Guards, spend: Spend) -> None:
+        """The guards and the spend as the dead run left them."""
+        spend.tokens, spend.cost_usd = self.tokens, self.cost_usd
+        guards.start(self.baseline_signature, self.baseline_passed)
+        for seen in self.observations:
+            guards.after_edit(seen.signature, seen.touched, seen.passed)
+
+    def iteration_records(self) -> list[IterationRecord]:
+        return [IterationRecord.model_validate(record) for record in self.records]
 
 
 def resume_state(events: Sequence[Event]) -> ResumeState:

@@ -18,7 +18,7 @@ from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
-from engine.run.gate import Gate
+from engine.run.gate import Gate, PolicyGate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
@@ -26,7 +26,8 @@ from engine.run.resume import ResumeError, ResumeState, resume_state
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.checkout import configured_verifier, open_configured_sandbox
 from engine.verify.stages import Stage, configured_stages
-from sandbox import BackendName, Sandbox, choose_backend
+from sandbox import BackendName, Sandbox, SandboxUnavailable, choose_backend
+from sandbox import choose as sandbox_choice
 
 
 def resolve_model(settings: Settings) -> str:
@@ -95,7 +96,19 @@ def versions() -> dict[str, str]:
             found[package] = version(package)
         except PackageNotFoundError:
             continue
+    if runsc := runsc_version():
+        found["runsc"] = runsc
     return found
+
+
+@functools.cache
+def runsc_version() -> str | None:
+    """The installed runsc's version, for the audit trail (asked once a process)."""
+    try:
+        _, line = sandbox_choice.runsc_version()
+    except SandboxUnavailable:
+        return None
+    return line.removeprefix("runsc version ").strip()
 
 
 async def start_run(
@@ -140,6 +153,9 @@ async def start_run(
             run_dir=run_dir,
             sinks=list(sinks),
             on_model_text=on_model_text,
+            # A policy gate approves every proposal itself, whatever the settings say.
+            approval="auto" if isinstance(gate, PolicyGate) else settings.approve or "step",
+            versions=versions(),
         ),
         backend,
         sandbox,

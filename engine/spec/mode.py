@@ -1,27 +1,19 @@
-"""Spec mode in the loop (issue 7): the hooks FixLoop calls when the run builds from a spec.
-
-- start: fixloop writes the spec's examples as tests and commits them, pinned from the start;
-  nothing is verified yet, since there is no module to verify.
-- the draft (the first usable answer): the model writes the module and its tests from the spec
-  alone; its prompt holds no implementation.
-- the latch: once the draft is committed, every test file is frozen; later edits to them are
-  refused (a format error when nothing else is left) unless the person allows them at the gate,
-  and the examples' file never changes.
-- the reference check: before each sandbox run, the tests are read against the module; names it
-  does not define and calls that do not fit a signature are a `reference_error`, not a run.
-"""
+"""Spec mode (issue 7): the `RunMode` of a run that builds a module and its tests from a spec:
+the examples as tests first, then the draft, the latch that freezes the tests, and the
+reference check before each sandbox run (see `SpecMode`)."""
 
 from __future__ import annotations
 
 import ast
 import hashlib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from engine.edits.instructions import instructions
+from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
-from engine.feedback.tokens import count_tokens
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -34,6 +26,7 @@ from engine.run.events import (
     TestsLatched,
 )
 from engine.run.gate import Review, TestEditSplit
+from engine.run.modes import refuse_dropped_definitions, repair_messages
 from engine.run.outcome import RunConfig
 from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
@@ -42,6 +35,9 @@ from engine.verify.classify import Classification, ErrorClass
 from engine.verify.pins import TestPins
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
+
+if TYPE_CHECKING:
+    from engine.run.checker import IterationChecker
 from engine.verify.verdict import Judgement, Verdict
 
 Emit = Callable[[BaseEvent], None]
@@ -49,7 +45,19 @@ FROZEN_REASON = "frozen after the first draft: later answers may not change them
 
 
 class SpecMode:
-    """Spec mode's state and decisions for one run; FixLoop asks, this answers."""
+    """Spec mode's state and decisions for one run; the loop asks, this answers.
+
+    - start: fixloop writes the spec's examples as tests and commits them, pinned from the
+      start; nothing is verified yet, since there is no module to verify.
+    - the draft (the first usable answer): the model writes the module and its tests from the
+      spec alone; its prompt holds no implementation.
+    - the latch: once the draft is committed, every test file is frozen; later edits to them
+      are refused (a format error when nothing else is left) unless the person allows them at
+      the gate, and the examples' file never changes.
+    - the reference check: before each sandbox run, the tests are read against the module;
+      names it does not define and calls that do not fit a signature are a `reference_error`,
+      not a run.
+    """
 
     def __init__(
         self, spec: Spec, config: RunConfig, workspace: Workspace, run_dir: RunDirectory, emit: Emit
@@ -64,6 +72,10 @@ class SpecMode:
         self.approved: list[str] = []  # frozen files the person let this iteration change
 
     # -- start ------------------------------------------------------------------------------
+
+    async def begin(self, checker: IterationChecker) -> Verification:
+        """Nothing to verify before the model writes the module: the examples start the run."""
+        return self.start()
 
     def start(self) -> Verification:
         """Write and commit the examples' tests, pin them; the loop's starting point."""
@@ -102,6 +114,17 @@ class SpecMode:
 
     # -- the prompt -------------------------------------------------------------------------
 
+    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
+        """The draft's prompt until the tests latch; then a repair prompt that names the
+        module and shows no file the model may not change."""
+        if not self.latched:
+            return self.draft_messages(notes)
+        config = self.config
+        named = [self.spec.module, *config.files]
+        root = self.workspace.root
+        task = self.repair_task()
+        return repair_messages(root, current, notes, task, named, config.edit_format, self.shown)
+
     def draft_messages(self, notes: Sequence[str]) -> list[Message]:
         """The first answer's prompt: the spec, and nothing of any implementation (for small
         models, the two files to complete: the signature and the import, no more)."""
@@ -132,9 +155,6 @@ class SpecMode:
             f"{self.spec.module}."
         )
 
-    def named_files(self) -> list[str]:
-        return [self.spec.module]
-
     def shown(self, paths: Sequence[str]) -> list[str]:
         """The files a repair prompt shows: never the examples' file (the spec's text lists
         the examples); for small models (the whole format) no frozen test file at all, since
@@ -145,6 +165,16 @@ class SpecMode:
         return [path for path in paths if path not in hidden]
 
     # -- the proposal -----------------------------------------------------------------------
+
+    def parse(self, text: str) -> Proposal:
+        """The answer as a proposal: the draft must write both files; edits to frozen files
+        are not held against a whole-file answer's dropped definitions (they are refused)."""
+        proposal = parse(text, self.config.edit_format)
+        self.check_draft(proposal)
+        refuse_dropped_definitions(
+            self.unfrozen(proposal), self.config.edit_format, self.workspace.root
+        )
+        return proposal
 
     def check_draft(self, proposal: Proposal) -> None:
         """The draft must write both files; an answer without one is a format error."""
@@ -207,7 +237,7 @@ class SpecMode:
             f"your first answer, and they define what is correct"
         )
 
-    def refusal_note(self, held: Sequence[str]) -> str:
+    def held_back_note(self, held: Sequence[str]) -> str:
         """For the next packet, when the rest of the proposal was applied."""
         return f"Note: {self.refusal(held)}. Change only {self.spec.module}."
 
@@ -230,9 +260,12 @@ class SpecMode:
 
     # -- before the sandbox runs ------------------------------------------------------------
 
-    def check_references(self, n: int, previous: Sequence[StageResult] = ()) -> Verification | None:
-        """A reference_error verification when the tests cannot work against the module as
-        written; None when they can (or when only running them can tell)."""
+    def check_before_verify(
+        self, n: int, previous: Sequence[StageResult] = ()
+    ) -> Verification | None:
+        """The reference check: a reference_error verification when the tests cannot work
+        against the module as written; None when they can (or when only running them can
+        tell). Its packet is rendered by the loop, with the rest of the next packet's notes."""
         problems = self.reference_problems()
         if problems is None:
             return None
@@ -298,7 +331,6 @@ class SpecMode:
                 "signature. The tests are frozen: do not edit them."
             ),
         )
-        text = packet.render(config.packet_cap, lambda t: count_tokens(t, config.model))
         digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
         judgement = Judgement(
             verdict=Verdict.FAILING,
@@ -310,8 +342,6 @@ class SpecMode:
             judgement=judgement,
             stages=list(previous),  # what last ran, for the next packet's progress line
             packet=packet,
-            packet_text=text,
-            packet_tokens=count_tokens(text, config.model),
         )
 
 

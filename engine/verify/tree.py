@@ -76,11 +76,39 @@ async def verify_tree(
     previous: Sequence[StageResult] | None = None,
     iteration: int | None = None,
     max_iterations: int | None = None,
-    repeat_note: str | None = None,
     model: str | None = None,
     cap: int = DEFAULT_CAP,
     on_stage: StageCallback | None = None,
 ) -> Verification:
+    """One verification with its packet rendered: what `fixloop-tui verify` prints."""
+    examined = await examine_tree(
+        root,
+        verifier,
+        baseline=baseline,
+        touched=touched,
+        last_diff=last_diff,
+        previous=previous,
+        iteration=iteration,
+        max_iterations=max_iterations,
+        on_stage=on_stage,
+    )
+    return rendered(examined, cap=cap, model=model)
+
+
+async def examine_tree(
+    root: Path,
+    verifier: Verifier,
+    *,
+    baseline: Baseline | None,
+    touched: Sequence[str] = (),
+    last_diff: str | None = None,
+    previous: Sequence[StageResult] | None = None,
+    iteration: int | None = None,
+    max_iterations: int | None = None,
+    on_stage: StageCallback | None = None,
+) -> Verification:
+    """Run the stages, classify, judge and distill; the packet is not rendered yet (the loop
+    adds its notes first, then renders it once with `rendered`)."""
     stages = await verifier.run(root, on_stage)
     classification = classify(
         stages, project_modules=project_modules(root), touched_modules=modules_of(touched)
@@ -105,7 +133,6 @@ async def verify_tree(
         stages, classification, doubts=doubts, signature=signature(stages, classification)
     )
     packet = None
-    text = ""
     if judgement.verdict.value == "failing":
         packet = distill(
             stages,
@@ -114,16 +141,38 @@ async def verify_tree(
             max_iterations=max_iterations,
             previous=previous,
             last_diff=last_diff,
-            repeat_note=repeat_note,
         )
-        text = packet.render(cap, lambda t: count_tokens(t, model))
     return Verification(
         judgement=judgement,
         stages=stages,
         packet=packet,
-        packet_text=text,
-        packet_tokens=count_tokens(text, model) if text else 0,
         changed_tests=changes,
         added_skips=skips,
         notes=notes,
+    )
+
+
+def rendered(
+    verification: Verification,
+    *,
+    cap: int = DEFAULT_CAP,
+    model: str | None = None,
+    repeat_note: str | None = None,
+    notes: Sequence[str] = (),
+) -> Verification:
+    """The verification with its packet's text, the repeat note and `notes` added to it."""
+    packet = verification.packet
+    if packet is None:
+        return verification
+    if repeat_note or notes:
+        packet = packet.model_copy(
+            update={"repeat_note": repeat_note, "notes": [*packet.notes, *notes]}
+        )
+    text = packet.render(cap, lambda t: count_tokens(t, model))
+    return verification.model_copy(
+        update={
+            "packet": packet,
+            "packet_text": text,
+            "packet_tokens": count_tokens(text, model) if text else 0,
+        }
     )

@@ -20,6 +20,7 @@ from engine.run.outcome import RunConfig
 from engine.run.resume import resume_state
 from engine.spec.definition import load_spec
 from engine.spec.mode import SpecMode
+from engine.verify.tree import rendered
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = load_spec(REPO / "examples" / "specs" / "parse_duration.toml")
@@ -31,13 +32,7 @@ OWN_TESTS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("[user]\n\tname = Test\n\temail = test@example.invalid\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("git_as_tester")
 
 
 class Recorder:
@@ -145,7 +140,7 @@ def test_after_the_draft_a_test_edit_is_refused_and_the_rest_applies(
     assert held == [TESTS]
     refused = [e for e in recorder.events if isinstance(e, TestEditsRefused)]
     assert [(e.n, e.files) for e in refused] == [(2, [TESTS])]
-    assert spec_mode.refusal_note(held) == (
+    assert spec_mode.held_back_note(held) == (
         f"Note: your edits to {TESTS} were refused: in spec mode the tests are frozen after "
         f"your first answer, and they define what is correct. Change only {MODULE}."
     )
@@ -191,18 +186,17 @@ def test_a_test_import_the_module_lacks_is_a_reference_error_packet(
     spec_mode, recorder = mode
     spec_mode.start()
     committed_draft(spec_mode, tests=OWN_TESTS.replace("parse_duration\n", "parse_duration, fmt\n"))
-    refused = spec_mode.check_references(1)
+    refused = spec_mode.check_before_verify(1)
     assert refused is not None
     assert refused.judgement.classification.error_class.value == "reference_error"
     assert refused.judgement.signature.startswith("reference_error:")
-    assert "REFERENCE ERROR: tests/test_durations.py (tests/test_durations.py:1)" in (
-        refused.packet_text
-    )
+    text = rendered(refused).packet_text  # the loop renders it with the next packet's notes
+    assert "REFERENCE ERROR: tests/test_durations.py (tests/test_durations.py:1)" in text
     assert (
         "imports fmt from durations, but durations.py does not define it (it defines "
-        "parse_duration)" in refused.packet_text
+        "parse_duration)" in text
     )
-    assert "The spec's signature: def parse_duration(text: str) -> int" in refused.packet_text
+    assert "The spec's signature: def parse_duration(text: str) -> int" in text
     assert recorder.events[-1].type == "ReferencesChecked"
 
 
@@ -212,7 +206,7 @@ def test_a_module_whose_function_differs_from_the_spec_is_a_reference_error(
     spec_mode, _ = mode
     spec_mode.start()
     committed_draft(spec_mode, code="def parse_duration(text, unit='s'):\n    return 0\n")
-    refused = spec_mode.check_references(1)
+    refused = spec_mode.check_before_verify(1)
     assert refused is not None
     assert refused.judgement.reasons == [
         "durations.py: durations.py defines parse_duration(text, unit='s'), but the spec's "
@@ -224,7 +218,7 @@ def test_a_module_that_does_not_parse_is_left_to_pytest(mode: tuple[SpecMode, Re
     spec_mode, _ = mode
     spec_mode.start()
     committed_draft(spec_mode, code="def parse_duration(text: str) -> int\n    return 0\n")
-    assert spec_mode.check_references(1) is None
+    assert spec_mode.check_before_verify(1) is None
 
 
 def test_a_resumed_run_gets_its_frozen_files_back(mode: tuple[SpecMode, Recorder]) -> None:

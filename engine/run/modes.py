@@ -1,0 +1,147 @@
+"""What differs between a repair run and a spec run, behind one `RunMode` protocol: where the
+run starts, what a prompt holds, how an answer is read and screened, and what a commit, a
+verification and a resume add. `RepairMode` repairs a red project; `SpecMode` builds from a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from engine.edits.apply import dropped_definitions
+from engine.edits.parse import parse
+from engine.edits.proposal import EditFormat, EditFormatError, Proposal
+from engine.feedback import prompts
+from engine.model.client import Message
+from engine.project.run_directory import RunDirectory
+from engine.project.workspace import Workspace
+from engine.run.events import BaseEvent, Event
+from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
+from engine.run.outcome import RunConfig
+from engine.verify.results import StageResult
+from engine.verify.tree import Verification
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from engine.run.checker import IterationChecker
+
+
+class RunMode(Protocol):
+    """The loop asks; the mode answers. An ending is raised as `RunEnded`; an unusable
+    answer as `EditFormatError` (its message is told to the model)."""
+
+    async def begin(self, checker: IterationChecker) -> Verification:
+        """Where a new run starts: what the first prompt is built from."""
+        ...
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """A resumed run's mode state, from its events."""
+        ...
+
+    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]: ...
+
+    def parse(self, text: str) -> Proposal: ...
+
+    def screen(
+        self, n: int, proposal: Proposal, split: TestEditSplit, review: Review
+    ) -> tuple[Proposal, list[str]]:
+        """(what to apply, the pinned test files held back), after the gate's review."""
+        ...
+
+    def held_back_note(self, held: Sequence[str]) -> str:
+        """For the next packet, when the rest of the proposal was applied."""
+        ...
+
+    def committed(self, n: int, commit: str) -> None: ...
+
+    def check_before_verify(
+        self, n: int, previous: Sequence[StageResult] = ()
+    ) -> Verification | None:
+        """A verification that stands in for the sandbox run, or None to run it."""
+        ...
+
+
+class RepairMode:
+    """A project that is red: verify it first, then repair it; pinned tests are held back."""
+
+    def __init__(self, config: RunConfig, workspace: Workspace) -> None:
+        self.config = config
+        self.workspace = workspace
+
+    async def begin(self, checker: IterationChecker) -> Verification:
+        return await checker.baseline()
+
+    def restore(self, events: Sequence[Event]) -> None:
+        return None
+
+    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
+        config = self.config
+        return repair_messages(
+            self.workspace.root, current, notes, config.task, config.files, config.edit_format
+        )
+
+    def parse(self, text: str) -> Proposal:
+        proposal = parse(text, self.config.edit_format)
+        refuse_dropped_definitions(proposal, self.config.edit_format, self.workspace.root)
+        return proposal
+
+    def screen(
+        self, n: int, proposal: Proposal, split: TestEditSplit, review: Review
+    ) -> tuple[Proposal, list[str]]:
+        if review.decision == "edit" and review.proposal is not None:
+            return review.proposal, []  # the person's own edit is applied as written
+        allowed = self.config.allow_test_edits or review.allow_test_edits
+        return apply_pinning(proposal, split, allowed=allowed)
+
+    def held_back_note(self, held: Sequence[str]) -> str:
+        return held_back_note(list(held))
+
+    def committed(self, n: int, commit: str) -> None:
+        return None
+
+    def check_before_verify(
+        self, n: int, previous: Sequence[StageResult] = ()
+    ) -> Verification | None:
+        return None
+
+
+def repair_messages(
+    root: Path,
+    current: Verification,
+    notes: Sequence[str],
+    task: str,
+    named: Sequence[str],
+    edit_format: EditFormat,
+    shown: Callable[[list[str]], list[str]] = list,
+) -> list[Message]:
+    """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
+    packet, and the notes."""
+    packet = current.packet
+    paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
+    files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
+    pointers = prompts.called_definitions(root, packet, paths)
+    return prompts.messages(task, files, current.packet_text, edit_format, [*pointers, *notes])
+
+
+def refuse_dropped_definitions(proposal: Proposal, edit_format: EditFormat, root: Path) -> None:
+    """A whole-file answer that silently drops definitions is unusable (small models send
+    back a shortened file)."""
+    if edit_format == "whole":
+        lost = dropped_definitions(proposal, root)
+        if lost:
+            raise EditFormatError(lost, "None of your edits were applied.")
+
+
+def run_mode(
+    config: RunConfig,
+    workspace: Workspace,
+    run_dir: RunDirectory,
+    emit: Callable[[BaseEvent], None],
+) -> RunMode:
+    """The mode a run's configuration asks for."""
+    if config.spec is None:
+        return RepairMode(config, workspace)
+    from engine.spec.mode import SpecMode  # spec mode builds on this module's helpers
+
+    return SpecMode(config.spec, config, workspace, run_dir, emit)

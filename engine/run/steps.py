@@ -1,0 +1,93 @@
+"""The values one iteration's steps return (the reviewed answer, the commit, the check), and
+the iteration's `IterationRecord`, built once from them when the iteration ends."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.edits.proposal import EditFormatError, Proposal
+from engine.model.client import Completion
+from engine.run.guards import RunEnded
+from engine.run.outcome import IterationRecord, verdict_fields
+from engine.verify.tree import Verification
+
+NO_CHANGE_NOTE = (
+    "Your last answer changed no file (its edits were held back or repeated the "
+    "current content). Change the code under test."
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer after the gate: the edits to apply and the pinned test files held back, or
+    why it is unusable (told to the model; it costs the iteration)."""
+
+    explanation: str = ""
+    proposal: Proposal | None = None
+    held_back: list[str] = field(default_factory=list)
+    unusable: EditFormatError | None = None
+    ending: RunEnded | None = None  # the gate aborted the run
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The answer applied: its commit, or no commit (nothing changed, or edits that did not
+    apply, told to the model)."""
+
+    touched: list[str] = field(default_factory=list)
+    commit: str | None = None
+    diff: str = ""
+    failed: EditFormatError | None = None
+
+    def notes(self, held_back_notes: list[str]) -> list[str]:
+        """What the next prompt says about an answer that made no commit."""
+        if self.failed is not None:
+            return [str(self.failed), *held_back_notes]
+        return [*held_back_notes, NO_CHANGE_NOTE]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A commit verified and judged: what the next packet is built from, or the ending."""
+
+    verification: Verification
+    verify_s: float = 0.0
+    ending: RunEnded | None = None
+
+
+@dataclass
+class Steps:
+    """One iteration's step values, set once each as the steps return."""
+
+    n: int
+    started: float = field(default_factory=time.monotonic)
+    completion: Completion | None = None
+    answer: Answer | None = None
+    applied: Applied | None = None
+    check: Check | None = None
+
+    def record(self) -> IterationRecord:
+        """The iteration as far as it got (an ending may cut it short)."""
+        fields: dict[str, Any] = {"n": self.n, "status": "running"}
+        if self.completion is not None:
+            usage = self.completion.usage
+            fields["tokens"] = usage.prompt_tokens + usage.completion_tokens
+            fields["cost_usd"] = usage.cost_usd
+            fields["model_s"] = self.completion.duration_s
+        answer, applied = self.answer, self.applied
+        problem = (answer.unusable if answer else None) or (applied.failed if applied else None)
+        if answer is not None:
+            fields["explanation"] = answer.explanation
+        if problem is not None:
+            fields |= {"status": "format_error", "summary": "; ".join(problem.problems)}
+        elif applied is not None and applied.commit is None:
+            fields |= {"status": "no_change", "summary": "the proposal changed no file"}
+        elif applied is not None:
+            fields["commit"] = applied.commit
+        if self.check is not None:
+            fields |= verdict_fields(self.check.verification)
+            fields["verify_s"] = self.check.verify_s
+        fields["duration_s"] = time.monotonic() - self.started
+        return IterationRecord(**fields)

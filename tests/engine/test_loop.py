@@ -1,0 +1,332 @@
+"""The loop itself, step by step, without gVisor: a scripted model, a sandbox whose tests are a
+pure function of the tree it is shown, and a scripted gate, over a real git repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import git
+import pytest
+
+from engine.edits.proposal import Proposal
+from engine.model.client import Completion, Message, Usage
+from engine.project.run_directory import RunDirectory
+from engine.project.settings import load_settings
+from engine.project.workspace import Workspace
+from engine.run.gate import PassReview, PolicyGate, Review
+from engine.run.guards import Budget
+from engine.run.loop import Deps, FixLoop
+from engine.run.outcome import RunConfig, RunResult
+from engine.run.start import start_run
+from engine.verify.execute import Verifier
+from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
+from engine.verify.stages import Stage
+from sandbox import ExecRequest, ExecResult, SandboxError
+from sandbox.contract import BackendName
+
+RUN_ID = "20260101-000000-loop"
+BROKEN = "VALUE = 1\n"
+FIXED = "VALUE = 2\n"
+TEST = "from app import VALUE\n\n\ndef test_value():\n    assert VALUE == 2\n"
+CHEAT = "def test_value():\n    pass  # cheat\n"
+
+
+pytestmark = pytest.mark.usefixtures("git_as_tester")
+
+
+class TreeSandbox:
+    """Runs "the tests" by reading the tree: green when app.py holds the fix or the test
+    was gutted; else a failure that quotes app.py, so the same code fails the same way.
+    `down` raises the sandbox's own failure for that many jobs."""
+
+    def __init__(self, down: int = 0) -> None:
+        self.down = down
+        self.jobs = 0
+
+    @property
+    def name(self) -> BackendName:
+        return "unsafe-local"
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        self.jobs += 1
+        if self.down:
+            self.down -= 1
+            raise SandboxError("runsc: cannot start the sandbox")
+        app = (request.workdir / "app.py").read_text()
+        test = (request.workdir / "tests" / "test_app.py").read_text()
+        green = app == FIXED or "cheat" in test
+        nodeid = "tests/test_app.py::test_value"
+        failed = TestCase(
+            nodeid=nodeid,
+            outcome="failed",
+            file="tests/test_app.py",
+            line=4,
+            assertion="assert VALUE == 2",
+            exception_type="AssertionError",
+            exception_message=f"assert {app.strip()} == 2",
+        )
+        report = PytestReport(
+            exitstatus=0 if green else 1,
+            counts=TestCounts(collected=1, passed=1 if green else 0, failed=0 if green else 1),
+            nodeids=[nodeid],
+            tests=[] if green else [failed],
+        )
+        nonce = request.env["FIXLOOP_REPORT_NONCE"]
+        return ExecResult(
+            exit_code=0 if green else 1,
+            stdout="" if green else f"FAILED {nodeid} - assert {app.strip()} == 2",
+            stderr=nonce + report.model_dump_json(),
+            duration_ms=5,
+            backend="unsafe-local",
+            workdir="/work",
+        )
+
+    async def close(self) -> None:
+        return None
+
+
+class ScriptedModel:
+    """Answers with the next scripted text; keeps every prompt it was sent."""
+
+    model = "scripted"
+
+    def __init__(self, *answers: str, tokens: int = 10) -> None:
+        self.answers = list(answers)
+        self.prompts: list[list[Message]] = []
+        self.tokens = tokens
+
+    async def complete(
+        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
+    ) -> Completion:
+        self.prompts.append(list(messages))
+        usage = Usage(prompt_tokens=self.tokens, completion_tokens=0, cost_usd=0.0)
+        text = self.answers.pop(0)
+        return Completion(
+            text=text, usage=usage, finish_reason="stop", model=self.model, attempts=1, duration_s=0
+        )
+
+    def prompt(self, n: int) -> str:
+        return self.prompts[n - 1][-1].content
+
+
+class ScriptedGate:
+    def __init__(self, decision: str = "approve", keep_repairing: bool = False) -> None:
+        self.decision = decision
+        self.keep_repairing = keep_repairing
+        self.passes: list[list[str]] = []
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        if self.decision == "abort":
+            return Review(decision="abort", note="not this one", by="person")
+        return Review(decision="approve", allow_test_edits=True)
+
+    async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
+        self.passes.append(reasons)
+        return PassReview(accept=False, note="no cheating", keep_repairing=self.keep_repairing)
+
+    async def between(self, n: int) -> str | None:
+        return None
+
+
+def answer(*files: tuple[str, str]) -> str:
+    edits = [{"path": path, "content": content} for path, content in files]
+    return json.dumps({"explanation": "try", "edits": edits})
+
+
+def project(tmp_path: Path, app: str = BROKEN) -> Path:
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "app.py").write_text(app)
+    (root / "tests" / "test_app.py").write_text(TEST)
+    repo = git.Repo.init(root)
+    repo.git.add(A=True)
+    repo.index.commit("baseline")
+    return root
+
+
+async def run_loop(
+    tmp_path: Path,
+    model: ScriptedModel,
+    *,
+    gate: ScriptedGate | None = None,
+    sandbox: TreeSandbox | None = None,
+    app: str = BROKEN,
+    **config: object,
+) -> RunResult:
+    root = project(tmp_path, app)
+    stages = [Stage(name="test", kind=StageKind.TESTS, cmd="pytest -q")]
+    deps = Deps(
+        model=model,
+        verifier=Verifier(sandbox or TreeSandbox(), stages),
+        workspace=Workspace.create(root, RUN_ID),
+        gate=gate or ScriptedGate(),
+        run_dir=RunDirectory.create(root, RUN_ID),
+        approval="step",
+        versions={"fixloop-tui": "test"},
+    )
+    settings = RunConfig.model_validate({"model": model.model, "no_progress_limit": 9, **config})
+    return await FixLoop(settings, deps).run()
+
+
+def events(result: RunResult) -> list[dict[str, object]]:
+    lines = (Path(result.run_dir) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def test_green_on_the_first_edit_ends_ok(tmp_path: Path) -> None:
+    result = await run_loop(tmp_path, ScriptedModel(answer(("app.py", FIXED))))
+    assert (result.status.value, result.reason) == ("ok", "verified green on iteration 1")
+    assert [(r.status, r.commit is not None) for r in result.iterations] == [("ok", True)]
+
+
+async def test_a_project_already_green_ends_ok_without_asking(tmp_path: Path) -> None:
+    model = ScriptedModel()
+    result = await run_loop(tmp_path, model, app=FIXED)
+    assert result.status.value == "ok"
+    assert result.reason == "already green before any edit: nothing to fix"
+    assert model.prompts == []
+
+
+async def test_an_environment_failure_at_the_baseline_is_tried_twice_then_ends(
+    tmp_path: Path,
+) -> None:
+    sandbox = TreeSandbox(down=2)
+    result = await run_loop(tmp_path, ScriptedModel(), sandbox=sandbox)
+    assert result.status.value == "env_failure"
+    assert "run `fixloop-tui doctor`" in result.reason
+    assert sandbox.jobs == 2
+
+
+async def test_an_unusable_answer_costs_an_iteration_and_the_model_hears_why(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel("I would rather not.", answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    assert [r.status for r in result.iterations] == ["format_error", "ok"]
+    assert result.iterations[0].summary in model.prompt(2)
+
+
+async def test_the_same_failure_after_two_edits_stalls(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
+    result = await run_loop(tmp_path, model)
+    assert result.status.value == "stalled"
+    assert [r.status for r in result.iterations] == ["failing", "failing"]
+
+
+async def test_the_repeat_note_is_rendered_once_into_the_packet_the_model_sees(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")), answer(("app.py", FIXED))
+    )
+    result = await run_loop(tmp_path, model, no_progress_limit=9)
+    assert result.status.value == "stalled"  # the grace was the first edit's
+    note = "This is the 2nd time you see this exact error"
+    first = Path(result.run_dir) / "iterations" / "01"
+    packet = (first / "packet.txt").read_text()
+    assert note in packet
+    assert packet in model.prompt(2)
+    assert json.loads((first / "packet.json").read_text())["repeat_note"].startswith(note)
+
+
+async def test_two_answers_in_a_row_that_change_nothing_stall(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", BROKEN)))
+    result = await run_loop(tmp_path, model)
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert [r.status for r in result.iterations] == ["no_change", "no_change"]
+    assert "Your last answer changed no file" in model.prompt(2)
+
+
+async def test_spending_over_the_token_budget_ends_the_run(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("app.py", FIXED)), tokens=50)
+    result = await run_loop(tmp_path, model, budget=Budget(max_tokens=20))
+    assert result.status.value == "budget_exceeded"
+    assert result.reason == "used 50 tokens, over the cap of 20"
+    assert [(r.status, r.tokens) for r in result.iterations] == [("running", 50)]
+
+
+async def test_an_abort_at_the_gate_ends_the_run_aborted_with_nothing_applied(
+    tmp_path: Path,
+) -> None:
+    result = await run_loop(
+        tmp_path, ScriptedModel(answer(("app.py", FIXED))), gate=ScriptedGate("abort")
+    )
+    assert (result.status.value, result.reason) == ("aborted", "not this one")
+    assert result.final_commit is None
+
+
+async def test_a_rejected_suspicious_pass_keeps_repairing_then_green(tmp_path: Path) -> None:
+    gate = ScriptedGate(keep_repairing=True)
+    model = ScriptedModel(
+        answer(("tests/test_app.py", CHEAT)),
+        answer(("tests/test_app.py", TEST), ("app.py", FIXED)),
+    )
+    result = await run_loop(tmp_path, model, gate=gate)
+    assert len(gate.passes) == 1
+    assert "the pass was rejected as not honest" in model.prompt(2)
+    assert "The reviewer said: no cheating" in model.prompt(2)
+    assert [r.status for r in result.iterations] == ["suspicious_pass", "ok"]
+    assert result.status.value == "ok"
+
+
+async def test_a_suspicious_pass_not_kept_repairing_ends_the_run(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("tests/test_app.py", CHEAT)))
+    result = await run_loop(tmp_path, model)
+    assert result.status.value == "suspicious_pass"
+
+
+async def test_every_proposal_failing_differently_exhausts_the_iterations(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), answer(("app.py", "VALUE = 4\n")))
+    result = await run_loop(tmp_path, model, max_iterations=2)
+    assert (result.status.value, result.reason) == ("exhausted", "2 proposals did not pass")
+    assert [r.status for r in result.iterations] == ["failing", "failing"]
+
+
+async def test_the_run_started_event_records_the_approval_mode_and_versions(
+    tmp_path: Path,
+) -> None:
+    result = await run_loop(tmp_path, ScriptedModel(answer(("app.py", FIXED))))
+    started = events(result)[0]
+    assert started["type"] == "RunStarted"
+    assert (started["mode"], started["versions"]) == ("step", {"fixloop-tui": "test"})
+
+
+async def test_the_iteration_records_are_the_result_and_the_events_agree(tmp_path: Path) -> None:
+    model = ScriptedModel("no edits here", answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    saved = json.loads((Path(result.run_dir) / "result.json").read_text())
+    assert [r["status"] for r in saved["iterations"]] == ["format_error", "ok"]
+    finished = events(result)[-1]
+    assert (finished["type"], finished["iterations"]) == ("RunFinished", 2)
+
+
+@pytest.mark.parametrize(("approve", "mode"), [(None, "step"), ("auto", "auto")])
+async def test_a_run_started_from_settings_records_its_approval_mode_and_versions(
+    tmp_path: Path, approve: str | None, mode: str
+) -> None:
+    root = project(tmp_path)
+    overrides = {"model": "openai/scripted", "approve": approve}
+    settings = load_settings(root, {k: v for k, v in overrides.items() if v is not None})
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await start_run(
+        root, settings, gate=ScriptedGate(), model_client=model, sandbox=TreeSandbox()
+    )
+    started = events(result)[0]
+    assert started["mode"] == mode
+    versions = started["versions"]
+    assert isinstance(versions, dict)
+    assert {"python", "fixloop-tui", "litellm"} <= set(versions)
+    assert ("runsc" in versions) == (shutil.which("runsc") is not None)
+
+
+async def test_a_run_behind_the_policy_gate_records_auto_approval(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    settings = load_settings(root, {"model": "openai/scripted", "approve": "step"})
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await start_run(
+        root, settings, gate=PolicyGate(), model_client=model, sandbox=TreeSandbox()
+    )
+    assert events(result)[0]["mode"] == "auto"

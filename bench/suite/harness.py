@@ -28,7 +28,7 @@ from engine.feedback.tokens import count_tokens
 from engine.verify.execute import Verifier
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.stages import Stage
-from engine.verify.tree import verify_tree
+from engine.verify.tree import examine_tree, rendered
 from engine.verify.verdict import Verdict
 from sandbox import Limits, Sandbox
 
@@ -266,7 +266,7 @@ class Evaluator:
         root = await asyncio.to_thread(_project, task, program)
         try:
             diff = program_diff(last_program, program) if last_program is not None else ""
-            verification = await verify_tree(
+            examined = await examine_tree(
                 root,
                 self.verifier,
                 baseline=None,
@@ -275,11 +275,10 @@ class Evaluator:
                 previous=previous.stages if previous is not None else None,
                 iteration=round,
                 max_iterations=max_rounds,
-                model=self.model,
-                cap=self.packet_cap,
             )
         finally:
             await asyncio.to_thread(shutil.rmtree, root, True)
+        verification = rendered(examined, cap=self.packet_cap, model=self.model)
         judgement = verification.judgement
         summary = summarise(verification.stages)
         if judgement.verdict not in (Verdict.OK, Verdict.FAILING):

@@ -7,8 +7,9 @@ import re
 from pathlib import Path, PurePosixPath
 
 from engine.edits.proposal import EditFormatError
+from engine.project.paths import FIXLOOP_DIR
 
-_REFUSED_DIRS = frozenset({".git", ".fixloop"})
+_REFUSED_DIRS = frozenset({".git", FIXLOOP_DIR})
 _PATH_HINT = "Use a path relative to the project root, like pkg/mod.py."
 
 

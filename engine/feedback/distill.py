@@ -21,9 +21,9 @@ def distill(
     max_iterations: int | None = None,
     previous: Sequence[StageResult] | None = None,
     last_diff: str | None = None,
-    repeat_note: str | None = None,
     notes: Sequence[str] = (),
 ) -> RepairPacket:
+    """The packet for one verification; the loop adds the repeat note when it renders it."""
     return RepairPacket(
         iteration=iteration,
         max_iterations=max_iterations,
@@ -33,7 +33,6 @@ def distill(
         failures=failures_of(stages),
         diagnostics=[d for stage in stages if not stage.succeeded for d in stage.diagnostics],
         last_edit=anchor_from_diff(last_diff) if last_diff else None,
-        repeat_note=repeat_note,
         notes=list(notes),
     )
 

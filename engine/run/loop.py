@@ -1,6 +1,5 @@
-"""The repair loop (ARCHITECTURE.md, "One iteration, step by step"): prompt -> ask the model ->
-parse -> gate -> apply + commit -> verify -> judge -> the next packet, or an ending. What
-differs between repair and spec runs is the `RunMode`'s; every ending is a `RunEnded`."""
+"""The repair loop (ARCHITECTURE.md, "One iteration, step by step"): prompt, model, parse, gate,
+apply + commit, verify, judge, then the next packet or an ending (a `RunEnded`, always)."""
 
 from __future__ import annotations
 

@@ -129,37 +129,20 @@ async def start_run(
     # Stage commands come from the user's checkout, never from the run's worktree:
     # the model must not be able to rewrite how it is judged.
     stages = configured_stages(settings)
-    backend = (
-        None
-        if sandbox is not None
-        else choose_backend(settings.sandbox, docker_url=settings.docker_url)
-    )
+    backend = _backend(settings, sandbox)
     python = settings.python or project_python(project)
     client = model_client or make_client(model, settings)
     run_id = new_run_id()
     workspace = Workspace.create(project, run_id)
     run_dir = RunDirectory.create(project, run_id)
     run_dir.write_record(run_record(project, settings, config, python, workspace))
-    return await _execute(
-        config,
-        stages,
-        python,
-        settings,
-        functools.partial(
-            Deps,
-            model=client,
-            workspace=workspace,
-            gate=gate,
-            run_dir=run_dir,
-            sinks=list(sinks),
-            on_model_text=on_model_text,
-            # A policy gate approves every proposal itself, whatever the settings say.
-            approval="auto" if isinstance(gate, PolicyGate) else settings.approve or "step",
-            versions=versions(),
-        ),
-        backend,
-        sandbox,
+    deps = functools.partial(
+        _wiring(client, workspace, gate, run_dir, sinks, on_model_text),
+        # A policy gate approves every proposal itself, whatever the settings say.
+        approval="auto" if isinstance(gate, PolicyGate) else settings.approve,
+        versions=versions(),
     )
+    return await _execute(config, stages, python, settings, deps, backend, sandbox)
 
 
 async def resume_run(
@@ -180,11 +163,7 @@ async def resume_run(
     state = resume_state(run_dir.events())
     settings, config = record.settings, record.config
     stages = configured_stages(settings)
-    backend = (
-        None
-        if sandbox is not None
-        else choose_backend(settings.sandbox, docker_url=settings.docker_url)
-    )
+    backend = _backend(settings, sandbox)
     client = model_client or make_client(config.model, settings)
     workspace = Workspace.reopen(
         project,
@@ -193,7 +172,21 @@ async def resume_run(
         user_branch=record.user_branch,
         baseline=record.baseline,
     )
-    deps = functools.partial(
+    # No approval or versions: a resumed run keeps the RunStarted it began with.
+    deps = _wiring(client, workspace, gate, run_dir, sinks, on_model_text)
+    return await _execute(config, stages, record.python, settings, deps, backend, sandbox, state)
+
+
+def _wiring(
+    client: ModelClient,
+    workspace: Workspace,
+    gate: Gate,
+    run_dir: RunDirectory,
+    sinks: Sequence[EventSink],
+    on_model_text: Callable[[str], None] | None,
+) -> Callable[..., Deps]:
+    """The loop's parts but the verifier, which `_execute` adds once the sandbox is open."""
+    return functools.partial(
         Deps,
         model=client,
         workspace=workspace,
@@ -202,7 +195,13 @@ async def resume_run(
         sinks=list(sinks),
         on_model_text=on_model_text,
     )
-    return await _execute(config, stages, record.python, settings, deps, backend, sandbox, state)
+
+
+def _backend(settings: Settings, sandbox: Sandbox | None) -> BackendName | None:
+    """The backend to open, or None when the caller brought its own sandbox."""
+    if sandbox is not None:
+        return None
+    return choose_backend(settings.sandbox, docker_url=settings.docker_url)
 
 
 async def _execute(

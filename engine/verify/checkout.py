@@ -11,7 +11,7 @@ from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import Stage, configured_stages
-from engine.verify.tree import Baseline, Verification, verify_tree, working_tree_diff
+from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
 
 
@@ -43,7 +43,7 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
     sandbox = open_configured_sandbox(settings, backend)
     python = settings.python or project_python(project)
     try:
-        return await verify_tree(
+        examined = await examine_tree(
             project,
             configured_verifier(sandbox, stages, settings, python),
             baseline=baseline,
@@ -52,6 +52,7 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
         )
     finally:
         await sandbox.close()
+    return rendered(examined)
 
 
 def _baseline(project: Path) -> tuple[Baseline | None, str, list[str]]:

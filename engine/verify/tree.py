@@ -66,35 +66,6 @@ def working_tree_diff(repo: Path, rev: str = "HEAD") -> tuple[str, list[str]]:
     return diff, sorted(set(paths))
 
 
-async def verify_tree(
-    root: Path,
-    verifier: Verifier,
-    *,
-    baseline: Baseline | None,
-    touched: Sequence[str] = (),
-    last_diff: str | None = None,
-    previous: Sequence[StageResult] | None = None,
-    iteration: int | None = None,
-    max_iterations: int | None = None,
-    model: str | None = None,
-    cap: int = DEFAULT_CAP,
-    on_stage: StageCallback | None = None,
-) -> Verification:
-    """One verification with its packet rendered: what `fixloop-tui verify` prints."""
-    examined = await examine_tree(
-        root,
-        verifier,
-        baseline=baseline,
-        touched=touched,
-        last_diff=last_diff,
-        previous=previous,
-        iteration=iteration,
-        max_iterations=max_iterations,
-        on_stage=on_stage,
-    )
-    return rendered(examined, cap=cap, model=model)
-
-
 async def examine_tree(
     root: Path,
     verifier: Verifier,
@@ -107,8 +78,8 @@ async def examine_tree(
     max_iterations: int | None = None,
     on_stage: StageCallback | None = None,
 ) -> Verification:
-    """Run the stages, classify, judge and distill; the packet is not rendered yet (the loop
-    adds its notes first, then renders it once with `rendered`)."""
+    """Run the stages, classify, judge and distill. The packet is not rendered yet: the loop
+    adds its notes first; `rendered(examine_tree(...))` is the whole verification."""
     stages = await verifier.run(root, on_stage)
     classification = classify(
         stages, project_modules=project_modules(root), touched_modules=modules_of(touched)

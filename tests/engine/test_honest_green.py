@@ -15,7 +15,7 @@ import pytest
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
-from engine.verify.tree import Baseline, Verification, verify_tree
+from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 from sandbox.gvisor import GvisorSandbox
 
@@ -51,7 +51,7 @@ async def verify(
 ) -> Verification:
     readable(root)
     verifier = Verifier(sandbox, configured_stages(Settings(test_cmd=test_cmd)))
-    return await verify_tree(root, verifier, baseline=baseline or Baseline(repo=root))
+    return rendered(await examine_tree(root, verifier, baseline=baseline or Baseline(repo=root)))
 
 
 async def test_all_stages_green_with_tests_collected_is_ok(

@@ -13,7 +13,7 @@ import pytest
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
-from engine.verify.tree import Baseline, verify_tree, working_tree_diff
+from engine.verify.tree import Baseline, examine_tree, rendered, working_tree_diff
 from engine.verify.verdict import Verdict
 from sandbox.gvisor import GvisorSandbox
 
@@ -49,8 +49,10 @@ async def test_packet_for_an_injected_bug_names_the_failing_test(
     root = toolz_with_a_bug
     diff, touched = working_tree_diff(root)
     verifier = Verifier(gvisor, configured_stages(Settings(test_cmd="python -m pytest -q toolz")))
-    result = await verify_tree(
-        root, verifier, baseline=Baseline(repo=root), touched=touched, last_diff=diff
+    result = rendered(
+        await examine_tree(
+            root, verifier, baseline=Baseline(repo=root), touched=touched, last_diff=diff
+        )
     )
     assert result.judgement.verdict is Verdict.FAILING
     assert result.judgement.tests is not None

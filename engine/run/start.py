@@ -135,12 +135,13 @@ async def start_run(
     run_id = new_run_id()
     workspace = Workspace.create(project, run_id)
     run_dir = RunDirectory.create(project, run_id)
-    run_dir.write_record(run_record(project, settings, config, python, workspace))
+    found = versions()  # asked once: run.json and RunStarted record the same
+    run_dir.write_record(run_record(project, settings, config, python, workspace, found))
     deps = functools.partial(
         _wiring(client, workspace, gate, run_dir, sinks, on_model_text),
         # A policy gate approves every proposal itself, whatever the settings say.
         approval="auto" if isinstance(gate, PolicyGate) else settings.approve,
-        versions=versions(),
+        versions=found,
     )
     return await _execute(config, stages, python, settings, deps, backend, sandbox)
 
@@ -235,7 +236,12 @@ async def _execute(
 
 
 def run_record(
-    project: Path, settings: Settings, config: RunConfig, python: Path, workspace: Workspace
+    project: Path,
+    settings: Settings,
+    config: RunConfig,
+    python: Path,
+    workspace: Workspace,
+    found: dict[str, str],
 ) -> RunRecord:
     return RunRecord(
         project=str(project),
@@ -247,6 +253,6 @@ def run_record(
         config=config,
         settings=settings,
         python=python,
-        versions=versions(),
+        versions=found,
         argv=sys.argv,
     )

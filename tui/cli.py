@@ -1,4 +1,5 @@
-"""The `fixloop-tui` command line: parses arguments and hands work to the engine.
+"""The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
+its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, build_image, app).
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -7,8 +8,6 @@ from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceb
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
@@ -19,11 +18,9 @@ from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
 from engine.run.exit_codes import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
-    EXIT_OOM,
-    EXIT_TIMEOUT,
     EXIT_USAGE,
 )
-from sandbox import ExecRequest, FixloopError, Limits, RuncWarning, open_sandbox
+from sandbox import FixloopError, RuncWarning
 
 DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
 
@@ -249,9 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     show_runc_warnings()
     try:
         if args.command == "doctor":
-            return _doctor(args)
+            from tui.doctor import doctor_command
+
+            return doctor_command(args)
         if args.command == "sandbox" and args.sandbox_command == "run":
-            return _sandbox_run(args, parser)
+            from tui.sandbox_run import sandbox_run_command
+
+            return sandbox_run_command(args, parser)
         if args.command == "sandbox" and args.sandbox_command == "build-image":
             from tui.build_image import build_image_command
 
@@ -281,11 +282,17 @@ def main(argv: list[str] | None = None) -> int:
 
             return resume_headless(args)
         if args.command == "report":
-            return _report(args)
+            from tui.trail import report_command
+
+            return report_command(args)
         if args.command == "runs":
-            return _runs(args)
+            from tui.trail import runs_command
+
+            return runs_command(args)
         if args.command == "replay":
-            return _replay(args)
+            from tui.trail import replay_command
+
+            return replay_command(args)
         if args.command == "verify":
             from tui.verify import verify_command
 
@@ -319,158 +326,6 @@ def show_runc_warnings() -> None:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
-
-
-def _sandbox_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    cmd = list(args.cmd)
-    if cmd[:1] == ["--"]:
-        cmd = cmd[1:]
-    if not cmd:
-        parser.error(
-            "sandbox run needs a command after --, e.g. sandbox run -- python -c 'print(1)'"
-        )
-    workdir = args.workdir.resolve()
-    if not workdir.is_dir():
-        print(f"fixloop-tui: error: --workdir {args.workdir} is not a directory", file=sys.stderr)
-        return EXIT_USAGE
-    if args.backend == "unsafe-local":
-        print(
-            "fixloop-tui: warning: unsafe-local runs the command unsandboxed on this machine",
-            file=sys.stderr,
-        )
-    request = ExecRequest(
-        argv=cmd,
-        workdir=workdir,
-        python=args.python,
-        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
-    )
-
-    async def go() -> object:
-        backend = open_sandbox(
-            args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
-        )
-        try:
-            return await backend.run(request)
-        finally:
-            await backend.close()
-
-    with warnings.catch_warnings():
-        from sandbox.local import UnsafeLocalWarning
-
-        # The unsafe-local warning was printed above; a runc warning is printed per job.
-        warnings.simplefilter("ignore", UnsafeLocalWarning)
-        result = asyncio.run(go())
-    from sandbox import ExecResult
-
-    assert isinstance(result, ExecResult)
-    if args.json:
-        print(json.dumps(result.model_dump(exclude={"workdir"})))
-    else:
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr)
-        if result.truncated:
-            print("fixloop-tui: output was truncated", file=sys.stderr)
-        if result.timed_out:
-            print(f"fixloop-tui: killed after the {args.timeout:g} s timeout", file=sys.stderr)
-        if result.oom_killed:
-            print(f"fixloop-tui: killed at the {args.memory} MB memory limit", file=sys.stderr)
-    if result.timed_out:
-        return EXIT_TIMEOUT
-    if result.oom_killed:
-        return EXIT_OOM
-    return result.exit_code
-
-
-def _report(args: argparse.Namespace) -> int:
-    from engine.project.paths import run_path
-
-    run_dir = run_path(args.path.resolve(), args.run)
-    if not run_dir.is_dir():
-        print(f"fixloop-tui: error: no run {args.run!r} in {args.path}", file=sys.stderr)
-        return EXIT_USAGE
-    report = run_dir / "report.md"
-    if not report.is_file():
-        print(f"run {args.run} ended ok (or is unfinished): it has no report.md", file=sys.stderr)
-        return 1
-    sys.stdout.write(report.read_text(encoding="utf-8"))
-    return 0
-
-
-def _runs(args: argparse.Namespace) -> int:
-    from engine.project.run_directory import list_runs
-
-    if not args.path.is_dir():
-        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
-        return EXIT_USAGE
-    runs = list_runs(args.path.resolve())
-    if args.json:
-        print(json.dumps([run.model_dump(exclude={"path"}) for run in runs]))
-        return 0
-    if not runs:
-        print("no runs yet in this project")
-        return 0
-    print(f"{'run':20}  {'status':16}  {'iter':>4}  {'started':19}  task")
-    for run in runs:
-        task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
-        print(f"{run.id:20}  {run.status:16}  {run.iterations:4}  {run.started:19}  {task}")
-    return 0
-
-
-def _replay(args: argparse.Namespace) -> int:
-    """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
-    from engine.project.paths import runs_dir
-    from engine.project.settings import ConfigError, load_settings
-
-    run, path = args.run, args.path
-    if path is None:
-        run, path = ("", Path(run)) if run and Path(run).is_dir() else (run, Path.cwd())
-    project = path.resolve()
-    runs = runs_dir(project)
-    if not runs.is_dir():
-        print(f"fixloop-tui: error: no runs yet in {project}", file=sys.stderr)
-        return EXIT_USAGE
-    if run and not (runs / run / "events.jsonl").is_file():
-        print(
-            f"fixloop-tui: error: no run {run!r} in {project} (see `fixloop-tui runs`)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    try:
-        settings = load_settings(project, {"theme": args.theme})
-    except ConfigError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from tui.app import FixloopApp
-
-    app = FixloopApp(project, settings, autostart=False, browse=run)
-    app.run()
-    return 0
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    from engine.doctor import diagnose
-
-    diagnosis = asyncio.run(diagnose(args.path.resolve()))
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "sandbox_works": diagnosis.sandbox_works,
-                    "checks": [c.model_dump() for c in diagnosis.checks],
-                }
-            )
-        )
-    else:
-        width = max(len(c.name) for c in diagnosis.checks)
-        for check in diagnosis.checks:
-            mark = "ok  " if check.ok else ("FAIL" if check.needed else "--  ")
-            line = f"{mark} {check.name:<{width}}  {check.detail}"
-            if not check.ok and check.fix:
-                line += f"  -> {check.fix}"
-            print(line)
-        if not diagnosis.sandbox_works:
-            print("no sandbox works here: fixloop will not run model-written code", file=sys.stderr)
-    return 0 if diagnosis.sandbox_works else 1
 
 
 if __name__ == "__main__":

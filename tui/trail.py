@@ -1,0 +1,77 @@
+"""`fixloop-tui runs`, `report` and `replay`: a project's past runs, read back from their
+audit trail (ARCHITECTURE.md, "Events and the audit trail")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from engine.run.exit_codes import EXIT_USAGE
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from engine.project.paths import run_path
+
+    run_dir = run_path(args.path.resolve(), args.run)
+    if not run_dir.is_dir():
+        print(f"fixloop-tui: error: no run {args.run!r} in {args.path}", file=sys.stderr)
+        return EXIT_USAGE
+    report = run_dir / "report.md"
+    if not report.is_file():
+        print(f"run {args.run} ended ok (or is unfinished): it has no report.md", file=sys.stderr)
+        return 1
+    sys.stdout.write(report.read_text(encoding="utf-8"))
+    return 0
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    from engine.project.run_directory import list_runs
+
+    if not args.path.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    runs = list_runs(args.path.resolve())
+    if args.json:
+        print(json.dumps([run.model_dump(exclude={"path"}) for run in runs]))
+        return 0
+    if not runs:
+        print("no runs yet in this project")
+        return 0
+    print(f"{'run':20}  {'status':16}  {'iter':>4}  {'started':19}  task")
+    for run in runs:
+        task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
+        print(f"{run.id:20}  {run.status:16}  {run.iterations:4}  {run.started:19}  {task}")
+    return 0
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
+    from engine.project.paths import runs_dir
+    from engine.project.settings import ConfigError, load_settings
+
+    run, path = args.run, args.path
+    if path is None:
+        run, path = ("", Path(run)) if run and Path(run).is_dir() else (run, Path.cwd())
+    project = path.resolve()
+    runs = runs_dir(project)
+    if not runs.is_dir():
+        print(f"fixloop-tui: error: no runs yet in {project}", file=sys.stderr)
+        return EXIT_USAGE
+    if run and not (runs / run / "events.jsonl").is_file():
+        print(
+            f"fixloop-tui: error: no run {run!r} in {project} (see `fixloop-tui runs`)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        settings = load_settings(project, {"theme": args.theme})
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from tui.app import FixloopApp
+
+    app = FixloopApp(project, settings, autostart=False, browse=run)
+    app.run()
+    return 0

@@ -28,7 +28,7 @@ def build_image_command(args: argparse.Namespace, parser: argparse.ArgumentParse
     for requirement in args.requirements:
         if not requirement.is_file():
             parser.error(f"--requirements {requirement}: no such file")
-    from engine.verify.execute import PLUGIN_FILE, PLUGIN_MOUNT
+    from engine.verify.execute import PLUGIN_FILES, PLUGIN_MOUNT
     from sandbox.docker.backend import DockerSandbox
     from sandbox.docker.engine_check import connect
     from sandbox.docker.images import build_from_base, build_from_host
@@ -44,7 +44,7 @@ def build_image_command(args: argparse.Namespace, parser: argparse.ArgumentParse
             tag=args.tag,
             packages=args.packages,
             everything=args.all_packages,
-            site_modules=[PLUGIN_FILE],
+            site_modules=PLUGIN_FILES,
             mount_points=[PLUGIN_MOUNT],
         )
     else:
@@ -57,7 +57,7 @@ def build_image_command(args: argparse.Namespace, parser: argparse.ArgumentParse
             tag=args.tag,
             packages=args.packages,
             requirements=args.requirements,
-            site_modules=[PLUGIN_FILE],
+            site_modules=PLUGIN_FILES,
             mount_points=[PLUGIN_MOUNT],
         )
     client.close()

@@ -27,8 +27,9 @@ from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 PLUGIN_MOUNT = "/fixloop/plugins"
 PLUGIN_MODULE = "fixloop_pytest"
-# Baked into the images of `sandbox build-image` too, so a job there can import it.
-PLUGIN_FILE = PLUGIN_DIR / f"{PLUGIN_MODULE}.py"
+# The plugin and its sibling helpers; `sandbox build-image` bakes them into an image's
+# site-packages too, so a job there can import them.
+PLUGIN_FILES = tuple(sorted(PLUGIN_DIR.glob("fixloop_pytest*.py")))
 
 StageCallback = Callable[[Stage, StageResult | None], Awaitable[None]]
 

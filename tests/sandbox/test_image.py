@@ -17,7 +17,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from engine.verify.execute import PLUGIN_FILE, PLUGIN_MOUNT
+from engine.verify.execute import PLUGIN_FILES, PLUGIN_MOUNT
 from sandbox.contract import ExecRequest, Limits
 from sandbox.docker.backend import DockerSandbox
 from sandbox.docker.engine_check import connect
@@ -158,7 +158,7 @@ async def test_an_image_from_a_base_gets_the_tools_and_the_requirements(
         base=host_image.tag,
         tag=tag,
         requirements=[requirements],
-        site_modules=[PLUGIN_FILE],
+        site_modules=PLUGIN_FILES,
         mount_points=[PLUGIN_MOUNT],
     )
     try:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TextIO
 
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
 from engine.run.exit_codes import (
@@ -20,7 +18,8 @@ from engine.run.exit_codes import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
 )
-from sandbox import FixloopError, RuncWarning
+from sandbox import FixloopError
+from tui.sandbox_warnings import show_runc_warnings
 
 DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
 
@@ -305,27 +304,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fixloop-tui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-
-
-def show_runc_warnings() -> None:
-    """Every job that runs outside gVisor (--allow-runc) says so on stderr, each time."""
-    warnings.simplefilter("always", RuncWarning)
-    shown = warnings.showwarning
-
-    def show(
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        if issubclass(category, RuncWarning):
-            print(f"fixloop-tui: warning: {message}", file=sys.stderr, flush=True)
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = show
 
 
 if __name__ == "__main__":

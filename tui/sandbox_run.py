@@ -6,10 +6,10 @@ import argparse
 import asyncio
 import json
 import sys
-import warnings
 
 from engine.run.exit_codes import EXIT_OOM, EXIT_TIMEOUT, EXIT_USAGE
 from sandbox import ExecRequest, ExecResult, Limits, open_sandbox
+from tui.sandbox_warnings import unsafe_local_said_once
 
 
 def sandbox_run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -24,11 +24,6 @@ def sandbox_run_command(args: argparse.Namespace, parser: argparse.ArgumentParse
     if not workdir.is_dir():
         print(f"fixloop-tui: error: --workdir {args.workdir} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    if args.backend == "unsafe-local":
-        print(
-            "fixloop-tui: warning: unsafe-local runs the command unsandboxed on this machine",
-            file=sys.stderr,
-        )
     request = ExecRequest(
         argv=cmd,
         workdir=workdir,
@@ -36,7 +31,7 @@ def sandbox_run_command(args: argparse.Namespace, parser: argparse.ArgumentParse
         limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
     )
 
-    async def go() -> object:
+    async def go() -> ExecResult:
         backend = open_sandbox(
             args.backend, docker_url=args.docker_url, allow_runc=args.allow_runc, image=args.image
         )
@@ -45,13 +40,8 @@ def sandbox_run_command(args: argparse.Namespace, parser: argparse.ArgumentParse
         finally:
             await backend.close()
 
-    with warnings.catch_warnings():
-        from sandbox.local import UnsafeLocalWarning
-
-        # The unsafe-local warning was printed above; a runc warning is printed per job.
-        warnings.simplefilter("ignore", UnsafeLocalWarning)
+    with unsafe_local_said_once(args.backend, "the command unsandboxed on this machine"):
         result = asyncio.run(go())
-    assert isinstance(result, ExecResult)
     if args.json:
         print(json.dumps(result.model_dump(exclude={"workdir"})))
     else:

@@ -8,7 +8,6 @@ import argparse
 import asyncio
 import json
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.verify.checkout import verify_checkout
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
+from tui.sandbox_warnings import unsafe_local_said_once
 
 VERIFY_FLAGS = (
     "test_cmd",
@@ -47,13 +47,7 @@ def verify_command(args: argparse.Namespace) -> int:
         settings = load_settings(root, {key: getattr(args, key) for key in VERIFY_FLAGS})
     except ConfigError as exc:
         return _fail(str(exc))
-    if settings.sandbox == "unsafe-local":
-        print("fixloop-tui: warning: unsafe-local runs the stages unsandboxed", file=sys.stderr)
-    with warnings.catch_warnings():
-        from sandbox.local import UnsafeLocalWarning
-
-        # The unsafe-local warning was printed above; a runc warning is printed per job.
-        warnings.simplefilter("ignore", UnsafeLocalWarning)
+    with unsafe_local_said_once(settings.sandbox, "the stages unsandboxed"):
         try:
             result = asyncio.run(verify_checkout(root, settings))
         except ConfigError as exc:

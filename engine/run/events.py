@@ -77,6 +77,7 @@ class ReviewResolved(BaseEvent):
     decision: Literal["approve", "edit", "abort", "accept", "reject"]
     by: Literal["person", "policy"] = "policy"
     note: str = ""
+    comment: str = ""  # what the person told the model with the decision
 
 
 class EditsApplied(BaseEvent):
@@ -171,10 +172,20 @@ class GuardTripped(BaseEvent):
     detail: str = ""
 
 
+class RunStopped(BaseEvent):
+    """The person stopped the run to go on later: no RunFinished, `resume` picks it up."""
+
+    type: Literal["RunStopped"] = "RunStopped"
+    n: int = 0
+    reason: str = ""
+
+
 class RunFinished(BaseEvent):
     type: Literal["RunFinished"] = "RunFinished"
     status: str
     reason: str = ""
+    # An ok that rests on a suspicious pass the person accepted: that pass's reasons.
+    accepted_suspicious: list[str] = Field(default_factory=list)
     iterations: int = 0
     branch: str = ""
     final_commit: str | None = None
@@ -201,6 +212,7 @@ Event = Annotated[
     | TestsLatched
     | TestEditsRefused
     | ReferencesChecked
+    | RunStopped
     | RunFinished,
     Field(discriminator="type"),
 ]

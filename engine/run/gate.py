@@ -16,10 +16,12 @@ from engine.verify.pins import TestPins
 class Review(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    decision: Literal["approve", "edit", "abort"]
+    # reject: not applied, the model is asked again (the iteration is spent) with `comment`
+    decision: Literal["approve", "edit", "reject", "abort"]
     proposal: Proposal | None = None  # the edited proposal, for "edit"
     allow_test_edits: bool = False  # the person let this proposal's test edits through
-    note: str = ""
+    note: str = ""  # why, for the audit trail ("edited by you", "auto mode")
+    comment: str = ""  # the person's words to the model, sent with the next prompt
     by: Literal["person", "policy"] = "policy"  # who decided, for the audit trail
 
 
@@ -30,6 +32,7 @@ class PassReview(BaseModel):
     note: str = ""
     # On a rejection: go on repairing (the model is told why) instead of ending the run.
     keep_repairing: bool = False
+    comment: str = ""  # the person's words to the model, with a rejection
     by: Literal["person", "policy"] = "policy"
 
 

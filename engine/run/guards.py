@@ -33,6 +33,18 @@ class RunEnded(Exception):
         self.reason = reason
 
 
+class RunStopped(Exception):
+    """Raised (by a gate, or as a cancellation's message) when the person stops the run to
+    resume it later: the loop records `RunStopped` and writes no ending."""
+
+    def __init__(self, reason: str = "stopped by you") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
+
+
 class Budget(BaseModel):
     """Caps on one run; None means no cap."""
 

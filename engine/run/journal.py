@@ -65,6 +65,7 @@ class Journal:
             RunFinished(
                 status=result.status.value,
                 reason=result.reason,
+                accepted_suspicious=result.accepted_suspicious,
                 iterations=len(result.iterations),
                 branch=result.branch,
                 final_commit=result.final_commit,

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 DIFF_LINES = 120
 
 LOOK_AT = {
+    RunStatus.NO_TESTS: "No test ran at the start, so no fix could be shown to be right. Write "
+    "a test that shows the bug (or build from a spec), then run again. The model was not asked.",
     RunStatus.ENV_FAILURE: "The environment, not the code: fix what the reason names, then "
     "run again. The model was not asked about it.",
     RunStatus.SUSPICIOUS_PASS: "The tests pass, but not honestly: read the reasons and the "

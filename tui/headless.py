@@ -193,9 +193,10 @@ class ProgressPrinter:
         if isinstance(event, ReferencesChecked) and event.problems:
             more = f" (and {len(event.problems) - 1} more)" if len(event.problems) > 1 else ""
             return f"{prefix} reference error, not run: {event.problems[0]}{more}"
-        return None
         if isinstance(event, RunFinished):
-            return f"finished: {event.status} — {event.reason}"
+            kept = f"; the result is on branch {event.branch}" if event.branch else ""
+            return f"finished: {event.status} — {event.reason}{kept}"
+        return None
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
@@ -272,6 +273,7 @@ def as_json(result: RunResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "status": result.status.value,
         "reason": result.reason,
+        "accepted_suspicious": result.accepted_suspicious,
         "iterations": [
             {
                 "n": record.n,

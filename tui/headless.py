@@ -174,6 +174,8 @@ class ProgressPrinter:
                 if tests
                 else "no test report"
             )
+            if event.new_tests:
+                counts += f", {event.new_tests} new by the model"
             label = "baseline" if event.n == 0 else prefix
             return f"{label} verified: {event.verdict} ({counts}; {event.error_class})"
         if isinstance(event, GuardTripped):

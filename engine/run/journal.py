@@ -118,6 +118,7 @@ class Journal:
                 signature=judgement.signature,
                 tokens=result.packet_tokens,
                 tests=judgement.tests.model_dump() if judgement.tests else None,
+                new_tests=len(result.new_tests),
             )
         )
         if result.packet is not None:

@@ -9,9 +9,12 @@ import git
 import pytest
 
 from engine.edits.proposal import Proposal
+from engine.project.paths import run_path, runs_dir
+from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings, load_settings
 from engine.run.gate import PassReview, Review
-from engine.run.start import start_run
+from engine.run.guards import RunStopped
+from engine.run.start import resume_run, start_run
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import (
     EXAMPLES,
@@ -105,3 +108,30 @@ def scripted(root: Path, model_server: ScriptedModelServer) -> Settings:
     return load_settings(
         root, {"model": "openai/scripted", "api_base": model_server.base_url, "sandbox": "gvisor"}
     )
+
+
+class StoppingGate(RejectingGate):
+    """The person stops the run while the first proposal waits for review."""
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        raise RunStopped()
+
+
+async def test_a_stopped_run_resumes_where_it_stopped(
+    model_server: ScriptedModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-gate-0123456789")
+    root = committed_copy(EXAMPLES / "textstats", tmp_path)
+    model_server.script(
+        reply(answer("both", MEAN_FIX, TOP_FIX)), reply(answer("both", MEAN_FIX, TOP_FIX))
+    )
+    settings = scripted(root, model_server)
+    with pytest.raises(RunStopped):
+        await start_run(root, settings, gate=StoppingGate())
+    (run_id,) = [path.name for path in runs_dir(root).iterdir()]
+    events = RunDirectory(run_path(root, run_id)).events()
+    assert [type(e).__name__ for e in events][-1] == "RunStopped"
+    result = await resume_run(root, run_id, gate=RejectingGate())
+    assert result.status.value == "ok"
+    assert [r.status for r in result.iterations] == ["ok"]
+    assert model_server.count == 2  # the stopped proposal was asked again

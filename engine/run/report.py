@@ -80,6 +80,9 @@ def write_report(
             if len(diff) > DIFF_LINES:
                 shown.append(f"... {len(diff) - DIFF_LINES} more lines: git show {record.commit}")
             lines += [f"Commit `{record.commit[:12]}`:", "", "```diff", *shown, "```", ""]
+    if workspace.unchanged():  # the run committed nothing: its branch is removed
+        lines += ["The run committed nothing, so no branch was kept.", ""]
+        return run_dir.write_text("report.md", "\n".join(lines))
     project = shlex.quote(str(workspace.project))
     lines += [
         "## Inspect the branch",

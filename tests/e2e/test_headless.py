@@ -108,7 +108,7 @@ def assert_trail_agrees(result: dict[str, Any]) -> None:
         report = Path(result["report"]).read_text()
         assert f": {result['status']}" in report.splitlines()[0]
         assert result["reason"] in report
-        assert result["branch"] in report
+        assert result["branch"] in report if result["branch"] else "no branch was kept" in report
 
 
 def test_fixed_on_iteration_2_is_ok_with_two_commits(
@@ -260,8 +260,9 @@ def test_answers_that_change_no_file_twice_are_stalled(
     second_prompt = model_server.requests[1].body["messages"][-1]["content"]
     assert "Your last answer changed no file" in second_prompt
     assert [r["status"] for r in result["iterations"]] == ["no_change", "no_change"]
-    run = git.Repo(project)
-    assert run.commit(result["branch"]).hexsha == run.head.commit.hexsha  # nothing committed
+    # Nothing was committed, so no branch was left behind.
+    assert result["branch"] == ""
+    assert git.Repo(project).git.branch("--list", "fixloop/*") == ""
     events = read_events(Path(result["run_dir"]) / "events.jsonl")
     tripped = [e for e in events if e.type == "GuardTripped"]
     assert [(e.guard, e.n) for e in tripped] == [("stalled", 2)]

@@ -254,8 +254,10 @@ class FixloopApp(App[int]):
 
     @on(ModelChecked)
     def _model_checked(self, message: ModelChecked) -> None:
-        if isinstance(self.screen, TaskScreen):
-            self.screen.query_one(ModelProblem).show(message.problem)
+        # The task screen may be under another (the spec form) when the answer comes.
+        task = next((s for s in self.screen_stack if isinstance(s, TaskScreen)), None)
+        if task is not None:
+            task.query_one(ModelProblem).show(message.problem)
 
     @on(ProjectChecked)
     def _checked(self, message: ProjectChecked) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engine.model import preflight
 from engine.project.paths import project_python
 from engine.project.settings import ConfigError, from_environment, from_pyproject, from_user_config
 from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
@@ -186,9 +187,9 @@ def check_python(project: Path) -> Check:
     )
 
 
-def configured_model(project: Path) -> str | None:
-    """The model named by env, the project's pyproject or the user's config, if any.
-    A source that cannot be read is skipped: the doctor reports, it does not stop."""
+def configured(project: Path, name: str) -> str | None:
+    """A setting (`model`, `api_base`) from env, the project's pyproject or the user's config,
+    if any. A source that cannot be read is skipped: the doctor reports, it does not stop."""
     sources: tuple[Callable[[], dict[str, Any]], ...] = (
         lambda: from_environment(os.environ),
         lambda: from_pyproject(project),
@@ -196,17 +197,21 @@ def configured_model(project: Path) -> str | None:
     )
     for source in sources:
         try:
-            model = source().get("model")
+            value = source().get(name)
         except ConfigError:
             continue
-        if model:
-            return str(model)
+        if value:
+            return str(value)
     return None
 
 
 def check_model(project: Path) -> Check:
-    model = configured_model(project)
+    """The configured model, checked as a run checks it (provider and key); may import litellm."""
+    model = configured(project, "model")
     if model:
+        problem = preflight.check_model(model, configured(project, "api_base"))
+        if problem:
+            return Check(name="model", ok=False, detail=model, fix=problem)
         return Check(name="model", ok=True, detail=model, needed=False)
     if importlib.util.find_spec("xllamacpp") is not None:
         return Check(

@@ -53,6 +53,7 @@ from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
+from tui.widgets.model_problem import ModelProblem
 
 if TYPE_CHECKING:
     from engine.spec.definition import Spec
@@ -88,6 +89,13 @@ class FixloopApp(App[int]):
             self.result = result
             self.error = error
             self.check = check  # which check: a later one makes this one stale
+
+    class ModelChecked(Message):
+        """Whether the configured model can be called: None, or the line that says the fix."""
+
+        def __init__(self, problem: str | None) -> None:
+            super().__init__()
+            self.problem = problem
 
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
@@ -192,6 +200,7 @@ class FixloopApp(App[int]):
             )
             self.push_screen(screen, self.begin)
             self.call_after_refresh(self._check_project)
+            self._check_model()
         else:
             self.call_after_refresh(self.begin, self.initial_task)
 
@@ -230,6 +239,25 @@ class FixloopApp(App[int]):
             if self._checking is not None and self._checking[1] is task:
                 self._checking = None
         self.post_from_thread(self.ProjectChecked(result, None, check))
+
+    @work(thread=True, exclusive=True, group="model-check", exit_on_error=False)
+    def _check_model(self) -> None:
+        """The run's own preflight, off the UI thread: it may import litellm (seconds)."""
+        from engine.model.preflight import check_model
+        from engine.run.start import resolve_model
+
+        try:
+            problem = check_model(resolve_model(self.settings), self.settings.api_base)
+        except ConfigError as exc:  # no model at all
+            problem = str(exc)
+        self.post_from_thread(self.ModelChecked(problem))
+
+    @on(ModelChecked)
+    def _model_checked(self, message: ModelChecked) -> None:
+        # The task screen may be under another (the spec form) when the answer comes.
+        task = next((s for s in self.screen_stack if isinstance(s, TaskScreen)), None)
+        if task is not None:
+            task.query_one(ModelProblem).show(message.problem)
 
     @on(ProjectChecked)
     def _checked(self, message: ProjectChecked) -> None:

@@ -22,6 +22,7 @@ from engine.run.events import (
     Committed,
     GuardTripped,
     ModelResponded,
+    ModelRetrying,
     PacketReady,
     ProposalReady,
     ReferencesChecked,
@@ -158,6 +159,8 @@ class ProgressPrinter:
             self.max_n = event.max_iterations
             return f"run {event.run_id} on {event.branch} with {event.model} ({event.sandbox})"
         prefix = f"[{getattr(event, 'n', 0)}/{self.max_n}]"
+        if isinstance(event, ModelRetrying):
+            return f"{prefix} {event.said}"
         if isinstance(event, ModelResponded):
             tokens = event.prompt_tokens + event.completion_tokens
             return f"{prefix} model answered: {tokens} tokens in {event.duration_s:.1f} s"

@@ -55,6 +55,16 @@ class Completion(BaseModel):
     duration_s: float
 
 
+@dataclass(frozen=True)
+class Retry:
+    """A failed attempt that will be made again: what a front end shows while it waits."""
+
+    attempt: int  # the attempt about to be made: 2 is the first retry
+    max_attempts: int
+    wait_s: float
+    reason: str  # a few words: "connection refused", "HTTP 503 Service Unavailable"
+
+
 class ModelError(FixloopError):
     """A model call failed for good. The message names model, endpoint and cause, never a key."""
 
@@ -79,7 +89,8 @@ _litellm: ModuleType | None = None
 _import_lock = threading.Lock()
 
 
-def _import_litellm() -> ModuleType:
+def import_litellm() -> ModuleType:
+    """The litellm module, imported once (seconds of CPU: call it off the UI thread)."""
     global _litellm
     with _import_lock:
         if _litellm is None:
@@ -144,7 +155,7 @@ async def load_litellm() -> ModuleType:
     """The litellm module, imported on first use in a worker thread (it costs ~10 s of CPU)."""
     if _litellm is not None:
         return _litellm
-    return await asyncio.to_thread(_import_litellm)
+    return await asyncio.to_thread(import_litellm)
 
 
 def provider_of(model: str) -> str:
@@ -196,8 +207,10 @@ class LiteLLMClient:
         backoff_s: float = 1.0,
         max_tokens: int = 2048,
         temperature: float = 0.0,
+        on_retry: Callable[[Retry], None] | None = None,
     ) -> None:
         self.model = model
+        self.on_retry = on_retry  # told before each wait for another attempt
         self.api_base = api_base
         self._api_key = api_key
         self.timeout_s = timeout_s
@@ -230,14 +243,14 @@ class LiteLLMClient:
             self._local_ready = True
         started = time.monotonic()
         max_tokens, grown = self.max_tokens, False
-        cause = ""
+        cause = brief = ""
         for attempt in range(1, self.max_attempts + 1):
             delay = self._backoff(attempt)
             outcome = await self._try_once(litellm, messages, max_tokens, on_text)
             if isinstance(outcome, Failure):
                 if not outcome.retryable:
                     raise ModelError(f"{self.where}: {outcome.cause}", attempts=attempt)
-                cause = outcome.cause
+                cause, brief = outcome.cause, outcome.said_briefly
                 if outcome.retry_after_s is not None:
                     delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
             elif outcome.finish_reason == "length":
@@ -245,9 +258,9 @@ class LiteLLMClient:
                 cause = f"answer truncated at max_tokens={max_tokens} (finish_reason length)"
                 if grown or bigger <= max_tokens:
                     raise ModelError(f"{self.where}: {cause}", attempts=attempt)
-                max_tokens, grown, delay = bigger, True, 0.0
+                max_tokens, grown, delay, brief = bigger, True, 0.0, ""
             elif not outcome.text.strip():
-                cause = "empty answer (no text)"
+                cause = brief = "empty answer (no text)"
             else:
                 duration = time.monotonic() - started
                 self._log(logging.DEBUG, f"{self.where}: answered on attempt {attempt}")
@@ -265,6 +278,8 @@ class LiteLLMClient:
                     f"{self.where}: attempt {attempt} of {self.max_attempts} failed: {cause};"
                     f" retrying in {delay:.2f} s",
                 )
+                if brief and self.on_retry is not None:  # a longer answer asked for is no trouble
+                    self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief))
                 await asyncio.sleep(delay)
         raise ModelError(
             f"{self.where}: gave up after {_attempts(self.max_attempts)}: {cause}",

@@ -20,6 +20,11 @@ class Failure:
     cause: str
     retryable: bool
     retry_after_s: float | None = None
+    brief: str = ""  # a few words for a header while the next attempt waits ("HTTP 503")
+
+    @property
+    def said_briefly(self) -> str:
+        return self.brief or self.cause
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -37,13 +42,18 @@ def _named(exc: BaseException, *names: str) -> bool:
     return any(cls.__name__ in names for cls in type(exc).__mro__)
 
 
+# litellm's pointers to its own documentation ("Learn more: https://docs.litellm.ai/...").
+_DOCS_LINK = re.compile(r"\s*(?:(?:learn more|see|visit|docs?)\s*(?:at|:)?\s*)?https?://\S+", re.I)
+
+
 def _detail(exc: BaseException) -> str:
-    """The server's words without litellm's "litellm.XError: XError: OpenAIException - " prefix."""
+    """The server's words without litellm's "litellm.XError: XError: OpenAIException - " prefix
+    or links to documentation."""
     text = str(getattr(exc, "message", None) or exc)
     prefix = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Timeout))\s*[:-]\s*")
     while (stripped := prefix.sub("", text, count=1)) != text:
         text = stripped
-    text = " ".join(text.split())
+    text = " ".join(_DOCS_LINK.sub("", text).split())
     return text[:300] + ("…" if len(text) > 300 else "")
 
 
@@ -80,21 +90,27 @@ def classify_failure(exc: BaseException, *, timeout_s: float, key_variable: str)
     if own := next((e for e in chain if isinstance(e, FixloopError)), None):
         return Failure(str(own), retryable=False)
     if isinstance(exc, TimeoutError) or _named(exc, "Timeout", "APITimeoutError"):
-        return Failure(f"no answer within {timeout_s:g} s (timeout)", retryable=True)
+        waited = f"no answer within {timeout_s:g} s"
+        return Failure(f"{waited} (timeout)", retryable=True, brief=waited)
     if any(_named(e, "JSONDecodeError", "MidStreamFallbackError") for e in chain):
         detail = next((str(e) for e in chain if _named(e, "JSONDecodeError")), _detail(exc))
-        return Failure(f"malformed response from the server ({detail})", retryable=True)
+        return Failure(f"malformed response from the server ({detail})", True, brief="bad answer")
     if any(isinstance(e, ConnectionError) or _named(e, "APIConnectionError") for e in chain):
-        return Failure(f"connection failed ({_detail(chain[-1])})", retryable=True)
+        refused = any(isinstance(e, ConnectionRefusedError) for e in chain)
+        brief = "connection refused" if refused else "connection failed"
+        return Failure(f"connection failed ({_detail(chain[-1])})", retryable=True, brief=brief)
+    if cannot := _cannot_succeed(chain, key_variable):
+        return cannot
     code = getattr(exc, "status_code", None)
     if not isinstance(code, int):
         return Failure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
     detail = _detail(exc)
     said = f": {detail}" if detail and not detail.startswith("Error code") else ""
     if code == 429:
-        return Failure(f"rate limited ({_http(code)}){said}", True, _retry_after(exc))
+        limited = "rate limited"
+        return Failure(f"{limited} ({_http(code)}){said}", True, _retry_after(exc), limited)
     if code >= 500 or code == 408:
-        return Failure(f"{_http(code)}{said}", retryable=True)
+        return Failure(f"{_http(code)}{said}", retryable=True, brief=_http(code))
     if code == 401:
         hint = f"check the API key variable ({key_variable})"
         return Failure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
@@ -105,3 +121,24 @@ def classify_failure(exc: BaseException, *, timeout_s: float, key_variable: str)
         hint = "check --model and --api-base"
         return Failure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
     return Failure(f"bad request ({_http(code)}){said}", retryable=False)
+
+
+def _cannot_succeed(chain: list[BaseException], key_variable: str) -> Failure | None:
+    """Failures raised before any request left, which no retry can mend: no key, or a model
+    name litellm cannot place. litellm reports the first as an HTTP 500."""
+    for exc in chain:
+        # The OpenAI SDK's own refusal to build a request is its base error itself; whatever
+        # reached a server is a subclass (APIStatusError, APIConnectionError, ...).
+        kind = type(exc)
+        if (kind.__module__.split(".")[0], kind.__name__) != ("openai", "OpenAIError"):
+            continue
+        text = str(exc).lower()
+        if "api_key" in text or "credentials" in text:
+            return Failure(f"no API key: set {key_variable}", retryable=False)
+        return Failure(f"the request could not be made: {_detail(exc)}", retryable=False)
+    if any("LLM Provider NOT provided" in str(e) for e in chain):
+        return Failure(
+            "unknown model provider: use a litellm model name such as openai/gpt-4o-mini",
+            retryable=False,
+        )
+    return None

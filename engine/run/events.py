@@ -55,6 +55,27 @@ class ModelResponded(BaseEvent):
     attempts: int = 1
 
 
+class ModelRetrying(BaseEvent):
+    """An attempt at the model failed in a way worth another; the next waits `wait_s`."""
+
+    type: Literal["ModelRetrying"] = "ModelRetrying"
+    n: int
+    attempt: int  # the attempt about to be made: 2 is the first retry
+    max_attempts: int
+    wait_s: float
+    reason: str  # a few words: "connection refused", "HTTP 503 Service Unavailable"
+
+    @property
+    def said(self) -> str:
+        """In the user's words, for the header and the headless printer:
+        "the model did not answer (connection refused): retry 2/4 in 3 s"."""
+        wait = f"{self.wait_s:.0f}" if self.wait_s >= 1 else f"{self.wait_s:.1f}"
+        return (
+            f"the model did not answer ({self.reason}):"
+            f" retry {self.attempt}/{self.max_attempts} in {wait} s"
+        )
+
+
 class ProposalReady(BaseEvent):
     type: Literal["ProposalReady"] = "ProposalReady"
     n: int
@@ -200,6 +221,7 @@ Event = Annotated[
     | IterationStarted
     | ModelRequested
     | ModelResponded
+    | ModelRetrying
     | ProposalReady
     | ReviewRequested
     | ReviewResolved

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from engine.model.client import LiteLLMClient, ModelClient, load_litellm
+from engine.model.preflight import require_usable_model
 from engine.project.paths import project_python, run_path
 from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
@@ -21,6 +22,7 @@ from engine.run.events import EventSink
 from engine.run.gate import Gate, PolicyGate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
+from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeError, ResumeState, resume_state
 from engine.spec.definition import Spec, check_new_files, load_spec
@@ -125,6 +127,8 @@ async def start_run(
     """One whole run; with a spec (given, or `settings.spec`), in spec mode. Configuration
     problems raise before anything is created."""
     model = resolve_model(settings)
+    if model_client is None:  # a missing key or unknown provider stops here, not 25 s later
+        await require_usable_model(model, settings.api_base)
     config = run_config(settings, model, resolve_spec(project, settings, spec))
     # Stage commands come from the user's checkout, never from the run's worktree:
     # the model must not be able to rewrite how it is judged.
@@ -163,6 +167,8 @@ async def resume_run(
     record = run_dir.record()
     state = resume_state(run_dir.events())
     settings, config = record.settings, record.config
+    if model_client is None:
+        await require_usable_model(config.model, settings.api_base)
     stages = configured_stages(settings)
     backend = _backend(settings, sandbox)
     client = model_client or make_client(config.model, settings)
@@ -193,7 +199,7 @@ def _wiring(
         workspace=workspace,
         gate=gate,
         run_dir=run_dir,
-        sinks=list(sinks),
+        sinks=with_retry_events(client, run_dir, sinks),
         on_model_text=on_model_text,
     )
 

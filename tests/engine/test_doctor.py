@@ -49,6 +49,41 @@ def test_model_from_the_environment_wins(tmp_path: Path, monkeypatch: pytest.Mon
     assert check_model(tmp_path).detail == "ollama/qwen2.5-coder"
 
 
+def test_a_model_without_its_key_is_a_failure_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FIXLOOP_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    check = check_model(tmp_path)
+    assert (check.ok, check.needed, check.detail) == (False, True, "openai/gpt-4o-mini")
+    assert check.fix == "no API key for openai (openai/gpt-4o-mini): set OPENAI_API_KEY"
+
+
+def test_a_model_with_its_key_is_ok_and_the_key_is_not_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FIXLOOP_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-doctor-0123456789")
+    check = check_model(tmp_path)
+    assert check.ok
+    assert "sk-test-doctor" not in check.model_dump_json()
+
+
+def test_the_api_base_from_the_pyproject_is_named_in_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FIXLOOP_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.fixloop]\nmodel = "openai/qwen"\napi_base = "http://127.0.0.1:8080/v1"\n'
+    )
+    check = check_model(tmp_path)
+    assert not check.ok
+    assert check.fix is not None
+    assert "(a local server at http://127.0.0.1:8080/v1 takes any value)" in check.fix
+
+
 def test_broken_pyproject_does_not_break_the_doctor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

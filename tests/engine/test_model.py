@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import LiteLLMClient, Message, ModelError, load_litellm
+from engine.model.client import LiteLLMClient, Message, ModelError, Retry, load_litellm
 from engine.model.redact import redact
 from sandbox.errors import FixloopError
 from tests.model_server import (
@@ -290,6 +290,94 @@ async def test_connection_refused_is_retried_then_reported() -> None:
 
     with pytest.raises(ModelError, match="gave up after 2 attempts: connection failed"):
         await client.complete(ASK)
+
+
+async def test_each_retry_is_told_with_its_count_wait_and_reason() -> None:
+    retries: list[Retry] = []
+    client = LiteLLMClient(
+        MODEL,
+        api_base="http://127.0.0.1:9/v1",
+        api_key=API_KEY,
+        backoff_s=0.01,
+        max_attempts=3,
+        on_retry=retries.append,
+    )
+
+    with pytest.raises(ModelError, match="gave up after 3 attempts"):
+        await client.complete(ASK)
+
+    assert [(r.attempt, r.max_attempts, r.reason) for r in retries] == [
+        (2, 3, "connection refused"),
+        (3, 3, "connection refused"),
+    ]
+    assert all(0.01 <= r.wait_s < 0.1 for r in retries)
+
+
+async def test_a_server_error_retry_names_the_status(model_server: ScriptedModelServer) -> None:
+    model_server.script(status(503), reply("done"))
+    retries: list[Retry] = []
+    client = client_for(model_server)
+    client.on_retry = retries.append
+
+    assert (await client.complete(ASK)).text == "done"
+
+    assert [(r.attempt, r.reason) for r in retries] == [(2, "HTTP 503 Service Unavailable")]
+
+
+async def test_an_unauthorized_answer_is_not_retried_and_tells_nothing_to_wait_for(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.script(status(401), reply("never asked for"))
+    retries: list[Retry] = []
+    client = client_for(model_server, max_attempts=4)
+    client.on_retry = retries.append
+
+    with pytest.raises(ModelError, match="authentication failed"):
+        await client.complete(ASK)
+
+    assert (model_server.count, retries) == (1, [])
+
+
+async def test_no_key_fails_at_once_naming_the_variable(
+    model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = LiteLLMClient(MODEL, api_base=model_server.base_url, backoff_s=0.01, max_attempts=4)
+
+    with pytest.raises(ModelError) as caught:
+        await client.complete(ASK)
+
+    assert caught.value.attempts == 1
+    assert model_server.count == 0
+    assert str(caught.value) == (
+        f"model {MODEL} ({model_server.base_url}): no API key: set OPENAI_API_KEY"
+    )
+
+
+async def test_an_unknown_provider_fails_at_once_without_litellms_text() -> None:
+    client = LiteLLMClient("nosuchprovider/x", api_key=API_KEY, backoff_s=0.01, max_attempts=4)
+
+    with pytest.raises(ModelError) as caught:
+        await client.complete(ASK)
+
+    assert caught.value.attempts == 1
+    assert str(caught.value) == (
+        "model nosuchprovider/x: unknown model provider: use a litellm model name such as"
+        " openai/gpt-4o-mini"
+    )
+
+
+async def test_a_bad_requests_detail_keeps_the_servers_words_but_no_docs_link(
+    model_server: ScriptedModelServer,
+) -> None:
+    body = '{"error": {"message": "context too long. Learn more: https://docs.example.com/x"}}'
+    model_server.script(status(400, body))
+
+    with pytest.raises(ModelError) as caught:
+        await client_for(model_server).complete(ASK)
+
+    assert "context too long." in str(caught.value)
+    assert "http" not in str(caught.value).replace(model_server.base_url, "")
 
 
 async def test_failures_print_nothing(

@@ -42,6 +42,7 @@ from tui.widgets.diff import DiffPane
 from tui.widgets.feedback import FeedbackPane
 from tui.widgets.header import RunHeader
 from tui.widgets.history import HistoryPane
+from tui.widgets.model_problem import ModelProblem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -176,6 +177,57 @@ async def test_the_first_frame_asks_for_the_task_while_the_project_is_checked(
         assert screen.query_one(Input).has_focus
         await pilot.press("escape")
     assert not app.running
+    assert model_server.count == 0
+
+
+async def model_checked(pilot: Pilot[Any]) -> ModelProblem:
+    screen = await wait_screen(pilot, TaskScreen)
+    problem = screen.query_one(ModelProblem)
+    await wait_for(pilot, lambda: problem.checked, "the model's preflight")
+    await pilot.pause()
+    return problem
+
+
+async def test_the_task_screen_says_at_once_that_the_model_has_no_key(
+    model_server: ScriptedModelServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    app = make_app(model_server, project, task=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        problem = await model_checked(pilot)
+        assert problem.display
+        said = str(problem.render())
+        assert said.startswith("the model cannot be called: no API key for openai")
+        assert "set OPENAI_API_KEY" in said
+        assert "checking the project in the sandbox" in text_of(app.screen, "#state-text")
+        await pilot.press("escape")
+    assert model_server.count == 0
+
+
+async def test_with_its_key_the_model_line_stays_hidden(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    app = make_app(model_server, project, task=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        problem = await model_checked(pilot)
+        assert (problem.problem, problem.display) == (None, False)
+        await pilot.press("escape")
+
+
+async def test_starting_anyway_ends_as_a_usage_error_with_no_branch(
+    model_server: ScriptedModelServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    app = make_app(model_server, project, task=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await model_checked(pilot)
+        await pilot.press("enter")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "error"
+        assert end.outcome.reason.startswith("no API key for openai (openai/scripted)")
+        assert not end.outcome.decidable
+    assert app.exit_status == 2
+    assert [h.name for h in git.Repo(project).heads] == ["main"]
     assert model_server.count == 0
 
 

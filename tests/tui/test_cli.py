@@ -1,6 +1,7 @@
 """The command line as a user runs it: a real process, real exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +138,25 @@ def test_doctor_json_reports_a_working_sandbox(tmp_path: Path) -> None:
     assert report["sandbox_works"] is True
     assert checks["gvisor sandbox"]["ok"] is True
     assert checks["git"]["ok"] is True
+
+
+def test_doctor_fails_a_model_whose_key_is_missing_and_says_the_fix(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env.update(FIXLOOP_MODEL="openai/gpt-4o-mini", XDG_CONFIG_HOME=str(tmp_path / "config"))
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "doctor", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    model = [line for line in done.stdout.splitlines() if " model " in f" {line} "]
+    assert len(model) == 1, done.stdout
+    assert model[0].startswith("FAIL model")
+    assert model[0].endswith(
+        "openai/gpt-4o-mini  -> no API key for openai (openai/gpt-4o-mini): set OPENAI_API_KEY"
+    )
 
 
 def test_replay_without_runs_or_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from tui.screens.runs import RunsScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
+from tui.widgets.model_problem import ModelProblem
 from tui.widgets.run_view import RunView
 
 SnapCompare = Callable[..., bool]
@@ -561,3 +562,17 @@ def test_task_screen_with_the_checkout_verified(snap_compare: SnapCompare, theme
 
     run_before = showing([], then=task_screen)
     assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def test_task_screen_says_the_model_cannot_be_called_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    problem = "no API key for openai (openai/gpt-4o-mini): set OPENAI_API_KEY"
+
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(project=str(PROJECT), model="openai/gpt-4o-mini", sandbox="gvisor")
+        screen.call_after_refresh(screen.show_check, check_result())
+        screen.call_after_refresh(lambda: screen.query_one(ModelProblem).show(problem))
+        return screen
+
+    run_before = showing([], then=task_screen)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

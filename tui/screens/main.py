@@ -21,7 +21,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from engine.run.artifacts import IterationArtifacts
-from engine.run.events import BaseEvent, ModelRequested, PacketReady, RunStarted
+from engine.run.events import BaseEvent, ModelRequested, ModelRetrying, PacketReady, RunStarted
 from tui.widgets.code import CodePane
 from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane
@@ -123,7 +123,7 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        if isinstance(event, ModelRequested):
+        if isinstance(event, (ModelRequested, ModelRetrying)):  # a retry's answer starts anew
             self.streamed = 0
             if following:
                 feedback.begin_stream()

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Input, Static
 from engine.verify.tree import Verification
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
+from tui.widgets.model_problem import ModelProblem
 from tui.widgets.run_view import IterationView, StageView
 
 DEFAULT_TASK = "Make the failing tests pass."
@@ -68,6 +69,7 @@ class TaskScreen(Screen[str]):
                     Content.styled("checking the project in the sandbox…", "$text-accent"),
                     id="state-text",
                 )
+            yield ModelProblem()
             with Vertical(id="task-box") as box:
                 box.border_title = "task"
                 box.border_subtitle = "enter: start the run · esc: quit"

@@ -16,6 +16,7 @@ from engine.run.events import (
     IterationStarted,
     ModelRequested,
     ModelResponded,
+    ModelRetrying,
     PacketReady,
     ProposalReady,
     ReferencesChecked,
@@ -75,6 +76,7 @@ class IterationView:
     pass_reasons: list[str] = field(default_factory=list)
     guard: str = ""
     model_text: str = ""  # streamed while the model answers
+    retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
 
     @property
     def duration_s(self) -> float:
@@ -165,9 +167,11 @@ class RunView:
 
     def _update(self, it: IterationView, event: BaseEvent) -> None:
         if isinstance(event, ModelRequested):
-            it.status, it.model_text = "asking", ""
+            it.status, it.model_text, it.retry = "asking", "", ""
+        elif isinstance(event, ModelRetrying):
+            it.retry, it.model_text = event.said, ""
         elif isinstance(event, ModelResponded):
-            it.status = "answered"
+            it.status, it.retry = "answered", ""
             it.tokens = event.prompt_tokens + event.completion_tokens
             it.cost_usd = event.cost_usd
             self.tokens = sum(i.tokens for i in self.iterations.values())

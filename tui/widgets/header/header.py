@@ -35,6 +35,8 @@ def activity_of(view: RunView, streamed: int = 0) -> Activity:
         where = "the project before any edit" if latest.n == 0 else f"iteration {latest.n}"
         stage = f": {running.name}" if running else ""
         return Activity(f"verifying {where} in the sandbox{stage}", busy=True)
+    if latest.status == "asking" and latest.retry and not streamed:
+        return Activity(latest.retry, busy=True)
     if latest.status == "asking":
         got = f" ({streamed:,} characters so far)" if streamed else ""
         return Activity(f"the model is answering{got}", busy=True)

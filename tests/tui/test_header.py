@@ -1,0 +1,63 @@
+"""The header's account of what the loop does, folded from events: a retry of the model shows
+its count, wait and reason until the next attempt answers."""
+
+from __future__ import annotations
+
+from engine.run.events import (
+    BaseEvent,
+    IterationStarted,
+    ModelRequested,
+    ModelResponded,
+    ModelRetrying,
+    RunStarted,
+)
+from tui.widgets.header import activity_of
+from tui.widgets.run_view import RunView
+
+RETRY = ModelRetrying(
+    ts=3.0, n=1, attempt=2, max_attempts=4, wait_s=3.04, reason="connection refused"
+)
+
+
+def view_after(*events: BaseEvent) -> RunView:
+    view = RunView()
+    for event in (
+        RunStarted(
+            ts=1.0, run_id="r", task="t", project="/p", model="m", sandbox="s", max_iterations=4
+        ),
+        IterationStarted(ts=2.0, n=1, max_n=4),
+        ModelRequested(ts=2.1, n=1, model="m"),
+        *events,
+    ):
+        view.apply(event)
+    return view
+
+
+def test_a_retry_shows_its_count_wait_and_reason() -> None:
+    activity = activity_of(view_after(RETRY))
+    assert activity.text == "the model did not answer (connection refused): retry 2/4 in 3 s"
+    assert activity.busy
+
+
+def test_a_short_wait_is_said_in_tenths() -> None:
+    quick = RETRY.model_copy(update={"wait_s": 0.3, "attempt": 3})
+    assert activity_of(view_after(quick)).text.endswith("retry 3/4 in 0.3 s")
+
+
+def test_once_the_retry_streams_its_answer_the_header_says_so() -> None:
+    assert activity_of(view_after(RETRY), streamed=40).text == (
+        "the model is answering (40 characters so far)"
+    )
+
+
+def test_the_answer_clears_the_retry() -> None:
+    view = view_after(RETRY, ModelResponded(ts=9.0, n=1, attempts=2))
+    assert view.iterations[1].retry == ""
+    assert activity_of(view).text == "reading the answer"
+
+
+def test_a_retry_drops_the_failed_attempts_partial_text() -> None:
+    view = view_after()
+    view.iterations[1].model_text = "half an ans"
+    view.apply(RETRY)
+    assert view.iterations[1].model_text == ""

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -104,6 +105,14 @@ class FixloopApp(App[int]):
         def __init__(self, finished: Finished) -> None:
             super().__init__()
             self.finished = finished
+
+    class SquashDiffRead(Message):
+        """The change an accept would squash onto the person's branch (or why it is unread)."""
+
+        def __init__(self, diff: str, error: str) -> None:
+            super().__init__()
+            self.diff = diff
+            self.error = error
 
     def __init__(
         self,
@@ -335,7 +344,10 @@ class FixloopApp(App[int]):
             duration_s=event.duration_s,
             report=str(report) if report.is_file() else "",
             decidable=bool(event.branch),
+            accepted_suspicious=tuple(event.accepted_suspicious),
         )
+        if self.outcome.decidable:
+            self._read_squash_diff(event.run_id)
         try:
             self.exit_status = RUN_EXIT_CODES[RunStatus(event.status)]
         except ValueError:
@@ -354,7 +366,9 @@ class FixloopApp(App[int]):
             self._close_reviews()
             self.exit_status = EXIT_USAGE if message.usage else EXIT_INFRA
             if self.outcome is None:
-                self.outcome = RunOutcome(status="error", reason=message.error, decidable=False)
+                self.outcome = RunOutcome(
+                    status="error", reason=message.error, decidable=False, started=False
+                )
                 if not self._quitting:
                     self.push_screen(EndScreen(self.outcome))
             else:
@@ -370,6 +384,26 @@ class FixloopApp(App[int]):
             self.pop_screen()
 
     # -- end of run -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="squash-diff", exit_on_error=False)
+    def _read_squash_diff(self, run_id: str) -> None:
+        """The change an accept would squash, read off the UI thread for the end modal."""
+        from engine.run.finish import squash_diff
+
+        try:
+            diff, error = squash_diff(self.project, run_id), ""
+        except Exception as exc:  # shown in the modal's diff pane; the choices still work
+            diff, error = "", str(exc) or type(exc).__name__
+        self.post_from_thread(self.SquashDiffRead(diff, error))
+
+    @on(SquashDiffRead)
+    def _squash_diff_read(self, message: SquashDiffRead) -> None:
+        if self.outcome is None:
+            return
+        self.outcome = replace(self.outcome, diff=message.diff, diff_error=message.error)
+        for screen in self.screen_stack:
+            if isinstance(screen, EndScreen):
+                screen.show_outcome(self.outcome)
 
     @on(EndScreen.Decided)
     def _decided(self, message: EndScreen.Decided) -> None:
@@ -531,7 +565,7 @@ def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
     app = FixloopApp(project, settings, task=settings.task, watch=watch)
     app.run()
     if app.outcome is not None:
-        line = f"fixloop: {app.outcome.status} — {app.outcome.reason}"
+        line = f"fixloop: {app.outcome.status_text} — {app.outcome.reason}"
         if app.finished is not None:
             line += f"; {app.finished.detail}"
         elif app.outcome.decidable:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -276,6 +277,7 @@ PASS_REASONS = [
     "test file tests/test_core.py was modified since the baseline",
     "added @pytest.mark.skip at tests/test_core.py:23",
 ]
+SQUASH_DIFF = git_diff("textstats/core.py", CORE, CORE_2)
 OUTCOME = RunOutcome(
     status="ok",
     reason="verified green on iteration 2",
@@ -284,7 +286,9 @@ OUTCOME = RunOutcome(
     tokens=1696,
     cost_usd=0.000306,
     duration_s=13.4,
+    diff=SQUASH_DIFF,
 )
+MEDIUM = (120, 36)
 
 
 def app_in(theme: str) -> FixloopApp:
@@ -440,8 +444,47 @@ def test_end_modal_when_the_run_could_not_start(snap_compare: SnapCompare) -> No
         status="error",
         reason="/home/you/textstats is not a git repository; run `git init` and commit",
         decidable=False,
+        started=False,
     )
     run_before = showing([], then=lambda: EndScreen(outcome))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_end_modal_with_the_squash_diff(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    run_before = showing(finished_run(), then=lambda: EndScreen(OUTCOME))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_end_modal_after_an_accepted_suspicious_pass(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    outcome = replace(
+        OUTCOME, reason="verified green on iteration 1", accepted_suspicious=tuple(PASS_REASONS)
+    )
+    run_before = showing(until_suspicious_pass(), then=lambda: EndScreen(outcome))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+def test_end_modal_when_the_run_changed_nothing(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    ended = RunFinished(
+        ts=T0 + 4.2,
+        status="error",
+        reason="the model openai/nosuch is not known to litellm",
+        iterations=1,
+        branch="",
+        tokens=0,
+        duration_s=4.2,
+    )
+    outcome = RunOutcome(
+        status=ended.status,
+        reason=ended.reason,
+        iterations=ended.iterations,
+        duration_s=ended.duration_s,
+        decidable=False,
+    )
+    run_before = showing([*started(), ended], then=lambda: EndScreen(outcome))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
 

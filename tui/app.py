@@ -90,6 +90,15 @@ class FixloopApp(App[int]):
             self.error = error
             self.check = check  # which check: a later one makes this one stale
 
+    class ProjectUnusable(Message):
+        """The project directory cannot hold a run: not the top of a git repository with a
+        commit (the check of the checkout is not run: it would mislead)."""
+
+        def __init__(self, reason: str, check: int) -> None:
+            super().__init__()
+            self.reason = reason
+            self.check = check
+
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
         failure)."""
@@ -227,6 +236,9 @@ class FixloopApp(App[int]):
         assert task is not None
         self._checks += 1
         check = self._checks
+        if (unusable := _unusable_project(self.project)) is not None:
+            self.post_from_thread(self.ProjectUnusable(unusable, check))
+            return
         self._checking = (asyncio.get_running_loop(), task)
         try:
             result = await verify_checkout(self.project, self.settings)
@@ -246,6 +258,11 @@ class FixloopApp(App[int]):
             return  # a later check is under way: this verdict is about older files
         if isinstance(self.screen, TaskScreen):
             self.screen.show_check(message.result, message.error)
+
+    @on(ProjectUnusable)
+    def _unusable(self, message: ProjectUnusable) -> None:
+        if message.check == self._checks and isinstance(self.screen, TaskScreen):
+            self.screen.show_unusable(message.reason)
 
     @on(WatchScreen.Saved)
     def _saved(self, message: WatchScreen.Saved) -> None:
@@ -539,6 +556,18 @@ def _resolve(request: Any, review: Any) -> None:
     """A modal's answer to the engine (a modal closed without one decides nothing)."""
     if review is not None:
         request.resolve(review)
+
+
+def _unusable_project(project: Path) -> str | None:
+    """Why `project` cannot hold a run (with the path to use), or None."""
+    from engine.project.git_plumbing import WorkspaceError
+    from engine.project.workspace import project_root
+
+    try:
+        project_root(project)
+    except WorkspaceError as exc:
+        return str(exc)
+    return None
 
 
 def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None) -> None:

@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from engine.edits.proposal import Edit, Proposal
+from engine.feedback.distill import distill
 from engine.project.paths import run_path
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
@@ -40,10 +41,11 @@ from engine.run.events import (
 )
 from engine.run.finish import Finished
 from engine.run.preview import FilePreview, ProposalPreview, file_diff
-from engine.verify.classify import Classification, ErrorClass
+from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.tree import Verification
-from engine.verify.verdict import Judgement, Verdict
+from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
+from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp
 from tui.gate import PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
@@ -371,6 +373,17 @@ def check_result() -> Verification:
     return Verification(judgement=judgement, stages=[stage], packet_text=PACKET_0)
 
 
+def no_tests_check() -> Verification:
+    """The checkout of a project without tests, verified: the real captured pytest exit 5."""
+    stages = [corpus_stage("no_tests")]
+    classification = classify(stages, project_modules=set())
+    judgement = judge(stages, classification, doubts=pass_doubts(stages))
+    packet = distill(stages, classification, iteration=1, max_iterations=4)
+    return Verification(
+        judgement=judgement, stages=stages, packet=packet, packet_text=packet.render()
+    )
+
+
 # -- the main screen --------------------------------------------------------------------------
 
 
@@ -528,6 +541,19 @@ PAST_RUNS = [
         iterations=2,
         started="2026-12-02 14:15:03",
         path="",
+        branch=BRANCH,
+        finish="accept",
+    ),
+    RunSummary(
+        id="20261202-121005-b7c8",
+        task="Fix top_words",
+        status="ok",
+        iterations=1,
+        started="2026-12-02 12:10:05",
+        path="",
+        accepted_suspicious=True,
+        branch="fixloop/20261202-121005-b7c8",
+        finish="keep",
     ),
     RunSummary(
         id="20261202-093311-c3d4",
@@ -536,6 +562,7 @@ PAST_RUNS = [
         iterations=1,
         started="2026-12-02 09:33:11",
         path="",
+        branch="fixloop/20261202-093311-c3d4",
     ),
     RunSummary(
         id="20261201-170245-e5f6",
@@ -543,6 +570,16 @@ PAST_RUNS = [
         status="exhausted",
         iterations=4,
         started="2026-12-01 17:02:45",
+        path="",
+        branch="fixloop/20261201-170245-e5f6",
+        finish="discard",
+    ),
+    RunSummary(
+        id="20261201-110012-a9b0",
+        task="Fix the word stats",
+        status="error",
+        iterations=1,
+        started="2026-12-01 11:00:12",
         path="",
     ),
 ]
@@ -604,3 +641,38 @@ def test_task_screen_with_the_checkout_verified(snap_compare: SnapCompare, theme
 
     run_before = showing([], then=task_screen)
     assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def task_screen_showing(check: Verification) -> Callable[[], TaskScreen]:
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(project=str(PROJECT), model="openai/gpt-4o-mini", sandbox="gvisor")
+        screen.call_after_refresh(screen.show_check, check)
+        return screen
+
+    return task_screen
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_task_screen_refuses_a_repair_without_tests(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
+    app = app_in("dark")
+    run_before = showing([], then=task_screen_showing(no_tests_check()))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_task_screen_in_a_subdirectory_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    reason = (
+        f"{PROJECT}/tests is not the top level of its git work tree; point fixloop at {PROJECT}"
+    )
+
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(
+            project=f"{PROJECT}/tests", model="openai/gpt-4o-mini", sandbox="gvisor"
+        )
+        screen.call_after_refresh(screen.show_unusable, reason)
+        return screen
+
+    run_before = showing([], then=task_screen)
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

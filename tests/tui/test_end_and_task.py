@@ -120,11 +120,14 @@ async def test_after_keep_the_other_choices_are_disabled_and_say_so(repo: git.Re
             assert end.query_one(f"#{name}", Button).disabled
         result = text_of(end, "#result")
         assert f"kept on branch fixloop/{RUN}" in result
-        assert "accept, discard: no longer apply" in result
-        assert end.check_action("decide", ("accept",)) is None  # shown dimmed in the footer
-        await pilot.press("a", "d")
+        assert "nothing more to decide" in result
+        await pilot.press("a")
         await pilot.pause()
-        assert app.screen is end
+        assert "accept no longer applies" in text_of(end, "#result")
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.screen is end  # no confirmation asked: there is nothing to discard now
+        assert "discard no longer applies" in text_of(end, "#result")
         assert end.finished is not None
         assert end.finished.choice == "keep"
     assert repo.head.commit.hexsha == head

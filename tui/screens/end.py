@@ -85,6 +85,7 @@ class EndScreen(ModalScreen[None]):
         self.outcome = outcome
         self.finished = finished
         self.busy = False
+        self.late_choice = ""  # a choice pressed after the decision was made
 
     def compose(self) -> ComposeResult:
         outcome = self.outcome
@@ -171,11 +172,9 @@ class EndScreen(ModalScreen[None]):
         if finished is None:
             return Content("")
         if finished.done:
-            others = ", ".join(c for c in CHOICES if c != finished.choice)
-            return Content.assemble(
-                (finished.detail, "bold $text-success"),
-                (f" · {others}: no longer apply", "$text-muted"),
-            )
+            late = f"{self.late_choice} no longer applies" if self.late_choice else ""
+            note = f" · {late or 'nothing more to decide'}"
+            return Content.assemble((finished.detail, "bold $text-success"), (note, "$text-muted"))
         return Content.assemble(("accept refused: ", "bold $text-error"), finished.detail)
 
     def _settled(self) -> bool:
@@ -228,6 +227,11 @@ class EndScreen(ModalScreen[None]):
     # -- keys -----------------------------------------------------------------------------------
 
     def action_decide(self, choice: str) -> None:
+        if self._settled():
+            # Not silently dead: the modal says why the key does nothing now.
+            self.late_choice = choice
+            self.query_one("#result", Static).update(self._result())
+            return
         if choice not in CHOICES or not self._can_decide():
             return
         if choice == "discard":
@@ -268,9 +272,7 @@ class EndScreen(ModalScreen[None]):
         if action == "scroll_diff":
             return self.outcome.decidable
         if action == "decide":
-            if not self.outcome.decidable:
-                return False
-            return True if self._can_decide() else None  # None: shown, dimmed
+            return self.outcome.decidable
         return True
 
     def action_close(self) -> None:

@@ -262,6 +262,9 @@ async def test_a_subdirectory_of_a_repository_names_the_top_to_use(repo: git.Rep
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is screen
+        await pilot.press("ctrl+n")  # spec mode needs the top of a repository too
+        await pilot.pause()
+        assert app.screen is screen
         assert not app.running
 
 

@@ -1,5 +1,5 @@
 """A yes-or-no question before something that cannot be undone (discarding a run's branch):
-`y` does it, `n` or `escape` does not."""
+`y` does it, `n` or `escape` does not; `q` quits as everywhere."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("y", "answer(True)", "yes"),
         Binding("n", "answer(False)", "no"),
         Binding("escape", "answer(False)", "no"),
+        Binding("q", "app.quit", "quit"),
     ]
 
     def __init__(self, title: str, question: str, *, yes: str, no: str) -> None:

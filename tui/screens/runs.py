@@ -1,4 +1,5 @@
-"""The runs screen: the project's past runs, newest first (the audit trail, listed).
+"""The runs screen: the project's past runs, newest first (the audit trail, listed), each
+with how it ended and what became of its branch (accepted, kept, discarded, undecided).
 `enter` opens the highlighted run read-only; `escape` closes the list."""
 
 from __future__ import annotations

@@ -57,13 +57,14 @@ class TaskScreen(Screen[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "start", "start the run"),
         Binding("escape", "app.quit", "quit"),
-        Binding("ctrl+n", "app.new_from_spec", "new from spec"),
+        Binding("ctrl+n", "new_from_spec", "new from spec"),
     ]
 
     def __init__(self, *, project: str, model: str, sandbox: str, mode: str = "step") -> None:
         super().__init__()
         self.project, self.model, self.sandbox, self.mode = project, model, sandbox, mode
         self.refusal: str | None = None  # why a repair cannot start here; None: it can
+        self.unusable: str | None = None  # why no run at all (spec mode neither) can start here
 
     def compose(self) -> ComposeResult:
         yield RunHeader(project=self.project, model=self.model, sandbox=self.sandbox)
@@ -103,6 +104,7 @@ class TaskScreen(Screen[str]):
 
     def show_check(self, result: Verification | None, error: str | None = None) -> None:
         """The verifier's verdict on the checkout, or why it could not run."""
+        self.unusable = None
         refusal = None
         if error is not None:
             body = Content.assemble(("could not check the project: ", "bold $text-error"), error)
@@ -123,6 +125,7 @@ class TaskScreen(Screen[str]):
         one, no commit yet): said at once, instead of a check that would mislead."""
         way = "a run works on the top of a git repository; nothing was checked or run here"
         self.query_one("#state-text", Static).update(_refused(reason, way))
+        self.unusable = reason
         self._refuse(reason)
 
     def _refuse(self, refusal: str | None) -> None:
@@ -140,6 +143,14 @@ class TaskScreen(Screen[str]):
             self.notify(self.refusal, title="cannot start a repair here", severity="warning")
             return
         self.dismiss(self.task_text.strip() or DEFAULT_TASK)
+
+    async def action_new_from_spec(self) -> None:
+        """Spec mode needs tests at no baseline, but it needs a git repository all the same."""
+        if self.unusable is not None:
+            self.app.bell()
+            self.notify(self.unusable, title="cannot start a run here", severity="warning")
+            return
+        await self.app.run_action("new_from_spec")
 
 
 def _refused(reason: str, way: str) -> Content:

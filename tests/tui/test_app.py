@@ -750,7 +750,7 @@ async def test_a_past_run_opens_read_only_from_the_runs_list_and_steps_through(
         await wait_for(pilot, lambda: runs.runs is not None, "the list of runs")
         table = runs.query_one(DataTable)
         assert table.row_count == 1
-        assert [str(c) for c in table.get_row_at(0)][2:] == ["ok", "2", "Fix it."]
+        assert [str(c) for c in table.get_row_at(0)][2:] == ["ok", "undecided", "2", "Fix it."]
         await pilot.press("enter")
         replay = await wait_screen(pilot, ReplayScreen)
         await wait_for(pilot, lambda: bool(replay.view.run_id), "the run's trail")

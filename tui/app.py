@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -97,6 +98,15 @@ class FixloopApp(App[int]):
             super().__init__()
             self.problem = problem
 
+    class ProjectUnusable(Message):
+        """The project directory cannot hold a run: not the top of a git repository with a
+        commit (the check of the checkout is not run: it would mislead)."""
+
+        def __init__(self, reason: str, check: int) -> None:
+            super().__init__()
+            self.reason = reason
+            self.check = check
+
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
         failure)."""
@@ -112,6 +122,14 @@ class FixloopApp(App[int]):
         def __init__(self, finished: Finished) -> None:
             super().__init__()
             self.finished = finished
+
+    class SquashDiffRead(Message):
+        """The change an accept would squash onto the person's branch (or why it is unread)."""
+
+        def __init__(self, diff: str, error: str) -> None:
+            super().__init__()
+            self.diff = diff
+            self.error = error
 
     def __init__(
         self,
@@ -227,6 +245,9 @@ class FixloopApp(App[int]):
         assert task is not None
         self._checks += 1
         check = self._checks
+        if (unusable := _unusable_project(self.project)) is not None:
+            self.post_from_thread(self.ProjectUnusable(unusable, check))
+            return
         self._checking = (asyncio.get_running_loop(), task)
         try:
             result = await verify_checkout(self.project, self.settings)
@@ -265,6 +286,11 @@ class FixloopApp(App[int]):
             return  # a later check is under way: this verdict is about older files
         if isinstance(self.screen, TaskScreen):
             self.screen.show_check(message.result, message.error)
+
+    @on(ProjectUnusable)
+    def _unusable(self, message: ProjectUnusable) -> None:
+        if message.check == self._checks and isinstance(self.screen, TaskScreen):
+            self.screen.show_unusable(message.reason)
 
     @on(WatchScreen.Saved)
     def _saved(self, message: WatchScreen.Saved) -> None:
@@ -363,7 +389,10 @@ class FixloopApp(App[int]):
             duration_s=event.duration_s,
             report=str(report) if report.is_file() else "",
             decidable=bool(event.branch),
+            accepted_suspicious=tuple(event.accepted_suspicious),
         )
+        if self.outcome.decidable:
+            self._read_squash_diff(event.run_id)
         try:
             self.exit_status = RUN_EXIT_CODES[RunStatus(event.status)]
         except ValueError:
@@ -382,7 +411,9 @@ class FixloopApp(App[int]):
             self._close_reviews()
             self.exit_status = EXIT_USAGE if message.usage else EXIT_INFRA
             if self.outcome is None:
-                self.outcome = RunOutcome(status="error", reason=message.error, decidable=False)
+                self.outcome = RunOutcome(
+                    status="error", reason=message.error, decidable=False, started=False
+                )
                 if not self._quitting:
                     self.push_screen(EndScreen(self.outcome))
             else:
@@ -398,6 +429,26 @@ class FixloopApp(App[int]):
             self.pop_screen()
 
     # -- end of run -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="squash-diff", exit_on_error=False)
+    def _read_squash_diff(self, run_id: str) -> None:
+        """The change an accept would squash, read off the UI thread for the end modal."""
+        from engine.run.finish import squash_diff
+
+        try:
+            diff, error = squash_diff(self.project, run_id), ""
+        except Exception as exc:  # shown in the modal's diff pane; the choices still work
+            diff, error = "", str(exc) or type(exc).__name__
+        self.post_from_thread(self.SquashDiffRead(diff, error))
+
+    @on(SquashDiffRead)
+    def _squash_diff_read(self, message: SquashDiffRead) -> None:
+        if self.outcome is None:
+            return
+        self.outcome = replace(self.outcome, diff=message.diff, diff_error=message.error)
+        for screen in self.screen_stack:
+            if isinstance(screen, EndScreen):
+                screen.show_outcome(self.outcome)
 
     @on(EndScreen.Decided)
     def _decided(self, message: EndScreen.Decided) -> None:
@@ -535,6 +586,18 @@ def _resolve(request: Any, review: Any) -> None:
         request.resolve(review)
 
 
+def _unusable_project(project: Path) -> str | None:
+    """Why `project` cannot hold a run (with the path to use), or None."""
+    from engine.project.git_plumbing import WorkspaceError
+    from engine.project.workspace import project_root
+
+    try:
+        project_root(project)
+    except WorkspaceError as exc:
+        return str(exc)
+    return None
+
+
 def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None) -> None:
     """Cancel a task running on another thread's loop (if it still runs)."""
     if running is None:
@@ -559,7 +622,7 @@ def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
     app = FixloopApp(project, settings, task=settings.task, watch=watch)
     app.run()
     if app.outcome is not None:
-        line = f"fixloop: {app.outcome.status} — {app.outcome.reason}"
+        line = f"fixloop: {app.outcome.status_text} — {app.outcome.reason}"
         if app.finished is not None:
             line += f"; {app.finished.detail}"
         elif app.outcome.decidable:

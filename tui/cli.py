@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch = commands.add_parser(
         "watch",
-        help="verify the project on every save and show the repair packet; enter starts a run",
+        help="verify the project on every save and show the repair packet; ctrl+s starts a run",
     )
     add_run_arguments(watch)
 

@@ -34,15 +34,22 @@ def runs_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     runs = list_runs(args.path.resolve())
     if args.json:
-        print(json.dumps([run.model_dump(exclude={"path"}) for run in runs]))
+        print(
+            json.dumps(
+                [{**run.model_dump(exclude={"path"}), "outcome": run.outcome} for run in runs]
+            )
+        )
         return 0
     if not runs:
         print("no runs yet in this project")
         return 0
-    print(f"{'run':20}  {'status':16}  {'iter':>4}  {'started':19}  task")
+    print(f"{'run':20}  {'status':24}  {'branch':9}  {'iter':>4}  {'started':19}  task")
     for run in runs:
         task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
-        print(f"{run.id:20}  {run.status:16}  {run.iterations:4}  {run.started:19}  {task}")
+        print(
+            f"{run.id:20}  {run.status_label:24}  {run.outcome:9}  {run.iterations:4}  "
+            f"{run.started:19}  {task}"
+        )
     return 0
 
 

@@ -3,7 +3,8 @@
 
 `run.json` (`RunRecord`: where the run started, its config, settings and versions),
 `events.jsonl` (append-only, flushed and synced per event), `iterations/NN/` (prompt,
-response, edits, patch, stage results, packet) and `report.md`. Files are written
+response, edits, patch, stage results, packet), `report.md` and `finish.json` (what the
+person did with the branch). Files are written
 atomically; everything written passes through `redact`, so no API key reaches the disk.
 """
 
@@ -15,9 +16,9 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from engine.model.redact import redact
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
@@ -26,6 +27,8 @@ from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_e
 from engine.run.outcome import RunConfig
 
 RUN_RECORD = "run.json"
+FINISH_RECORD = "finish.json"
+FinishChoice = Literal["accept", "keep", "discard"]
 
 
 class RunRecord(BaseModel):
@@ -48,6 +51,17 @@ class RunRecord(BaseModel):
     @field_serializer("settings")
     def _only_what_is_set(self, settings: Settings) -> dict[str, Any]:
         return settings.model_dump(mode="json", exclude_none=True)
+
+
+class FinishRecord(BaseModel):
+    """`finish.json`: what the person did with the run's branch once it ended (the last
+    choice that took effect; a refused accept is not one)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    choice: FinishChoice
+    commit: str | None = None  # accept: the squashed commit on the person's branch
+    ts: float = Field(default_factory=time.time)
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -125,6 +139,20 @@ class RunDirectory:
     def write_record(self, record: RunRecord) -> Path:
         return self.write_json(RUN_RECORD, record)
 
+    def finish(self) -> FinishRecord | None:
+        """What the person did with the branch; None while undecided (or unreadable)."""
+        return read_finish(self.path)
+
+    def write_finish(self, finish: FinishRecord) -> Path:
+        return self.write_json(FINISH_RECORD, finish)
+
+
+def read_finish(run: Path) -> FinishRecord | None:
+    try:
+        return FinishRecord.model_validate_json((run / FINISH_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValidationError):
+        return None
+
 
 def read_events(path: Path) -> list[Event]:
     """Every event of an events.jsonl; a torn last line (a crash mid-write) is skipped."""
@@ -152,6 +180,26 @@ class RunSummary(BaseModel):
     iterations: int
     started: str
     path: str
+    # An ok that rests on a suspicious pass the person accepted (RunFinished.accepted_suspicious).
+    accepted_suspicious: bool = False
+    branch: str = ""  # the run's branch when it ended; "" = it committed nothing
+    finish: FinishChoice | None = None  # what the person did with it; None = undecided
+
+    @property
+    def status_label(self) -> str:
+        """The status in words; an accepted suspicious pass never reads as plain ok."""
+        if self.status == "ok" and self.accepted_suspicious:
+            return "ok (accepted suspicious)"
+        return self.status.replace("_", " ")
+
+    @property
+    def outcome(self) -> str:
+        """What became of the run's branch: accepted, kept, discarded, undecided, or none."""
+        if self.finish is not None:
+            return {"accept": "accepted", "keep": "kept", "discard": "discarded"}[self.finish]
+        if self.status != "unfinished" and not self.branch:
+            return "no branch"
+        return "undecided"
 
 
 def list_runs(project: Path) -> list[RunSummary]:
@@ -167,6 +215,7 @@ def list_runs(project: Path) -> list[RunSummary]:
         started = next((e for e in events if isinstance(e, RunStarted)), None)
         finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
         iterations = max((getattr(e, "n", 0) for e in events), default=0)
+        finish = read_finish(path)
         found.append(
             RunSummary(
                 id=path.name,
@@ -177,6 +226,9 @@ def list_runs(project: Path) -> list[RunSummary]:
                     "%Y-%m-%d %H:%M:%S", time.localtime(started.ts if started else 0)
                 ),
                 path=str(path),
+                accepted_suspicious=bool(finished and finished.accepted_suspicious),
+                branch=finished.branch if finished else (started.branch if started else ""),
+                finish=finish.choice if finish else None,
             )
         )
     return found

@@ -91,7 +91,7 @@ class Workspace:
     @classmethod
     def create(cls, project: Path, run_id: str) -> Workspace:
         """A worktree on new branch `fixloop/<run_id>`: HEAD plus the user's uncommitted work."""
-        project = _check_project(project)
+        project = project_root(project)
         _check_run_id(run_id)
         branch = BRANCH_PREFIX + run_id
         root = worktree_path(project, run_id)
@@ -140,7 +140,7 @@ class Workspace:
         Committed iterations are kept; edits that were applied but never committed (the
         process died between writing and committing) were never verified and are dropped.
         """
-        project = _check_project(project)
+        project = project_root(project)
         _check_run_id(run_id)
         branch = BRANCH_PREFIX + run_id
         if not git_ok(project, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"):
@@ -269,8 +269,10 @@ _DIFF_OPTIONS = (
 # -- checking the project -----------------------------------------------------------------
 
 
-def _check_project(project: Path) -> Path:
-    """The project's resolved path, if it is the top level of a git work tree with commits."""
+def project_root(project: Path) -> Path:
+    """The project's resolved path, if it is the top level of a git work tree with commits;
+    else a WorkspaceError that says what to do (the path to use, when it is a subdirectory).
+    Cheap (a few git calls): the task screen asks it before checking the project."""
     if not project.is_dir():
         raise WorkspaceError(f"{project} is not a directory; point fixloop at the project's root")
     if not git_ok(project, "rev-parse", "--git-dir"):

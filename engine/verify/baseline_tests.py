@@ -1,44 +1,56 @@
 """The baseline's tests (ARCHITECTURE.md, "Honest green"): outside spec mode a pass counts only
 when the tests that existed before the model was asked ran and passed; tests the model added
-count for nothing on their own, and a baseline with no test at all is refused."""
+count for nothing on their own, and a baseline with no test at all is refused (the one
+predicate for the task screen, the run's baseline and `verify`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.verify.results import PytestReport, StageKind, StageResult
 
+if TYPE_CHECKING:
+    from engine.verify.tree import Verification  # which imports this module
+
 NOT_RUN = frozenset({"skipped", "xfailed"})
-NO_TESTS = (
-    "no tests at the baseline: pytest collected none, so nothing can show that a fix is right; "
-    "write a test that shows the bug, or build from a spec"
-)
+NO_TESTS = "no tests at the baseline: pytest collected none, so nothing can show a fix is right"
 
 
 def _test_stages(stages: Sequence[StageResult]) -> list[StageResult]:
     return [stage for stage in stages if stage.kind is StageKind.TESTS]
 
 
-def no_tests_reason(stages: Sequence[StageResult]) -> str | None:
-    """Why a baseline has no test that could judge a repair, or None when it has one.
+def no_tests_reason(verification: Verification | Sequence[StageResult]) -> str | None:
+    """None when the verified tree has tests; else one line saying it has none.
 
-    A test stage that collected nothing, with no collection error (pytest's exit 5), has no
-    test; a collection error is a failure to repair, and no test stage at all is judged by
-    the verdict's own doubts.
+    Every test stage must say no test was collected: pytest's exit 5, or a report of 0
+    collected with no collection error. Tests that fail to import, a sandbox or plugin
+    failure and no test stage at all say nothing about whether tests exist: None.
     """
+    stages = verification if isinstance(verification, Sequence) else verification.stages
     tests = _test_stages(stages)
     if not tests:
         return None
     for stage in tests:
         report = stage.report
         if report is None:
-            if stage.exit_code != 5:  # pytest's "no tests collected"; anything else is no verdict
+            if stage.exit_code != 5 or stage.infrastructure_error:
                 return None
-        elif report.counts.collected or report.counts.errors or report.collection_errors:
+        elif (
+            report.internal_error
+            or report.collection_errors
+            or report.counts.collected
+            or report.counts.errors
+        ):
             return None
     return NO_TESTS
+
+
+def _counted(report: PytestReport) -> bool:
+    return bool(report.counts.collected or report.counts.errors)
 
 
 class BaselineTests(BaseModel):

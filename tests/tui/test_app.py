@@ -20,7 +20,7 @@ import git
 import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Log, Static, TextArea
+from textual.widgets import DataTable, Log, Static, TextArea
 
 from engine.project.paths import run_path, runs_dir, worktree_path
 from engine.project.run_directory import read_events
@@ -30,6 +30,7 @@ from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
 from tui.app import FixloopApp
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen
 from tui.screens.replay import ReplayScreen
@@ -173,8 +174,8 @@ async def test_the_first_frame_asks_for_the_task_while_the_project_is_checked(
         screen = app.screen
         assert isinstance(screen, TaskScreen)
         assert "checking the project in the sandbox" in text_of(screen, "#state-text")
-        assert screen.query_one(Input).value == "Make the failing tests pass."
-        assert screen.query_one(Input).has_focus
+        assert screen.query_one("#task", TextArea).text == "Make the failing tests pass."
+        assert screen.query_one("#task", TextArea).has_focus
         await pilot.press("escape")
     assert not app.running
     assert model_server.count == 0
@@ -372,8 +373,8 @@ async def test_step_mode_runs_to_ok_with_an_approval_per_proposal(
             lambda: "3 passed, 2 failed" in text_of(task_screen, "#state-text"),
             "the verifier's verdict on the checkout",
         )
-        task_screen.query_one(Input).value = ""
-        await pilot.press(*"Fix the word stats", "enter")
+        task_screen.query_one("#task", TextArea).clear()
+        await pilot.press(*"Fix the word stats", "enter", *"in textstats/core.py", "ctrl+s")
         first = await wait_screen(pilot, ReviewScreen)
         assert first.request.n == 1
         assert "+    return sum(len(w) for w in found) / len(found)" in first.diff_text()
@@ -394,7 +395,7 @@ async def test_step_mode_runs_to_ok_with_an_approval_per_proposal(
         assert '"explanation": "return n words, not n - 1"' in streamed
     assert model_server.count == 2
     started = next(e for e in run_events(app) if isinstance(e, RunStarted))
-    assert started.task == "Fix the word stats"
+    assert started.task == "Fix the word stats\nin textstats/core.py"
     assert branch_subjects(project, end.outcome.branch)[:2] == [
         "fixloop[iter 2/4]: return n words, not n - 1",
         "fixloop[iter 1/4]: use true division in mean_word_length",
@@ -662,6 +663,11 @@ async def test_accept_squashes_the_run_onto_the_users_branch(
     app = make_app(model_server, project)
     async with app.run_test(size=SIZE) as pilot:
         end = await finished_ok(pilot)
+        # Before deciding, the modal shows the whole change the accept brings, both fixes.
+        await wait_for(pilot, lambda: end.outcome.diff is not None, "the squash diff")
+        squash = text_of(end, "#squash-text")
+        assert "+    return sum(len(w) for w in found) / len(found)" in squash
+        assert "+    return counts.most_common(n)" in squash
         await decide(pilot, end, "a")
         assert end.finished is not None
         assert end.finished.done
@@ -735,7 +741,9 @@ async def test_discard_deletes_the_branch(model_server: ScriptedModelServer, pro
     app = make_app(model_server, project)
     async with app.run_test(size=SIZE) as pilot:
         end = await finished_ok(pilot)
-        await decide(pilot, end, "d")
+        await pilot.press("d")
+        await wait_screen(pilot, ConfirmScreen)
+        await decide(pilot, end, "y")
         assert end.finished is not None
         assert end.finished.done
     assert repo.head.commit.hexsha == start
@@ -759,8 +767,10 @@ async def test_a_refused_accept_says_why_and_discard_still_works(
         assert not end.finished.done
         assert "accept refused" in text_of(end, "#result")
         assert "you changed textstats/core.py" in text_of(end, "#result")
-        await decide(pilot, end, "d")
-        assert end.finished.done
+        await pilot.press("d")
+        await wait_screen(pilot, ConfirmScreen)
+        await decide(pilot, end, "y")
+        await wait_for(pilot, lambda: end.finished is not None and end.finished.done, "discard")
     assert "# the person's own edit" in core.read_text()
     assert end.outcome.branch not in [b.name for b in repo.branches]
 
@@ -794,7 +804,7 @@ async def test_a_past_run_opens_read_only_from_the_runs_list_and_steps_through(
         await wait_for(pilot, lambda: runs.runs is not None, "the list of runs")
         table = runs.query_one(DataTable)
         assert table.row_count == 1
-        assert [str(c) for c in table.get_row_at(0)][2:] == ["ok", "2", "Fix it."]
+        assert [str(c) for c in table.get_row_at(0)][2:] == ["ok", "undecided", "2", "Fix it."]
         await pilot.press("enter")
         replay = await wait_screen(pilot, ReplayScreen)
         await wait_for(pilot, lambda: bool(replay.view.run_id), "the run's trail")
@@ -842,7 +852,7 @@ async def test_replay_of_a_missing_run_says_so_and_returns_to_the_list(tmp_path:
 
 
 @sandboxed
-async def test_watch_mode_verifies_again_on_each_save_and_enter_starts_a_repair(
+async def test_watch_mode_verifies_again_on_each_save_and_ctrl_s_starts_a_repair(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
     from tui.screens.watch import WatchScreen
@@ -873,7 +883,7 @@ async def test_watch_mode_verifies_again_on_each_save_and_enter_starts_a_repair(
         assert "after a save of textstats/core.py" in subtitle
         assert watching.checks == 2
         assert model_server.count == 0, "watching alone asked the model"
-        await pilot.press("enter")
+        await pilot.press("ctrl+s")
         review = await wait_screen(pilot, ReviewScreen)
         assert review.request.n == 1
         await pilot.press("a")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from engine.edits.proposal import Edit, Proposal
+from engine.feedback.distill import distill
 from engine.project.paths import run_path
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
@@ -39,10 +41,11 @@ from engine.run.events import (
 )
 from engine.run.finish import Finished
 from engine.run.preview import FilePreview, ProposalPreview, file_diff
-from engine.verify.classify import Classification, ErrorClass
+from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.tree import Verification
-from engine.verify.verdict import Judgement, Verdict
+from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
+from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp
 from tui.gate import PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
@@ -277,6 +280,7 @@ PASS_REASONS = [
     "test file tests/test_core.py was modified since the baseline",
     "added @pytest.mark.skip at tests/test_core.py:23",
 ]
+SQUASH_DIFF = git_diff("textstats/core.py", CORE, CORE_2)
 OUTCOME = RunOutcome(
     status="ok",
     reason="verified green on iteration 2",
@@ -285,7 +289,9 @@ OUTCOME = RunOutcome(
     tokens=1696,
     cost_usd=0.000306,
     duration_s=13.4,
+    diff=SQUASH_DIFF,
 )
+MEDIUM = (120, 36)
 
 
 def app_in(theme: str) -> FixloopApp:
@@ -368,6 +374,17 @@ def check_result() -> Verification:
     return Verification(judgement=judgement, stages=[stage], packet_text=PACKET_0)
 
 
+def no_tests_check() -> Verification:
+    """The checkout of a project without tests, verified: the real captured pytest exit 5."""
+    stages = [corpus_stage("no_tests")]
+    classification = classify(stages, project_modules=set())
+    judgement = judge(stages, classification, doubts=pass_doubts(stages))
+    packet = distill(stages, classification, iteration=1, max_iterations=4)
+    return Verification(
+        judgement=judgement, stages=stages, packet=packet, packet_text=packet.render()
+    )
+
+
 # -- the main screen --------------------------------------------------------------------------
 
 
@@ -441,8 +458,47 @@ def test_end_modal_when_the_run_could_not_start(snap_compare: SnapCompare) -> No
         status="error",
         reason="/home/you/textstats is not a git repository; run `git init` and commit",
         decidable=False,
+        started=False,
     )
     run_before = showing([], then=lambda: EndScreen(outcome))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_end_modal_with_the_squash_diff(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    run_before = showing(finished_run(), then=lambda: EndScreen(OUTCOME))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_end_modal_after_an_accepted_suspicious_pass(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    outcome = replace(
+        OUTCOME, reason="verified green on iteration 1", accepted_suspicious=tuple(PASS_REASONS)
+    )
+    run_before = showing(until_suspicious_pass(), then=lambda: EndScreen(outcome))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+def test_end_modal_when_the_run_changed_nothing(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    ended = RunFinished(
+        ts=T0 + 4.2,
+        status="error",
+        reason="the model openai/nosuch is not known to litellm",
+        iterations=1,
+        branch="",
+        tokens=0,
+        duration_s=4.2,
+    )
+    outcome = RunOutcome(
+        status=ended.status,
+        reason=ended.reason,
+        iterations=ended.iterations,
+        duration_s=ended.duration_s,
+        decidable=False,
+    )
+    run_before = showing([*started(), ended], then=lambda: EndScreen(outcome))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
 
@@ -486,6 +542,19 @@ PAST_RUNS = [
         iterations=2,
         started="2026-12-02 14:15:03",
         path="",
+        branch=BRANCH,
+        finish="accept",
+    ),
+    RunSummary(
+        id="20261202-121005-b7c8",
+        task="Fix top_words",
+        status="ok",
+        iterations=1,
+        started="2026-12-02 12:10:05",
+        path="",
+        accepted_suspicious=True,
+        branch="fixloop/20261202-121005-b7c8",
+        finish="keep",
     ),
     RunSummary(
         id="20261202-093311-c3d4",
@@ -494,6 +563,7 @@ PAST_RUNS = [
         iterations=1,
         started="2026-12-02 09:33:11",
         path="",
+        branch="fixloop/20261202-093311-c3d4",
     ),
     RunSummary(
         id="20261201-170245-e5f6",
@@ -501,6 +571,16 @@ PAST_RUNS = [
         status="exhausted",
         iterations=4,
         started="2026-12-01 17:02:45",
+        path="",
+        branch="fixloop/20261201-170245-e5f6",
+        finish="discard",
+    ),
+    RunSummary(
+        id="20261201-110012-a9b0",
+        task="Fix the word stats",
+        status="error",
+        iterations=1,
+        started="2026-12-01 11:00:12",
         path="",
     ),
 ]
@@ -576,3 +656,38 @@ def test_task_screen_says_the_model_cannot_be_called_at_80x24(snap_compare: Snap
 
     run_before = showing([], then=task_screen)
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def task_screen_showing(check: Verification) -> Callable[[], TaskScreen]:
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(project=str(PROJECT), model="openai/gpt-4o-mini", sandbox="gvisor")
+        screen.call_after_refresh(screen.show_check, check)
+        return screen
+
+    return task_screen
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_task_screen_refuses_a_repair_without_tests(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
+    app = app_in("dark")
+    run_before = showing([], then=task_screen_showing(no_tests_check()))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_task_screen_in_a_subdirectory_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    reason = (
+        f"{PROJECT}/tests is not the top level of its git work tree; point fixloop at {PROJECT}"
+    )
+
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(
+            project=f"{PROJECT}/tests", model="openai/gpt-4o-mini", sandbox="gvisor"
+        )
+        screen.call_after_refresh(screen.show_unusable, reason)
+        return screen
+
+    run_before = showing([], then=task_screen)
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

@@ -1,7 +1,7 @@
-"""The end-of-run modal: how the run ended and why, what it cost, and what to do with its
-branch — accept `a` (squash onto your branch), keep `k` (the branch stays), discard `d`
-(the branch is deleted). `r` opens the run's report. `escape` closes the modal and leaves the
-branch as it is."""
+"""The end-of-run modal: how the run ended and why, what it cost, the whole change an accept
+would squash onto your branch (scrollable), and what to do with the branch — accept `a`
+(squash it), keep `k` (the branch stays), discard `d` (asks first, then deletes it). `r`
+opens the run's report; `escape` closes the modal and leaves the branch as it is."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from typing import ClassVar, cast
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
 from engine.run.finish import Finish, Finished
+from tui.screens.confirm import ConfirmScreen
+from tui.widgets.diff import diff_content
 from tui.widgets.history import status_colour
+
+CHOICES: tuple[Finish, ...] = ("accept", "keep", "discard")
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,21 @@ class RunOutcome:
     duration_s: float = 0.0
     report: str = ""
     decidable: bool = True  # there is a branch to accept, keep or discard
+    started: bool = True  # False: the run could not start, nothing ran
+    # An ok that rests on a suspicious pass the person accepted: that pass's reasons.
+    accepted_suspicious: tuple[str, ...] = ()
+    diff: str | None = None  # what accept squashes (baseline..tip); None: not read yet
+    diff_error: str = ""  # why it could not be read
+
+    @property
+    def status_text(self) -> str:
+        if self.status == "ok" and self.accepted_suspicious:
+            return "ok (suspicious pass accepted by you)"
+        return self.status.replace("_", " ")
+
+    @property
+    def colour(self) -> str:
+        return "warning" if self.accepted_suspicious else status_colour(self.status)
 
 
 class EndScreen(ModalScreen[None]):
@@ -44,9 +63,13 @@ class EndScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "decide('accept')", "accept"),
-        Binding("k", "decide('keep')", "keep branch"),
+        Binding("k", "decide('keep')", "keep"),
         Binding("d", "decide('discard')", "discard"),
         Binding("r", "open_report", "report"),
+        Binding("down", "scroll_diff(1)", "scroll diff"),
+        Binding("up", "scroll_diff(-1)", "scroll diff", show=False),
+        Binding("pagedown", "scroll_diff(10)", "page down", show=False),
+        Binding("pageup", "scroll_diff(-10)", "page up", show=False),
         Binding("escape", "close", "close"),
         # The modal stays up after a decision (it shows what was done): q still quits.
         Binding("q", "app.quit", "quit"),
@@ -62,19 +85,26 @@ class EndScreen(ModalScreen[None]):
         self.outcome = outcome
         self.finished = finished
         self.busy = False
+        self.late_choice = ""  # a choice pressed after the decision was made
 
     def compose(self) -> ComposeResult:
         outcome = self.outcome
-        colour = status_colour(outcome.status)
-        with Vertical(id="dialog", classes=f"dialog end {colour}") as dialog:
-            ended = outcome.decidable
+        classes = f"dialog end {outcome.colour}" + (" with-diff" if outcome.decidable else "")
+        with Vertical(id="dialog", classes=classes) as dialog:
+            ended = outcome.started
             dialog.border_title = "the run has ended" if ended else "the run could not start"
             yield Static(self._summary(), id="summary")
+            if outcome.accepted_suspicious:
+                yield Static(self._suspicious(), id="suspicious")
+            if outcome.decidable:
+                with VerticalScroll(id="squash", classes="diff") as pane:
+                    pane.border_title = "what accept squashes onto your branch"
+                    yield Static(self._diff(), id="squash-text")
             yield Static(self._result(), id="result")
             with Horizontal(classes="buttons"):
-                if ended:
+                if outcome.decidable:
                     yield _button("accept [a]", "accept", "success")
-                    yield _button("keep branch [k]", "keep", "primary")
+                    yield _button("keep [k]", "keep", "primary")
                     yield _button("discard [d]", "discard", "error")
                 if outcome.report:
                     yield Button(
@@ -86,33 +116,54 @@ class EndScreen(ModalScreen[None]):
                 yield Button(
                     Content("close [esc]"), id="close", compact=True, action="screen.close"
                 )
+        yield Footer()
 
     def on_mount(self) -> None:
         self._update_buttons()
 
+    # -- what it shows --------------------------------------------------------------------------
+
     def _summary(self) -> Content:
         o = self.outcome
-        colour = status_colour(o.status)
-        style = f"bold $text-{colour}" if colour != "foreground" else "bold"
+        style = f"bold $text-{o.colour}" if o.colour != "foreground" else "bold"
         lines = [
-            Content.assemble(("status: ", "bold"), (o.status.replace("_", " "), style)),
+            Content.assemble(("status: ", "bold"), (o.status_text, style)),
             Content.assemble(("reason: ", "bold"), o.reason),
         ]
-        if o.decidable:
+        if o.started:
             counts = f"{o.iterations} iteration{'s' if o.iterations != 1 else ''}"
             spent = f"{o.tokens:,} tokens · ${o.cost_usd:.4f} · {o.duration_s:.1f}s"
             lines.append(Content.assemble(("spent: ", "bold"), f"{counts} · {spent}"))
+        if o.decidable:
             lines.append(Content.assemble(("branch: ", "bold"), o.branch))
+        elif o.started:
+            lines.append(Content.styled("nothing changed: no branch was kept", "$text-muted"))
         if o.report:
             lines.append(Content.assemble(("report: ", "bold"), o.report))
         if o.decidable and o.status != "ok":
             lines.append(
                 Content.styled(
-                    "the run did not end ok: accepting brings in changes the verifier did not pass",
+                    "not ok: accepting brings in changes the verifier did not pass",
                     "$text-warning",
                 )
             )
         return Content("\n").join(lines)
+
+    def _suspicious(self) -> Content:
+        heading = "you accepted a pass the verifier doubted, because:"
+        lines = [Content.styled(heading, "bold $text-warning")]
+        lines += [Content(f"  • {reason}") for reason in self.outcome.accepted_suspicious]
+        return Content("\n").join(lines)
+
+    def _diff(self) -> Content:
+        o = self.outcome
+        if o.diff_error:
+            return Content.assemble(("the change could not be read: ", "$text-error"), o.diff_error)
+        if o.diff is None:
+            return Content.styled("reading the run's change…", "$text-muted")
+        if not o.diff.strip():
+            return Content.styled("the run's branch changes no file", "$text-muted")
+        return diff_content(o.diff)
 
     def _result(self) -> Content:
         if self.busy:
@@ -121,18 +172,27 @@ class EndScreen(ModalScreen[None]):
         if finished is None:
             return Content("")
         if finished.done:
-            return Content.styled(finished.detail, "bold $text-success")
+            late = f"{self.late_choice} no longer applies" if self.late_choice else ""
+            note = f" · {late or 'nothing more to decide'}"
+            return Content.assemble((finished.detail, "bold $text-success"), (note, "$text-muted"))
         return Content.assemble(("accept refused: ", "bold $text-error"), finished.detail)
 
+    def _settled(self) -> bool:
+        return self.finished is not None and self.finished.done
+
     def _update_buttons(self) -> None:
+        result = self.query_one("#result", Static)
+        result.set_class(not self.busy and self.finished is None, "empty")
         self.query_one("#close", Button).focus()
-        if not self.outcome.decidable:
-            return
-        settled = self.finished is not None and self.finished.done
-        for name in ("accept", "keep", "discard"):
-            self.query_one(f"#{name}", Button).disabled = self.busy or settled
-        if not (self.busy or settled):
-            self.query_one("#accept" if self.outcome.status == "ok" else "#keep", Button).focus()
+        if self.outcome.decidable:
+            for name in CHOICES:
+                self.query_one(f"#{name}", Button).disabled = self.busy or self._settled()
+            if not (self.busy or self._settled()):
+                ok = self.outcome.status == "ok"
+                self.query_one("#accept" if ok else "#keep", Button).focus()
+        self.refresh_bindings()
+
+    # -- what the app tells it ------------------------------------------------------------------
 
     def show_finished(self, finished: Finished | None) -> None:
         """What the app's worker did (None: it is working on it)."""
@@ -141,12 +201,18 @@ class EndScreen(ModalScreen[None]):
         self.query_one("#result", Static).update(self._result())
         self._update_buttons()
 
+    def show_outcome(self, outcome: RunOutcome) -> None:
+        """The same run's outcome with more read (the squash diff, once the app has it)."""
+        self.outcome = outcome
+        if outcome.decidable:
+            self.query_one("#squash-text", Static).update(self._diff())
+
     def palette_commands(self) -> Iterable[SystemCommand]:
         """The end-of-run choices, in the command palette too."""
         for choice, help_text in (
             ("accept", "squash the run onto your branch"),
             ("keep", "keep branch fixloop/<run>"),
-            ("discard", "delete the run's branch"),
+            ("discard", "delete the run's branch (asks first)"),
         ):
             yield SystemCommand(
                 f"End of run: {choice} ({choice[0]})",
@@ -158,14 +224,41 @@ class EndScreen(ModalScreen[None]):
                 "End of run: open the report (r)", self.outcome.report, self.action_open_report
             )
 
+    # -- keys -----------------------------------------------------------------------------------
+
     def action_decide(self, choice: str) -> None:
-        if self.busy or not self.outcome.decidable:
+        if self._settled():
+            # Not silently dead: the modal says why the key does nothing now.
+            self.late_choice = choice
+            self.query_one("#result", Static).update(self._result())
             return
-        if self.finished is not None and self.finished.done:
+        if choice not in CHOICES or not self._can_decide():
             return
-        if choice in ("accept", "keep", "discard"):
-            self.show_finished(None)
-            self.post_message(self.Decided(cast(Finish, choice)))
+        if choice == "discard":
+            question = (
+                f"delete branch {self.outcome.branch} and everything the run did? "
+                "this cannot be undone."
+            )
+            confirm = ConfirmScreen("discard the run?", question, yes="discard", no="keep it")
+            self.app.push_screen(confirm, self._discard_confirmed)
+            return
+        self._decide(cast(Finish, choice))
+
+    def _discard_confirmed(self, yes: bool | None) -> None:
+        if yes and self._can_decide():
+            self._decide("discard")
+
+    def _decide(self, choice: Finish) -> None:
+        self.show_finished(None)
+        self.post_message(self.Decided(choice))
+
+    def _can_decide(self) -> bool:
+        return self.outcome.decidable and not self.busy and not self._settled()
+
+    def action_scroll_diff(self, lines: int) -> None:
+        if self.outcome.decidable:
+            pane = self.query_one("#squash", VerticalScroll)
+            pane.scroll_relative(y=lines, animate=False)
 
     def action_open_report(self) -> None:
         if self.outcome.report:
@@ -176,6 +269,10 @@ class EndScreen(ModalScreen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_report":
             return bool(self.outcome.report)
+        if action == "scroll_diff":
+            return self.outcome.decidable
+        if action == "decide":
+            return self.outcome.decidable
         return True
 
     def action_close(self) -> None:

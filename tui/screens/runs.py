@@ -1,4 +1,5 @@
-"""The runs screen: the project's past runs, newest first (the audit trail, listed).
+"""The runs screen: the project's past runs, newest first (the audit trail, listed), each
+with how it ended and what became of its branch (accepted, kept, discarded, undecided).
 `enter` opens the highlighted run read-only; `escape` closes the list."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class RunsScreen(ModalScreen[str | None]):
             table: DataTable[str | Text] = DataTable(
                 id="runs-table", cursor_type="row", zebra_stripes=True
             )
-            for label in ("run", "started", "status", "iterations", "task"):
+            for label in ("run", "started", "status", "branch", "iterations", "task"):
                 table.add_column(label, key=label)
             yield table
 
@@ -111,13 +112,16 @@ class RunsScreen(ModalScreen[str | None]):
 
 
 def _row(run: RunSummary, colours: dict[str, str]) -> tuple[str | Text, ...]:
-    colour = colours.get(status_colour(run.status), "")
+    # An ok that rests on a suspicious pass the person accepted is not shown as a plain ok.
+    tone = "warning" if run.accepted_suspicious else status_colour(run.status)
+    colour = colours.get(tone, "")
     style = f"bold {colour}" if colour else "bold"
     task = run.task if len(run.task) <= TASK_WIDTH else run.task[: TASK_WIDTH - 1] + "…"
     return (
         run.id,
         run.started,
-        Text(run.status.replace("_", " "), style=style),
+        Text(run.status_label, style=style),
+        Text(run.outcome, style="" if run.finish else "dim"),
         Text(str(run.iterations), justify="right"),
         task,
     )

@@ -1,19 +1,21 @@
 """The task screen, shown first when no `--task` was given: what the verifier says about the
-project right now (checked in the sandbox while the person types), and the task to run.
-`enter` starts the run."""
+project right now (checked in the sandbox while the person types), and the task to run, on as
+many lines as it needs. `ctrl+s` starts the run; `enter` is a new line. Starting is refused,
+with the way forward, where a run cannot work: outside the top of a git repository, or when
+the project has no tests for a repair to be checked against."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static, TextArea
 
+from engine.verify.baseline_tests import no_tests_reason
 from engine.verify.tree import Verification
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
@@ -23,6 +25,8 @@ from tui.widgets.run_view import IterationView, StageView
 DEFAULT_TASK = "Make the failing tests pass."
 CHECK_INTRO = "Your checkout as it is now (uncommitted work included), verified in the sandbox."
 CHECK_HEADING = "repair packet — what the model would be told first:"
+TASK_KEYS = "ctrl+s: start the run · enter: new line"
+NO_TESTS_WAY = "write a test that shows the bug, or build from a spec with ctrl+n"
 
 
 def check_view(result: Verification) -> IterationView:
@@ -52,13 +56,16 @@ class TaskScreen(Screen[str]):
     """Dismissed with the task to run."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "start", "start the run"),
         Binding("escape", "app.quit", "quit"),
-        Binding("ctrl+n", "app.new_from_spec", "new from spec"),
+        Binding("ctrl+n", "new_from_spec", "new from spec"),
     ]
 
     def __init__(self, *, project: str, model: str, sandbox: str, mode: str = "step") -> None:
         super().__init__()
         self.project, self.model, self.sandbox, self.mode = project, model, sandbox, mode
+        self.refusal: str | None = None  # why a repair cannot start here; None: it can
+        self.unusable: str | None = None  # why no run at all (spec mode neither) can start here
 
     def compose(self) -> ComposeResult:
         yield RunHeader(project=self.project, model=self.model, sandbox=self.sandbox)
@@ -72,8 +79,14 @@ class TaskScreen(Screen[str]):
             yield ModelProblem()
             with Vertical(id="task-box") as box:
                 box.border_title = "task"
-                box.border_subtitle = "enter: start the run · esc: quit"
-                yield Input(value=DEFAULT_TASK, placeholder=DEFAULT_TASK, id="task")
+                box.border_subtitle = TASK_KEYS
+                yield TextArea(
+                    DEFAULT_TASK,
+                    id="task",
+                    soft_wrap=True,
+                    show_line_numbers=False,
+                    placeholder=DEFAULT_TASK,
+                )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -81,20 +94,67 @@ class TaskScreen(Screen[str]):
         header.mode = self.mode
         header.idle = "no run yet: enter the task below"
         header.refresh()
-        self.query_one(Input).focus()
+        task = self.query_one("#task", TextArea)
+        task.focus()
+        task.move_cursor(task.document.end)
+
+    @property
+    def task_text(self) -> str:
+        return self.query_one("#task", TextArea).text
+
+    # -- what the app tells it ------------------------------------------------------------------
 
     def show_check(self, result: Verification | None, error: str | None = None) -> None:
         """The verifier's verdict on the checkout, or why it could not run."""
+        self.unusable = None
+        refusal = None
         if error is not None:
             body = Content.assemble(("could not check the project: ", "bold $text-error"), error)
         elif result is not None:
             body = feedback_content(
                 check_view(result), result.packet_text, intro=CHECK_INTRO, heading=CHECK_HEADING
             )
+            refusal = no_tests_reason(result)
+            if refusal is not None:
+                body = Content("\n\n").join([_refused(refusal, NO_TESTS_WAY), body])
         else:
             body = Content("")
         self.query_one("#state-text", Static).update(body)
+        self._refuse(refusal)
 
-    @on(Input.Submitted, "#task")
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or DEFAULT_TASK)
+    def show_unusable(self, reason: str) -> None:
+        """The project directory cannot hold a run (not a git repository, a subdirectory of
+        one, no commit yet): said at once, instead of a check that would mislead."""
+        way = "a run works on the top of a git repository; nothing was checked or run here"
+        self.query_one("#state-text", Static).update(_refused(reason, way))
+        self.unusable = reason
+        self._refuse(reason)
+
+    def _refuse(self, refusal: str | None) -> None:
+        self.refusal = refusal
+        box = self.query_one("#task-box")
+        box.border_subtitle = TASK_KEYS if refusal is None else "cannot start: see above"
+        box.set_class(refusal is not None, "refused")
+        self.refresh_bindings()
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def action_start(self) -> None:
+        if self.refusal is not None:
+            self.app.bell()
+            self.notify(self.refusal, title="cannot start a repair here", severity="warning")
+            return
+        self.dismiss(self.task_text.strip() or DEFAULT_TASK)
+
+    async def action_new_from_spec(self) -> None:
+        """Spec mode needs tests at no baseline, but it needs a git repository all the same."""
+        if self.unusable is not None:
+            self.app.bell()
+            self.notify(self.unusable, title="cannot start a run here", severity="warning")
+            return
+        await self.app.run_action("new_from_spec")
+
+
+def _refused(reason: str, way: str) -> Content:
+    """Why starting is refused, and what to do instead."""
+    return Content.assemble((reason, "bold $text-warning"), "\n", (way, "$text-primary"))

@@ -1,6 +1,6 @@
 """Watch mode (`fixloop-tui watch`): the task screen that re-verifies the project each time
 a file in it is saved, so the repair packet on screen is always the one for the code as it
-is now. `enter` starts a repair loop from there; `ctrl+r` verifies again at once.
+is now. `ctrl+s` starts a repair loop from there; `ctrl+r` verifies again at once.
 
 The watching is watchfiles' (a native watcher, debounced); the verifying is the app's, in
 the sandbox, exactly as before a run: this screen only says when and shows the result."""

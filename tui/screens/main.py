@@ -43,6 +43,8 @@ def empty_diff_note(it: IterationView | None) -> str:
         return "the answer could not be used: nothing was changed"
     if it.status == "no_change":
         return "the proposal changed no file"
+    if it.status == "rejected":
+        return "rejected by you: nothing was applied"
     if it.in_progress:
         return "no commit yet"
     return "no change in this iteration"

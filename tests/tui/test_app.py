@@ -32,6 +32,7 @@ from tests.tui.test_snapshots import app_in, finished_run, review_request, settl
 from tui.app import FixloopApp
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen
+from tui.screens.quit import QuitScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
@@ -431,7 +432,7 @@ async def test_x_stops_a_run_while_the_model_is_answering(
 
 
 @sandboxed
-async def test_quit_mid_run_stops_the_engine_before_the_app_exits(
+async def test_q_then_abort_mid_run_ends_the_run_before_the_app_exits(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
     model_server.script(hang(60))
@@ -439,6 +440,8 @@ async def test_quit_mid_run_stops_the_engine_before_the_app_exits(
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: model_server.count == 1, "the model request")
         await pilot.press("q")
+        await wait_screen(pilot, QuitScreen)
+        await pilot.press("a")  # abort: the run ends for good
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     assert not app.running
     assert app.return_value == 130

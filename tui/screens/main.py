@@ -85,6 +85,7 @@ class MainScreen(Screen[None]):
         self.streamed = 0
         self.note = ""  # what happens before the run's first event
         self.paused = ""  # while the person holds the loop: what that means right now
+        self.aside = ""  # while the person looks at the run with a decision hidden
         self.ready = False  # the panes are mounted
         self._header_args = {"project": project, "model": model, "sandbox": sandbox}
         self._artifacts: dict[int, IterationArtifacts] = {}
@@ -196,6 +197,8 @@ class MainScreen(Screen[None]):
         activity = activity_of(self.view, self.streamed)
         if not self.view.run_id and self.note:
             activity = Activity(self.note, busy=True)
+        elif self.aside and self.view.live:
+            activity = Activity(self.aside)
         elif self.paused and self.view.live:
             activity = Activity(self.paused)
         self.query_one(RunHeader).show(self.view, self.mode, activity)

@@ -49,11 +49,6 @@ SKIP_TOP = {
     "search": "def test_top_words_returns_n():",
     "replace": "import pytest\n\n\n@pytest.mark.skip\ndef test_top_words_returns_n():",
 }
-UNSKIP_TOP = {
-    "path": SKIP_TOP["path"],
-    "search": SKIP_TOP["replace"],
-    "replace": SKIP_TOP["search"],
-}
 
 
 def answer(explanation: str, *edits: dict[str, str]) -> str:

@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run the repair loop (the default command)",
         description="Run the bounded code -> test -> distill -> repair loop on PATH. "
-        "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage, 3 env_failure, "
+        "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage or no_tests, 3 env_failure, "
         "4 suspicious_pass, 5 budget_exceeded, 6 infrastructure, 130 aborted.",
     )
     add_run_arguments(run_command)

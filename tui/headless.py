@@ -174,6 +174,8 @@ class ProgressPrinter:
                 if tests
                 else "no test report"
             )
+            if event.new_tests:
+                counts += f", {event.new_tests} new by the model"
             label = "baseline" if event.n == 0 else prefix
             return f"{label} verified: {event.verdict} ({counts}; {event.error_class})"
         if isinstance(event, GuardTripped):
@@ -193,9 +195,10 @@ class ProgressPrinter:
         if isinstance(event, ReferencesChecked) and event.problems:
             more = f" (and {len(event.problems) - 1} more)" if len(event.problems) > 1 else ""
             return f"{prefix} reference error, not run: {event.problems[0]}{more}"
-        return None
         if isinstance(event, RunFinished):
-            return f"finished: {event.status} — {event.reason}"
+            kept = f"; the result is on branch {event.branch}" if event.branch else ""
+            return f"finished: {event.status} — {event.reason}{kept}"
+        return None
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
@@ -272,6 +275,7 @@ def as_json(result: RunResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "status": result.status.value,
         "reason": result.reason,
+        "accepted_suspicious": result.accepted_suspicious,
         "iterations": [
             {
                 "n": record.n,

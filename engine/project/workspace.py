@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.project.accept import accept_run
@@ -182,6 +182,25 @@ class Workspace:
         reflog = f"fixloop: {message.splitlines()[0] if message else ''}"
         git_bytes(self.root, "update-ref", "-m", reflog, f"refs/heads/{self.branch}", sha, head)
         return sha
+
+    def restore(self, paths: Sequence[str], message: str) -> str | None:
+        """Put `paths` back as they were at the baseline (removed if they did not exist
+        there) and commit that; None if they already were."""
+        self._require_worktree()
+        at_baseline = set(
+            nul_paths(git_bytes(self.root, "ls-tree", "-r", "-z", "--name-only", self.baseline))
+        )
+        kept = [path for path in paths if path in at_baseline]
+        if kept:
+            git_bytes(self.root, "checkout", "--quiet", self.baseline, "--", *kept)
+        for path in paths:
+            if path not in at_baseline:
+                (self.root / path).unlink(missing_ok=True)
+        return self.commit(message)
+
+    def unchanged(self) -> bool:
+        """Whether the run's branch is still at its baseline: the run committed nothing."""
+        return self.tip() == self.baseline
 
     def diff(self, rev: str, base: str | None = None) -> str:
         """The unified diff of `rev` against its parent (or against `base`), without colour."""

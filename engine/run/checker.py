@@ -8,17 +8,21 @@ import time
 from collections.abc import Sequence
 
 from engine.project.workspace import Workspace
-from engine.run.events import ReviewRequested, ReviewResolved
+from engine.run.events import Committed, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
 from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
 from engine.run.steps import Check
+from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import Verifier
 from engine.verify.results import StageResult
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
+
+BASELINE_TESTS = "baseline-tests.json"
+REVERT_MESSAGE = "fixloop[iter {n}]: revert the test changes of a rejected pass"
 
 
 class IterationChecker:
@@ -42,12 +46,15 @@ class IterationChecker:
         self.guards = guards
         self.mode = mode
         self.baseline_collected: int | None = None
+        self.baseline_tests: BaselineTests | None = None
 
     async def baseline(self) -> Verification:
-        """What is red before the model is asked; an environment problem, a green or a
-        doubtful pass ends the run here."""
+        """What is red before the model is asked; no test, an environment problem, a green or
+        a doubtful pass ends the run here."""
         current = self.settled(0, await self.verify(0, retry=True))
         judgement = current.judgement
+        if (no_tests := no_tests_reason(current.stages)) is not None:
+            raise RunEnded(RunStatus.NO_TESTS, no_tests)
         if judgement.verdict is Verdict.ENV_FAILURE:
             raise RunEnded(RunStatus.ENV_FAILURE, env_reason(current))
         if judgement.verdict is Verdict.OK:
@@ -56,8 +63,18 @@ class IterationChecker:
             raise RunEnded(RunStatus.SUSPICIOUS_PASS, "; ".join(judgement.reasons))
         tests = judgement.tests
         self.baseline_collected = tests.collected if tests else None
+        self.baseline_tests = BaselineTests.of(current.stages)
+        if self.baseline_tests is not None:  # for a resume
+            self.journal.json(0, BASELINE_TESTS, self.baseline_tests)
         self.guards.start(judgement.signature, tests.passed if tests else None)
         return current
+
+    def restore(self, baseline_collected: int | None) -> None:
+        """A resumed run's baseline, as its first verification left it in the trail."""
+        self.baseline_collected = baseline_collected
+        path = self.journal.run_dir.path / self.journal.run_dir.iteration(0) / BASELINE_TESTS
+        if path.is_file():
+            self.baseline_tests = BaselineTests.model_validate_json(path.read_bytes())
 
     async def after_edit(
         self,
@@ -118,18 +135,37 @@ class IterationChecker:
                 kind="pass",
                 decision="accept" if review.accept else "reject",
                 note=review.note,
+                comment=review.comment,
                 by=review.by,
             )
         )
         listed = "; ".join(reasons)
         if review.accept:
-            ending = RunEnded(RunStatus.OK, f"suspicious pass accepted ({review.note}): {listed}")
+            ending = RunEnded(
+                RunStatus.OK, f"suspicious pass accepted ({review.note}): {listed}", reasons
+            )
             return Check(current, verify_s, ending)
         if not review.keep_repairing:
             return Check(current, verify_s, RunEnded(RunStatus.SUSPICIOUS_PASS, listed))
-        # A rejected pass has no packet: the reason is the feedback.
-        rejected = rejected_pass_note(reasons, review.note)
-        return Check(current.model_copy(update={"packet_text": rejected}), verify_s)
+        return await self.rejected(n, current, review.comment, verify_s)
+
+    async def rejected(self, n: int, current: Verification, comment: str, verify_s: float) -> Check:
+        """An honest reject: the test changes that made the pass doubtful are reverted in a
+        commit of their own, the tree verified again, and the model gets the normal packet
+        with the reasons and the person's words. With nothing to revert, the reasons alone."""
+        reasons = current.judgement.reasons
+        # Spec mode's tests are not at the baseline: its latch guards them, not a revert.
+        paths = doubtful_paths(current) if self.config.spec is None else []
+        commit = self.workspace.restore(paths, REVERT_MESSAGE.format(n=n)) if paths else None
+        if commit is None:  # no packet to give: the reasons are the feedback
+            note = rejected_pass_note(reasons, comment)
+            return Check(current.model_copy(update={"packet_text": note}), verify_s)
+        self.journal.emit(Committed(n=n, sha=commit, message=REVERT_MESSAGE.format(n=n)))
+        diff = self.workspace.diff(commit)
+        self.journal.text(n, "revert.diff", diff)
+        note = rejected_pass_note(reasons, comment, reverted=paths)
+        examined = await self.verify(n, paths, diff, current.stages, retry=True)
+        return await self.judge(n, examined, paths, [note], verify_s)
 
     async def verify(
         self,
@@ -184,6 +220,13 @@ class IterationChecker:
     def tripped(self, n: int, trip: Trip) -> RunEnded:
         self.journal.trip(n, trip)
         return trip.ending()
+
+
+def doubtful_paths(current: Verification) -> list[str]:
+    """The test and pytest-configuration files whose changes made a pass doubtful."""
+    paths = [change.path for change in current.changed_tests if change.change != "added"]
+    paths += [skip.file for skip in current.added_skips]
+    return sorted(set(paths))
 
 
 def env_reason(current: Verification) -> str:

@@ -119,6 +119,7 @@ class PacketReady(BaseEvent):
     signature: str = ""
     tokens: int = 0
     tests: dict[str, int] | None = None
+    new_tests: int = 0  # tests the model added: listed, never evidence on their own
 
 
 class SpecPrepared(BaseEvent):

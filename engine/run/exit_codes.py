@@ -14,6 +14,7 @@ EXIT_OOM = 137  # `sandbox run`: killed at the memory limit (128 + SIGKILL)
 
 RUN_EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.OK: 0,
+    RunStatus.NO_TESTS: EXIT_USAGE,  # the person can fix it: write a test, or use spec mode
     RunStatus.EXHAUSTED: 1,
     RunStatus.STALLED: 1,
     RunStatus.NO_PROGRESS: 1,

@@ -4,12 +4,14 @@ at the baseline are held back, file by file, unless allowed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from engine.edits.proposal import Edit, Proposal
+from engine.run.events import ReviewResolved
 from engine.verify.pins import TestPins
 
 
@@ -23,6 +25,13 @@ class Review(BaseModel):
     note: str = ""  # why, for the audit trail ("edited by you", "auto mode")
     comment: str = ""  # the person's words to the model, sent with the next prompt
     by: Literal["person", "policy"] = "policy"  # who decided, for the audit trail
+
+    def resolved(self, n: int) -> ReviewResolved:
+        """The review as the audit trail keeps it."""
+        decision, note, comment, by = self.decision, self.note, self.comment, self.by
+        return ReviewResolved(
+            n=n, kind="proposal", decision=decision, note=note, comment=comment, by=by
+        )
 
 
 class PassReview(BaseModel):
@@ -117,13 +126,35 @@ def _same_text(path: Path, content: str) -> bool:
     return current.replace("\r\n", "\n").rstrip("\n") == content.replace("\r\n", "\n").rstrip("\n")
 
 
-def rejected_pass_note(reasons: list[str], note: str = "") -> str:
+def rejected_pass_note(reasons: list[str], comment: str = "", reverted: Sequence[str] = ()) -> str:
+    """What the model hears after the person rejected a doubtful pass."""
     listed = "; ".join(reasons)
-    said = f" The reviewer said: {note}" if note else ""
-    return (
-        f"The tests passed, but the pass was rejected as not honest: {listed}.{said} "
+    parts = [f"The tests passed, but the pass was rejected as not honest: {listed}."]
+    if reverted:
+        parts.append(f"Your changes to {', '.join(reverted)} were reverted.")
+    if comment:
+        parts.append(f"The reviewer said: {_sentence(comment)}")
+    parts.append(
         "Make the original tests pass by fixing the code, without skipping or editing tests."
     )
+    return " ".join(parts)
+
+
+def rejected_proposal_note(files: list[str], comment: str) -> str:
+    """What the model hears after the person rejected its proposal (nothing was applied)."""
+    changed = f" (to {', '.join(files)})" if files else ""
+    said = f" The reviewer said: {_sentence(comment)}" if comment.strip() else ""
+    return f"Your last proposal{changed} was rejected by the reviewer and NOT applied.{said}"
+
+
+def reviewer_note(comment: str) -> str:
+    """A comment the person sent with an approved proposal."""
+    return f"The reviewer approved your last proposal and said: {_sentence(comment)}"
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def held_back_note(held_back: list[str]) -> str:

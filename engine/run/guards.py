@@ -4,6 +4,7 @@ ending is called, and `RunEnded`, the one way a run ends. Pure decisions; the lo
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 class RunStatus(StrEnum):
     OK = "ok"
+    NO_TESTS = "no_tests"  # refused before the model was asked: no test could show a fix
     SUSPICIOUS_PASS = "suspicious_pass"
     ENV_FAILURE = "env_failure"
     STALLED = "stalled"
@@ -25,12 +27,16 @@ class RunStatus(StrEnum):
 
 
 class RunEnded(Exception):
-    """Raised from any step to end the run with a status; the loop catches it once."""
+    """Raised from any step to end the run with a status; the loop catches it once.
+    `accepted_suspicious`: an ok the person allowed despite these doubts."""
 
-    def __init__(self, status: RunStatus, reason: str) -> None:
+    def __init__(
+        self, status: RunStatus, reason: str, accepted_suspicious: Sequence[str] = ()
+    ) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.accepted_suspicious = list(accepted_suspicious)
 
 
 class RunStopped(Exception):
@@ -43,6 +49,24 @@ class RunStopped(Exception):
 
 
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
+
+
+def stop_of(exc: BaseException) -> RunStopped | None:
+    """The person's stop, whether a gate raised it or the run's task was cancelled with STOP."""
+    if isinstance(exc, RunStopped):
+        return exc
+    if isinstance(exc, asyncio.CancelledError) and STOP in exc.args:
+        return RunStopped()
+    return None
+
+
+def abort_reason(exc: BaseException) -> str:
+    """Why a run that was cut short ended, in words (never a bare exception class name)."""
+    if isinstance(exc, asyncio.CancelledError):
+        return "aborted by you"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (ctrl+c)"
+    return f"fixloop failed: {exc or type(exc).__name__}"
 
 
 class Budget(BaseModel):

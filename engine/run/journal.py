@@ -65,6 +65,7 @@ class Journal:
             RunFinished(
                 status=result.status.value,
                 reason=result.reason,
+                accepted_suspicious=result.accepted_suspicious,
                 iterations=len(result.iterations),
                 branch=result.branch,
                 final_commit=result.final_commit,
@@ -117,6 +118,7 @@ class Journal:
                 signature=judgement.signature,
                 tokens=result.packet_tokens,
                 tests=judgement.tests.model_dump() if judgement.tests else None,
+                new_tests=len(result.new_tests),
             )
         )
         if result.packet is not None:

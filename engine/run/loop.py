@@ -7,32 +7,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engine.edits.apply import apply
 from engine.edits.proposal import EditFormatError
 from engine.feedback.tokens import count_tokens
 from engine.model.client import Completion, ModelClient
 from engine.project.run_directory import RunDirectory
-from engine.project.workspace import Workspace, iteration_message
+from engine.project.workspace import Workspace
 from engine.run.checker import IterationChecker
 from engine.run.events import (
-    Committed,
-    EditsApplied,
     EventSink,
     IterationStarted,
     ModelRequested,
     ProposalReady,
     ReviewRequested,
-    ReviewResolved,
     RunStarted,
 )
-from engine.run.gate import Gate, split_test_edits
-from engine.run.guards import Guards, RunEnded, RunStatus, Spend
+from engine.run.events import RunStopped as RunStoppedEvent
+from engine.run.gate import Gate, rejected_proposal_note, reviewer_note, split_test_edits
+from engine.run.guards import Guards, RunEnded, RunStatus, Spend, abort_reason, stop_of
 from engine.run.journal import Journal
 from engine.run.modes import run_mode
 from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
-from engine.run.steps import Answer, Applied, Steps
+from engine.run.steps import Answer, Steps, apply_and_commit
 from engine.verify.execute import Verifier
 from engine.verify.tree import Verification
 from sandbox import FixloopError
@@ -67,21 +64,28 @@ class FixLoop:
         self.records: list[IterationRecord] = []
 
     async def run(self) -> RunResult:
+        """The run's result; a stop by the person raises `RunStopped` (the run stays
+        resumable), any other cut ends it as aborted and re-raises."""
         if self.resume is None:
             self.journal.emit(self.run_started())
-        ending = RunEnded(RunStatus.ERROR, "the run ended unexpectedly")
+        try:
+            ending = await self.ending()
+        except BaseException as exc:
+            if (stop := stop_of(exc)) is not None:
+                self.journal.emit(RunStoppedEvent(n=len(self.records), reason=stop.reason))
+                raise stop from None
+            self.finish(RunEnded(RunStatus.ABORTED, abort_reason(exc)))
+            raise
+        return self.finish(ending)
+
+    async def ending(self) -> RunEnded:
         try:
             await self.iterate()
         except RunEnded as ended:
-            ending = ended
+            return ended
         except FixloopError as exc:  # the model or the sandbox failed for good
-            ending = RunEnded(RunStatus.ERROR, str(exc))
-        except BaseException as exc:
-            ending = RunEnded(RunStatus.ABORTED, f"stopped: {type(exc).__name__}")
-            raise
-        finally:
-            result = self.finish(ending)
-        return result
+            return RunEnded(RunStatus.ERROR, str(exc))
+        return RunEnded(RunStatus.ERROR, "the run ended unexpectedly")
 
     async def iterate(self) -> None:
         """Every iteration until an ending; running out of iterations is one."""
@@ -111,15 +115,18 @@ class FixLoop:
             raise answer.ending
         if answer.unusable is not None:  # costs the iteration; the model hears why
             return current, [str(answer.unusable)]
-        held = [self.mode.held_back_note(answer.held_back)] if answer.held_back else []
-        steps.applied = applied = self.apply_and_commit(n, answer)
+        if answer.rejected is not None:  # nothing applied; the same packet, and the person's no
+            return current, [answer.rejected]
+        steps.applied = applied = apply_and_commit(
+            n, answer, self.deps.workspace, self.journal, self.config.max_iterations
+        )
         if applied.commit is None:
             if trip := self.guards.after_no_change():
                 raise self.checker.tripped(n, trip)
-            return current, applied.notes(held)
+            return current, applied.notes(answer.notes)
         self.mode.committed(n, applied.commit)
         steps.check = check = await self.checker.after_edit(
-            n, applied.touched, applied.diff, current.stages, held
+            n, applied.touched, applied.diff, current.stages, answer.notes
         )
         if check.ending is not None:
             raise check.ending
@@ -157,39 +164,26 @@ class FixLoop:
         reasons = [f"changes pinned test file {path}" for path in split.held_back]
         emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
         review = await self.deps.gate.review(n, proposal, split.held_back)
-        decision, note, by = review.decision, review.note, review.by
-        emit(ReviewResolved(n=n, kind="proposal", decision=decision, note=note, by=by))
+        emit(review.resolved(n))
         if review.decision == "abort":
             ending = RunEnded(RunStatus.ABORTED, review.note or "the proposal was rejected")
             return Answer(explanation, ending=ending)
+        if review.decision == "reject":
+            said = rejected_proposal_note([e.path for e in proposal.edits], review.comment)
+            return Answer(explanation, rejected=said, comment=review.comment)
         try:
             kept, held_back = self.mode.screen(n, proposal, split, review)
         except EditFormatError as exc:
             return self.unusable(n, exc, explanation)
         edits: dict[str, object] = {"proposal": proposal.model_dump(), "held_back": held_back}
         self.journal.json(n, "edits.json", edits)
-        return Answer(explanation, kept, held_back)
+        notes = [self.mode.held_back_note(held_back)] if held_back else []
+        notes += [reviewer_note(review.comment)] if review.comment.strip() else []
+        return Answer(explanation, kept, held_back, notes, comment=review.comment)
 
     def unusable(self, n: int, exc: EditFormatError, explanation: str = "") -> Answer:
         self.journal.emit(ProposalReady(n=n, format_error=str(exc)))
         return Answer(explanation, unusable=exc)
-
-    def apply_and_commit(self, n: int, answer: Answer) -> Applied:
-        workspace, proposal = self.deps.workspace, answer.proposal
-        assert proposal is not None
-        try:
-            applied = apply(proposal, workspace.root)
-        except EditFormatError as exc:
-            return Applied(failed=exc)
-        self.journal.emit(EditsApplied(n=n, files=applied.files, held_back=answer.held_back))
-        message = iteration_message(n, self.config.max_iterations, proposal.explanation)
-        commit = workspace.commit(message) if applied.files else None
-        if commit is None:
-            return Applied()
-        self.journal.emit(Committed(n=n, sha=commit, message=message))
-        diff = workspace.diff(commit)
-        self.journal.text(n, "patch.diff", diff)
-        return Applied(applied.files, commit, diff)
 
     async def restore(self, state: ResumeState) -> Verification:
         """Pick a dead run up where its events end: the mode, guards and spend as they were,
@@ -197,7 +191,7 @@ class FixLoop:
         self.records = state.iteration_records()
         self.mode.restore(self.deps.run_dir.events())
         state.prime(self.guards, self.spend)
-        self.checker.baseline_collected = state.baseline_collected
+        self.checker.restore(state.baseline_collected)
         if state.pending_commit is None:
             return await self.checker.resumed(state.next_n - 1)
         n, commit = state.pending_commit
@@ -234,6 +228,7 @@ class FixLoop:
             run_id=run_dir.run_id,
             status=ending.status,
             reason=ending.reason,
+            accepted_suspicious=ending.accepted_suspicious,
             iterations=self.records,
             branch=workspace.branch,
             final_commit=next((r.commit for r in reversed(self.records) if r.commit), None),
@@ -246,5 +241,8 @@ class FixLoop:
         if ending.status is not RunStatus.OK:
             path = write_report(self.config, result, workspace, run_dir)
             result = result.model_copy(update={"report": str(path)})
+        if workspace.unchanged():  # nothing to accept, keep or discard: no branch is left
+            workspace.discard()
+            result = result.model_copy(update={"branch": ""})
         self.journal.finished(result)
         return result

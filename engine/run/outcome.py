@@ -69,6 +69,7 @@ class RunResult(BaseModel):
     run_id: str
     status: RunStatus
     reason: str
+    accepted_suspicious: list[str] = Field(default_factory=list)  # an ok the person allowed
     iterations: list[IterationRecord]
     branch: str
     final_commit: str | None

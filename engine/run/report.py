@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 DIFF_LINES = 120
 
 LOOK_AT = {
+    RunStatus.NO_TESTS: "No test ran at the start, so no fix could be shown to be right. Write "
+    "a test that shows the bug (or build from a spec), then run again. The model was not asked.",
     RunStatus.ENV_FAILURE: "The environment, not the code: fix what the reason names, then "
     "run again. The model was not asked about it.",
     RunStatus.SUSPICIOUS_PASS: "The tests pass, but not honestly: read the reasons and the "
@@ -78,6 +80,9 @@ def write_report(
             if len(diff) > DIFF_LINES:
                 shown.append(f"... {len(diff) - DIFF_LINES} more lines: git show {record.commit}")
             lines += [f"Commit `{record.commit[:12]}`:", "", "```diff", *shown, "```", ""]
+    if workspace.unchanged():  # the run committed nothing: its branch is removed
+        lines += ["The run committed nothing, so no branch was kept.", ""]
+        return run_dir.write_text("report.md", "\n".join(lines))
     project = shlex.quote(str(workspace.project))
     lines += [
         "## Inspect the branch",

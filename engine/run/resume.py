@@ -16,6 +16,7 @@ from engine.run.events import (
     ModelResponded,
     PacketReady,
     ProposalReady,
+    ReviewResolved,
     RunFinished,
     RunStarted,
     SpecPrepared,
@@ -103,6 +104,10 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             records.setdefault(n, {"n": n})["explanation"] = event.explanation
             if event.format_error:
                 records[n]["status"] = "format_error"
+                done.add(n)
+        elif isinstance(event, ReviewResolved) and event.decision == "reject":
+            if event.kind == "proposal":  # nothing applied: the iteration is spent
+                records.setdefault(n, {"n": n})["status"] = "rejected"
                 done.add(n)
         elif isinstance(event, EditsApplied):
             touched[n] = event.files

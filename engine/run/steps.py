@@ -1,5 +1,5 @@
-"""The values one iteration's steps return (the reviewed answer, the commit, the check), and
-the iteration's `IterationRecord`, built once from them when the iteration ends."""
+"""The values one iteration's steps return (the reviewed answer, the commit, the check), the
+apply-and-commit step, and the iteration's `IterationRecord`, built once from them at its end."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.edits.apply import apply
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.client import Completion
+from engine.project.workspace import Workspace, iteration_message
+from engine.run.events import Committed, EditsApplied
 from engine.run.guards import RunEnded
+from engine.run.journal import Journal
 from engine.run.outcome import IterationRecord, verdict_fields
 from engine.verify.tree import Verification
 
@@ -21,13 +25,17 @@ NO_CHANGE_NOTE = (
 
 @dataclass(frozen=True)
 class Answer:
-    """An answer after the gate: the edits to apply and the pinned test files held back, or
-    why it is unusable (told to the model; it costs the iteration)."""
+    """An answer after the gate: the edits to apply, the pinned test files held back and the
+    notes for the next prompt; or why it is unusable or rejected (told to the model; either
+    costs the iteration)."""
 
     explanation: str = ""
     proposal: Proposal | None = None
     held_back: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # held-back files, the person's comment
     unusable: EditFormatError | None = None
+    rejected: str | None = None  # the person said no: what the model is told
+    comment: str = ""  # the person's words, for the record
     ending: RunEnded | None = None  # the gate aborted the run
 
 
@@ -46,6 +54,27 @@ class Applied:
         if self.failed is not None:
             return [str(self.failed), *held_back_notes]
         return [*held_back_notes, NO_CHANGE_NOTE]
+
+
+def apply_and_commit(
+    n: int, answer: Answer, workspace: Workspace, journal: Journal, max_n: int
+) -> Applied:
+    """The reviewed edits written to the worktree and committed, in the trail."""
+    proposal = answer.proposal
+    assert proposal is not None
+    try:
+        applied = apply(proposal, workspace.root)
+    except EditFormatError as exc:
+        return Applied(failed=exc)
+    journal.emit(EditsApplied(n=n, files=applied.files, held_back=answer.held_back))
+    message = iteration_message(n, max_n, proposal.explanation)
+    commit = workspace.commit(message) if applied.files else None
+    if commit is None:
+        return Applied()
+    journal.emit(Committed(n=n, sha=commit, message=message))
+    diff = workspace.diff(commit)
+    journal.text(n, "patch.diff", diff)
+    return Applied(applied.files, commit, diff)
 
 
 @dataclass(frozen=True)
@@ -82,6 +111,12 @@ class Steps:
             fields["explanation"] = answer.explanation
         if problem is not None:
             fields |= {"status": "format_error", "summary": "; ".join(problem.problems)}
+        elif answer is not None and answer.rejected is not None:
+            said = answer.comment.strip().splitlines()
+            fields |= {
+                "status": "rejected",
+                "summary": f"rejected by you: {said[0]}" if said else "rejected by you",
+            }
         elif applied is not None and applied.commit is None:
             fields |= {"status": "no_change", "summary": "the proposal changed no file"}
         elif applied is not None:

@@ -17,6 +17,7 @@ from engine.feedback.distill import distill
 from engine.feedback.packet import DEFAULT_CAP, RepairPacket
 from engine.feedback.tokens import count_tokens
 from engine.project.modules import modules_of, project_modules
+from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
 from engine.verify.classify import classify, signature
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.pins import (
@@ -40,6 +41,7 @@ class Baseline(BaseModel):
     rev: str = "HEAD"
     collected: int | None = None
     pins: TestPins | None = None  # the test files' fingerprints at `rev`, when already known
+    tests: BaselineTests | None = None  # the test ids the run started with (a repair run)
 
 
 class Verification(BaseModel):
@@ -54,6 +56,7 @@ class Verification(BaseModel):
     packet_tokens: int = 0
     changed_tests: list[TestChange] = Field(default_factory=list)
     added_skips: list[AddedSkip] = Field(default_factory=list)
+    new_tests: list[str] = Field(default_factory=list)  # test ids the baseline did not have
     notes: list[str] = Field(default_factory=list)
 
 
@@ -94,12 +97,16 @@ async def examine_tree(
         skips += config_changes(baseline.repo, baseline.rev, root)
     else:
         notes.append("no git baseline: test files could not be checked for edits or new skips")
+    if (no_tests := no_tests_reason(stages)) is not None:
+        notes.append(no_tests)  # a repair run refuses to start on this tree
     doubts = pass_doubts(
         stages,
         changed_tests=changes,
         added_skips=skips,
         baseline_collected=baseline.collected if baseline else None,
     )
+    tests = check_baseline_tests(baseline.tests if baseline else None, stages)
+    doubts += tests.doubts
     judgement = judge(
         stages, classification, doubts=doubts, signature=signature(stages, classification)
     )
@@ -119,6 +126,7 @@ async def examine_tree(
         packet=packet,
         changed_tests=changes,
         added_skips=skips,
+        new_tests=tests.new_tests,
         notes=notes,
     )
 

@@ -344,15 +344,20 @@ def test_a_token_budget_ends_budget_exceeded(
     assert_trail_agrees(result)
 
 
-def test_no_tests_collected_never_reaches_ok(
+def test_no_tests_at_the_baseline_is_refused_before_the_model_is_asked(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
+    """The model would add `assert True` and call it green: the run never gets there."""
     root = committed_copy(PROJECTS / "no_tests", tmp_path)
-    edit = {"path": "tests/helpers.py", "search": "def", "replace": "def"}
-    model_server.script(reply(answer("nothing to change", edit)))
-    done, result = fixloop(model_server, root, "--max-iters", "1")
-    assert result["status"] != "ok"
-    assert done.returncode == 1, done.stderr
+    smoke = {"path": "tests/test_smoke.py", "content": "def test_smoke():\n    assert True\n"}
+    model_server.script(reply(answer("a test", smoke)))
+    done, result = fixloop(model_server, root, "--max-iters", "2")
+    assert done.returncode == 2, done.stderr
+    assert result["status"] == "no_tests"
+    assert "write a test that shows the bug, or build from a spec" in result["reason"]
+    assert model_server.count == 0
+    assert result["branch"] == ""
+    assert git.Repo(root).git.branch("--list", "fixloop/*") == ""
 
 
 def test_kill_9_between_iterations_then_resume_loses_no_commit(

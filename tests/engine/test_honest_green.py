@@ -13,7 +13,9 @@ import git
 import pytest
 
 from engine.project.settings import Settings
+from engine.verify.baseline_tests import BaselineTests, check_baseline_tests
 from engine.verify.execute import Verifier
+from engine.verify.results import TestCase
 from engine.verify.stages import configured_stages
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
@@ -143,3 +145,62 @@ async def test_failing_tests_behind_or_true_are_still_failing(
     assert result.stages[0].exit_code == 0
     assert result.judgement.verdict is Verdict.FAILING
     assert result.packet is not None
+
+
+async def test_a_skip_from_the_code_under_test_is_a_suspicious_pass(
+    gvisor: GvisorSandbox, tmp_path: Path
+) -> None:
+    """No test file changed and no skip marker was added, yet the baseline's tests stopped
+    running: the code calls pytest.skip. Only the baseline's test ids can tell."""
+    root = checkout("test_pinning", tmp_path)
+    before = await verify(gvisor, root)
+    tests = BaselineTests.of(before.stages)
+    assert tests is not None
+    assert len(tests.ids) == 3
+    module = root / "slugs" / "__init__.py"
+    module.write_text(
+        module.read_text().replace(
+            "    words =", '    __import__("pytest").skip("flaky")\n    words ='
+        )
+    )
+    baseline = Baseline(repo=root, collected=3, tests=tests)
+    result = await verify(gvisor, root, baseline=baseline)
+    assert result.judgement.verdict is Verdict.SUSPICIOUS_PASS
+    reasons = " ".join(result.judgement.reasons)
+    assert "3 baseline tests now skipped: tests/test_slugs.py::test_slugify_lowercases" in reasons
+
+
+async def test_a_pass_resting_only_on_the_models_new_tests_is_suspicious(
+    gvisor: GvisorSandbox, tmp_path: Path
+) -> None:
+    """The baseline's tests are still collected but none pass (a conftest hook the model
+    would need is not there, so this uses a baseline whose tests all xfail), while a new test
+    passes: the new test is listed, and the pass is not honest."""
+    root = checkout("test_pinning", tmp_path)
+    before = await verify(gvisor, root)
+    tests = BaselineTests.of(before.stages)
+    assert tests is not None
+    (root / "tests" / "test_smoke.py").write_text("def test_smoke():\n    assert True\n")
+    baseline = Baseline(repo=root, collected=3, tests=tests.model_copy(update={"not_run": []}))
+    stages = [
+        stage.model_copy(
+            update={
+                "report": stage.report.model_copy(
+                    update={
+                        "tests": [
+                            TestCase(nodeid=nodeid, outcome="xfailed") for nodeid in tests.ids
+                        ]
+                    }
+                )
+            }
+        )
+        if stage.report is not None
+        else stage
+        for stage in (await verify(gvisor, root, baseline=baseline)).stages
+    ]
+    check = check_baseline_tests(tests, stages)
+    assert check.new_tests == ["tests/test_smoke.py::test_smoke"]
+    assert (
+        "the pass rests only on new tests by the model (1 passed); "
+        "none of the baseline's 3 tests passed"
+    ) in check.doubts

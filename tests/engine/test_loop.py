@@ -3,6 +3,7 @@ pure function of the tree it is shown, and a scripted gate, over a real git repo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Callable, Sequence
@@ -13,13 +14,16 @@ import pytest
 
 from engine.edits.proposal import Proposal
 from engine.model.client import Completion, Message, Usage
+from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
 from engine.project.settings import load_settings
 from engine.project.workspace import Workspace
+from engine.run.events import RunFinished
 from engine.run.gate import PassReview, PolicyGate, Review
-from engine.run.guards import Budget
+from engine.run.guards import Budget, RunStopped
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
+from engine.run.resume import resume_state
 from engine.run.start import start_run
 from engine.verify.execute import Verifier
 from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
@@ -42,8 +46,9 @@ class TreeSandbox:
     was gutted; else a failure that quotes app.py, so the same code fails the same way.
     `down` raises the sandbox's own failure for that many jobs."""
 
-    def __init__(self, down: int = 0) -> None:
+    def __init__(self, down: int = 0, no_tests: bool = False) -> None:
         self.down = down
+        self.no_tests = no_tests
         self.jobs = 0
 
     @property
@@ -55,6 +60,8 @@ class TreeSandbox:
         if self.down:
             self.down -= 1
             raise SandboxError("runsc: cannot start the sandbox")
+        if self.no_tests:  # pytest's exit 5: nothing collected
+            return self.result(PytestReport(exitstatus=5), 5, "no tests ran", request)
         app = (request.workdir / "app.py").read_text()
         test = (request.workdir / "tests" / "test_app.py").read_text()
         green = app == FIXED or "cheat" in test
@@ -74,10 +81,16 @@ class TreeSandbox:
             nodeids=[nodeid],
             tests=[] if green else [failed],
         )
+        stdout = "" if green else f"FAILED {nodeid} - assert {app.strip()} == 2"
+        return self.result(report, 0 if green else 1, stdout, request)
+
+    def result(
+        self, report: PytestReport, exit_code: int, stdout: str, request: ExecRequest
+    ) -> ExecResult:
         nonce = request.env["FIXLOOP_REPORT_NONCE"]
         return ExecResult(
-            exit_code=0 if green else 1,
-            stdout="" if green else f"FAILED {nodeid} - assert {app.strip()} == 2",
+            exit_code=exit_code,
+            stdout=stdout,
             stderr=nonce + report.model_dump_json(),
             duration_ms=5,
             backend="unsafe-local",
@@ -113,22 +126,45 @@ class ScriptedModel:
 
 
 class ScriptedGate:
-    def __init__(self, decision: str = "approve", keep_repairing: bool = False) -> None:
+    """Approves (or aborts) every proposal, or gives the scripted `reviews` in turn."""
+
+    def __init__(
+        self,
+        decision: str = "approve",
+        keep_repairing: bool = False,
+        reviews: Sequence[Review] = (),
+    ) -> None:
         self.decision = decision
         self.keep_repairing = keep_repairing
+        self.reviews = list(reviews)
         self.passes: list[list[str]] = []
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        if self.reviews:
+            return self.reviews.pop(0)
         if self.decision == "abort":
             return Review(decision="abort", note="not this one", by="person")
         return Review(decision="approve", allow_test_edits=True)
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
         self.passes.append(reasons)
-        return PassReview(accept=False, note="no cheating", keep_repairing=self.keep_repairing)
+        return PassReview(
+            accept=False, note="rejected", comment="no cheating", keep_repairing=self.keep_repairing
+        )
 
     async def between(self, n: int) -> str | None:
         return None
+
+
+class StoppingGate(ScriptedGate):
+    """The person stops (or the task is cancelled) while the first proposal waits."""
+
+    def __init__(self, raised: BaseException | None = None) -> None:
+        super().__init__()
+        self.raised = raised or RunStopped()
+
+    async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        raise self.raised
 
 
 def answer(*files: tuple[str, str]) -> str:
@@ -256,6 +292,9 @@ async def test_an_abort_at_the_gate_ends_the_run_aborted_with_nothing_applied(
     )
     assert (result.status.value, result.reason) == ("aborted", "not this one")
     assert result.final_commit is None
+    # Nothing was committed: no branch is left to accept, keep or discard.
+    assert result.branch == ""
+    assert RUN_ID not in git.Repo(tmp_path / "project").git.branch("--list", "fixloop/*")
 
 
 async def test_a_rejected_suspicious_pass_keeps_repairing_then_green(tmp_path: Path) -> None:
@@ -266,10 +305,104 @@ async def test_a_rejected_suspicious_pass_keeps_repairing_then_green(tmp_path: P
     )
     result = await run_loop(tmp_path, model, gate=gate)
     assert len(gate.passes) == 1
-    assert "the pass was rejected as not honest" in model.prompt(2)
-    assert "The reviewer said: no cheating" in model.prompt(2)
-    assert [r.status for r in result.iterations] == ["suspicious_pass", "ok"]
+    # The gutted test was reverted in a commit of its own, and the tree verified again...
+    reverts = [e for e in events(result) if "revert the test changes" in str(e.get("message"))]
+    assert len(reverts) == 1
+    repo = git.Repo(tmp_path / "project")
+    assert repo.git.show(f"{reverts[0]['sha']}:tests/test_app.py") + "\n" == TEST
+    # ...so the next prompt is the normal one: the packet of the real failure, and why.
+    second = model.prompt(2)
+    assert "assert VALUE = 1 == 2" in second
+    assert "the pass was rejected as not honest" in second
+    assert "Your changes to tests/test_app.py were reverted." in second
+    assert "The reviewer said: no cheating." in second
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
     assert result.status.value == "ok"
+    assert result.accepted_suspicious == []
+
+
+async def test_a_rejected_proposal_is_not_applied_and_the_model_hears_the_note(
+    tmp_path: Path,
+) -> None:
+    note = "use the constant from the spec\nand keep it an int"
+    gate = ScriptedGate(
+        reviews=[Review(decision="reject", comment=note, note="rejected by you", by="person")]
+    )
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, gate=gate)
+    assert result.status.value == "ok"
+    first = result.iterations[0]
+    assert (first.status, first.commit) == ("rejected", None)
+    assert first.summary == "rejected by you: use the constant from the spec"
+    second = model.prompt(2)
+    assert "Your last proposal (to app.py) was rejected by the reviewer and NOT applied." in second
+    assert "The reviewer said: use the constant from the spec\nand keep it an int." in second
+    assert "assert VALUE = 1 == 2" in second  # the same packet as before
+    commits = git.Repo(tmp_path / "project").git.log("--format=%s", f"fixloop/{RUN_ID}")
+    assert "VALUE = 3" not in commits
+    assert commits.count("fixloop[iter") == 1
+    resolved = [e for e in events(result) if e["type"] == "ReviewResolved"]
+    assert (resolved[0]["decision"], resolved[0]["comment"]) == ("reject", note)
+
+
+async def test_a_note_with_an_approval_goes_with_the_next_prompt(tmp_path: Path) -> None:
+    gate = ScriptedGate(reviews=[Review(decision="approve", comment="also check 0", by="person")])
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, gate=gate)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    assert "The reviewer approved your last proposal and said: also check 0." in model.prompt(2)
+
+
+async def test_a_baseline_without_tests_is_refused_before_the_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, sandbox=TreeSandbox(no_tests=True))
+    assert result.status.value == "no_tests"
+    assert "pytest collected none" in result.reason
+    assert model.prompts == []
+    assert result.branch == ""
+
+
+async def test_a_stop_keeps_the_run_resumable(tmp_path: Path) -> None:
+    gate = StoppingGate()
+    with pytest.raises(RunStopped):
+        await run_loop(tmp_path, ScriptedModel(answer(("app.py", FIXED))), gate=gate)
+    run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
+    kinds = [type(e).__name__ for e in run_dir.events()]
+    assert kinds[-1] == "RunStopped"
+    assert "RunFinished" not in kinds
+    state = resume_state(run_dir.events())
+    assert state.next_n == 1
+    root = tmp_path / "project"
+    workspace = Workspace.reopen(
+        root,
+        RUN_ID,
+        start_head=state.started.baseline,
+        user_branch=None,
+        baseline=state.started.baseline,
+    )
+    stages = [Stage(name="test", kind=StageKind.TESTS, cmd="pytest -q")]
+    deps = Deps(
+        model=ScriptedModel(answer(("app.py", FIXED))),
+        verifier=Verifier(TreeSandbox(), stages),
+        workspace=workspace,
+        gate=ScriptedGate(),
+        run_dir=run_dir,
+    )
+    config = RunConfig.model_validate({"model": "scripted", "no_progress_limit": 9})
+    resumed = await FixLoop(config, deps, state).run()
+    assert (resumed.status.value, resumed.iterations[-1].status) == ("ok", "ok")
+
+
+async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
+    gate = StoppingGate(asyncio.CancelledError())
+    with pytest.raises(asyncio.CancelledError):
+        await run_loop(tmp_path, ScriptedModel(answer(("app.py", FIXED))), gate=gate)
+    run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
+    finished = run_dir.events()[-1]
+    assert isinstance(finished, RunFinished)
+    assert (finished.status, finished.reason) == ("aborted", "aborted by you")
 
 
 async def test_a_suspicious_pass_not_kept_repairing_ends_the_run(tmp_path: Path) -> None:

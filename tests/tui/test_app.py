@@ -27,7 +27,7 @@ from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
 from engine.run.events import Event, ReviewResolved, RunStarted
 from tests.model_server import ScriptedModelServer, hang, reply
-from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, UNSKIP_TOP, answer
+from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
 from tui.app import FixloopApp
 from tui.screens.editor import EditorFile, EditorScreen
@@ -565,7 +565,7 @@ async def test_t_lets_a_test_edit_through_and_a_rejected_pass_keeps_repairing(
 ) -> None:
     model_server.script(
         reply(answer("fix the mean, skip the other", MEAN_FIX, SKIP_TOP)),
-        reply(answer("unskip; n words", UNSKIP_TOP, TOP_FIX)),
+        reply(answer("n words", TOP_FIX)),
     )
     app = make_app(model_server, project)
     async with app.run_test(size=SIZE) as pilot:
@@ -578,15 +578,17 @@ async def test_t_lets_a_test_edit_through_and_a_rejected_pass_keeps_repairing(
         doubt = await wait_screen(pilot, SuspiciousPassScreen)
         assert doubt.request.n == 1
         await pilot.press("r")
+        # The skip is reverted on the branch, so the honest fix raises no doubt again.
         second = await wait_screen(pilot, ReviewScreen)
         assert second.request.n == 2
-        await pilot.press("t")
+        assert second.request.held_back == []
         await pilot.press("a")
         end = await end_of_run(pilot)
         assert end.outcome.status == "ok"
     assert model_server.count == 2
     told = model_server.requests[1].body["messages"][-1]["content"]
     assert "the pass was rejected as not honest" in told
+    assert "test_top_words_returns_n" in told  # the packet of what still failed
     assert app.exit_status == 0
 
 

@@ -80,7 +80,7 @@ class FixloopApp(App[int]):
         Binding("s", "show_summary", "end of run"),
         Binding("r", "open_runs", "runs"),
         Binding("q", "quit", "quit"),
-        Binding("v", "show_review", "back to the review"),
+        Binding("v", "show_review", "review"),
     ]
 
     class ProjectChecked(Message):

@@ -296,3 +296,41 @@ async def test_a_run_still_starting_cannot_be_stopped_only_aborted() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
+
+
+async def test_q_in_the_suspicious_pass_modal_opens_the_quit_dialog() -> None:
+    from tests.tui.test_snapshots import pass_request
+    from tui.gate import PassReviewAsked
+    from tui.screens.suspicious import SuspiciousPassScreen
+
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        request = pass_request()
+        app.post_message(PassReviewAsked(request))
+        while not isinstance(app.screen, SuspiciousPassScreen):
+            await pilot.pause(0.01)
+        assert "q" in app.screen.active_bindings  # its footer lists it
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        assert not request.future.done()
+
+
+async def test_ctrl_q_in_the_editor_opens_the_quit_dialog_and_q_is_typed() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        await review_shown(pilot, review_request())
+        await pilot.press("e")
+        while not isinstance(app.screen, EditorScreen):
+            await pilot.pause(0.01)
+        editor = app.screen
+        area = editor.query_one(TextArea)
+        before = area.text
+        await pilot.press("q")
+        assert app.screen is editor
+        assert area.text == "q" + before
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)

@@ -1,14 +1,6 @@
-"""The review modal (step mode): one proposal — the model's explanation, the last check's test
-counts and its edits as a diff against the current files — and the person's decision: approve
-`a`, reject with a note `n`, edit `e`, abort `x`; `v` hides the modal to look at the run.
-
-Edit opens the in-app editor over the files as the proposal would leave them; saving brings
-the person back here with their version as the diff, and approving then commits it as their
-own edit (`fixloop[iter N/M]: edited by you`). When the proposal touches pinned tests, `t`
-lets those edits through (a pass then needs approval too). The note box sends the person's
-words to the model: with a rejection (nothing is applied; the model is asked again), or with
-an approval ("good, but also ...").
-"""
+"""The review modal (step mode): one proposal, the last check's test counts and its diff; approve
+`a`, reject with a note `n` (or approve with it), edit `e` (committed as `edited by you`), let
+pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`."""
 
 from __future__ import annotations
 

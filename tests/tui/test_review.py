@@ -334,3 +334,21 @@ async def test_ctrl_q_in_the_editor_opens_the_quit_dialog_and_q_is_typed() -> No
         await pilot.press("ctrl+q")
         await pilot.pause()
         assert isinstance(app.screen, QuitScreen)
+
+
+async def test_at_80x24_a_long_explanation_leaves_every_button_in_sight() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        request = review_request()
+        said = "The tests expect true division, and top_words must return n words. " * 6
+        request.proposal = request.proposal.model_copy(update={"explanation": said})
+        review = await review_shown(pilot, request)
+        inside = review.query_one("#dialog").content_region
+        for button in ("#approve", "#open_note", "#edit", "#abort"):
+            assert inside.contains_region(review.query_one(button).region), button
+        await pilot.press("n")
+        await pilot.pause()
+        for button in ("#reject", "#approve_with_note", "#close_note"):
+            assert inside.contains_region(review.query_one(button).region), button
+        assert review.query_one("#note").region.height >= 3

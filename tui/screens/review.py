@@ -66,12 +66,12 @@ class ReviewScreen(ModalScreen[Review]):
         request = self.request
         with Vertical(id="dialog", classes="dialog review") as dialog:
             dialog.border_title = f"iteration {request.n}/{request.max_n} · review the proposal"
-            with VerticalScroll(id="review-summary"):
+            with VerticalScroll(id="review-summary"):  # a long explanation scrolls
                 explanation = request.proposal.explanation or "(no explanation)"
                 yield Static(
                     Content.assemble(("the model says: ", "bold"), explanation), id="explanation"
                 )
-                yield Static(self._notice(), id="notice")
+            yield Static(self._notice(), id="notice")
             with VerticalScroll(id="review-diff", classes="diff"):
                 yield Static(self._diff(), id="diff-text")
             with Vertical(id="note-box") as box:

@@ -352,3 +352,30 @@ async def test_at_80x24_a_long_explanation_leaves_every_button_in_sight() -> Non
         for button in ("#reject", "#approve_with_note", "#close_note"):
             assert inside.contains_region(review.query_one(button).region), button
         assert review.query_one("#note").region.height >= 3
+
+
+async def test_a_review_put_aside_goes_away_when_the_run_ends() -> None:
+    from engine.run.events import RunFinished
+    from tui.gate import EngineEvent
+    from tui.screens.end import EndScreen
+
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        request = review_request()
+        await review_shown(pilot, request)
+        await pilot.press("v")
+        await pilot.pause()
+        assert "v" in app.main.active_bindings
+        ended = RunFinished(ts=0.0, status="aborted", reason="aborted by you", iterations=2)
+        app.post_message(EngineEvent(ended))
+        while not isinstance(app.screen, EndScreen):
+            await pilot.pause(0.01)
+        assert "v" not in app.main.active_bindings
+        assert "waits" not in str(app.main.query_one(RunHeader).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+        await pilot.press("v")  # nothing to bring back
+        await pilot.pause()
+        assert app.screen is app.main

@@ -29,8 +29,9 @@ import themes
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError, Settings
 from engine.run.events import RunFinished, RunStarted
-from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
+from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.finish import Finish, Finished
+from engine.run.guards import STOP, RunStopped
 from engine.verify.tree import Verification
 from tui.commands import OffersCommands, app_commands
 from tui.gate import (
@@ -46,6 +47,7 @@ from tui.gate import (
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
+from tui.screens.quit import QuitChoice, QuitScreen, resume_command
 from tui.screens.replay import ReplayScreen, artifact_loader
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
@@ -80,6 +82,7 @@ class FixloopApp(App[int]):
         Binding("s", "show_summary", "end of run"),
         Binding("r", "open_runs", "runs"),
         Binding("q", "quit", "quit"),
+        Binding("v", "show_review", "review"),
     ]
 
     class ProjectChecked(Message):
@@ -109,12 +112,15 @@ class FixloopApp(App[int]):
 
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
-        failure)."""
+        failure, or after the person stopped the run to resume it later)."""
 
-        def __init__(self, error: str | None = None, usage: bool = False) -> None:
+        def __init__(
+            self, error: str | None = None, usage: bool = False, stopped: bool = False
+        ) -> None:
             super().__init__()
             self.error = error
             self.usage = usage
+            self.stopped = stopped
 
     class Settled(Message):
         """Accept, keep or discard is done (or the accept was refused)."""
@@ -166,6 +172,8 @@ class FixloopApp(App[int]):
         self.running = False
         self._quitting = False
         self._cancelled = False
+        self.stopped = ""  # the run id of a run the person stopped to resume it later
+        self._hidden: ReviewScreen | None = None  # a review put aside to look at the run
         self._engine: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
         self._checking: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
 
@@ -332,14 +340,17 @@ class FixloopApp(App[int]):
                 on_model_text=self.sink.model_text,
                 spec=self.spec,
             )
+        except RunStopped:
+            self.post_from_thread(self.RunOver(stopped=True))
+            return
         except asyncio.CancelledError:
             self.post_from_thread(self.RunOver())
             return
         except (ConfigError, WorkspaceError) as exc:
             self.post_from_thread(self.RunOver(str(exc), usage=True))
             return
-        except Exception as exc:
-            self.post_from_thread(self.RunOver(str(exc) or type(exc).__name__))
+        except Exception as exc:  # never a class name on screen: the message, or plain words
+            self.post_from_thread(self.RunOver(str(exc) or "the run failed unexpectedly"))
             return
         finally:
             self._engine = None
@@ -368,6 +379,29 @@ class FixloopApp(App[int]):
     def _review_asked(self, message: ReviewAsked) -> None:
         request = message.request
         self.push_screen(ReviewScreen(request), lambda review: _resolve(request, review))
+
+    @on(ReviewScreen.Hide)
+    def _hide_review(self, message: ReviewScreen.Hide) -> None:
+        """The review steps aside (still pending) so the person can look at the panes."""
+        review = message.review
+        if self.screen is not review or self._hidden is not None:
+            return
+        self._hidden = review
+        self.install_screen(review, f"review-{id(review)}")  # kept whole while off the stack
+        self.pop_screen()
+        self.main.aside = "your review waits · v brings it back"
+        self.main.refresh_header()
+        self.refresh_bindings()
+
+    def action_show_review(self) -> None:
+        review, self._hidden = self._hidden, None
+        if review is None:
+            return
+        self.uninstall_screen(review)
+        self.main.aside = ""
+        self.main.refresh_header()
+        self.push_screen(review, lambda decided: _resolve(review.request, decided))
+        self.refresh_bindings()
 
     @on(PassReviewAsked)
     def _pass_review_asked(self, message: PassReviewAsked) -> None:
@@ -407,6 +441,10 @@ class FixloopApp(App[int]):
         self.main.note = ""
         self.main.paused = ""
         self.main.refresh_header()
+        if message.stopped and self.outcome is None:  # recorded as stopped: resumable
+            self._close_reviews()
+            self.stopped = self.main.view.run_id
+            self.exit_status = EXIT_INTERRUPTED
         if message.error is not None:
             self._close_reviews()
             self.exit_status = EXIT_USAGE if message.usage else EXIT_INFRA
@@ -423,10 +461,17 @@ class FixloopApp(App[int]):
             self.exit(self.exit_status)
 
     def _close_reviews(self) -> None:
-        """Reviews the run no longer waits for (it ended, or was stopped) go away."""
-        waiting = (ReviewScreen, EditorScreen, SuspiciousPassScreen)
+        """Reviews the run no longer waits for (it ended, or was stopped) go away; so does a
+        quit dialog about a run that is over."""
+        waiting = (ReviewScreen, EditorScreen, SuspiciousPassScreen, QuitScreen)
         while len(self.screen_stack) > 1 and isinstance(self.screen, waiting):
             self.pop_screen()
+        hidden, self._hidden = self._hidden, None
+        if hidden is not None:
+            self.uninstall_screen(hidden)
+            hidden.remove()
+            self.main.aside = ""
+            self.main.refresh_header()
 
     # -- end of run -----------------------------------------------------------------------------
 
@@ -554,23 +599,50 @@ class FixloopApp(App[int]):
         if self.outcome is not None and not isinstance(self.screen, EndScreen):
             self.push_screen(EndScreen(self.outcome, self.finished))
 
+    def action_stop_run(self) -> None:
+        """Stop the run so that `fixloop-tui resume` continues it: at the gate, the waiting
+        review raises RunStopped; elsewhere the engine's task is cancelled with STOP."""
+        if not self.running:
+            return
+        at_gate = self.gate.waiting
+        self.gate.stop("stopped by you")
+        if not at_gate and not self._cancelled:
+            self._cancelled = True  # once: a second cancel would cut the sandbox's clean-up
+            _cancel(self._engine, STOP)
+        self.notify("stopping the run; it stays resumable…", title="stop")
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Abort only while a run goes on; the end-of-run summary only once there is one."""
+        """Abort only while a run goes on; the end-of-run summary only once there is one; back
+        to the review only while one is put aside."""
         if action in ("abort_run", "toggle_pause"):
             return self.running
         if action == "show_summary":
             return self.outcome is not None
+        if action == "show_review":
+            return self._hidden is not None
         return True
 
     async def action_quit(self) -> None:
-        _cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
+        """Out of the app; mid-run it first asks: stop (resumable), abort, or stay."""
         if not self.running:
+            _cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
             self.exit(self.exit_status)
             return
-        if self._quitting:
+        if self._quitting or isinstance(self.screen, QuitScreen):
+            return
+        self.push_screen(QuitScreen(self.main.view.run_id, str(self.project)), self._quit_chosen)
+
+    def _quit_chosen(self, choice: QuitChoice | None) -> None:
+        if choice is None or self._quitting:
+            return
+        if not self.running:  # the run ended while the dialog was up
+            self.exit(self.exit_status)
             return
         self._quitting = True
-        self.action_abort_run()
+        if choice == "stop":
+            self.action_stop_run()
+        else:
+            self.action_abort_run()
         self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -598,13 +670,16 @@ def _unusable_project(project: Path) -> str | None:
     return None
 
 
-def _cancel(running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None) -> None:
-    """Cancel a task running on another thread's loop (if it still runs)."""
+def _cancel(
+    running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None, message: str | None = None
+) -> None:
+    """Cancel a task running on another thread's loop (if it still runs); `message` (STOP)
+    tells the engine what the cancellation means."""
     if running is None:
         return
     loop, task = running
     with contextlib.suppress(RuntimeError):  # that loop has already closed
-        loop.call_soon_threadsafe(task.cancel)
+        loop.call_soon_threadsafe(task.cancel, message)
 
 
 # -- the command line's entry --------------------------------------------------------------------
@@ -621,7 +696,10 @@ def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
     project, settings = prepared
     app = FixloopApp(project, settings, task=settings.task, watch=watch)
     app.run()
-    if app.outcome is not None:
+    if app.stopped:
+        resume = resume_command(app.stopped, str(project))
+        print(f"fixloop: stopped — resume with: {resume}", file=sys.stderr)
+    elif app.outcome is not None:
         line = f"fixloop: {app.outcome.status_text} — {app.outcome.reason}"
         if app.finished is not None:
             line += f"; {app.finished.detail}"

@@ -3,15 +3,17 @@ engine's thread posts to the app (events, streamed model text, review requests).
 
 The engine runs in a worker thread with its own asyncio loop. `InteractiveGate.review`
 posts a request holding a `concurrent.futures.Future` and awaits it there; the UI resolves
-the future when the person decides. Neither side ever blocks the other.
+the future when the person decides, or fails it with `RunStopped` when the person stops the
+run to resume it later. Neither side ever blocks the other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,8 +22,9 @@ from textual.message import Message
 
 from engine.edits.proposal import Proposal
 from engine.project.paths import worktree_path
-from engine.run.events import BaseEvent, RunStarted
+from engine.run.events import BaseEvent, PacketReady, RunStarted
 from engine.run.gate import PassReview, Review
+from engine.run.guards import RunStopped
 from engine.run.preview import ProposalPreview, pass_test_diff, preview_proposal
 
 Mode = Literal["step", "auto"]
@@ -47,9 +50,28 @@ class ModelText(Message):
         self.text = text
 
 
+@dataclass(frozen=True)
+class LastCheck:
+    """The test counts of the verification before a proposal: what the person compares with."""
+
+    n: int  # 0: the project before any edit
+    tests: dict[str, int]
+
+    def describe(self) -> str:
+        """`last check: 3 passed, 2 failed (iteration 1)`."""
+        t = self.tests
+        counts = f"{t.get('passed', 0)} passed, {t.get('failed', 0)} failed"
+        if t.get("errors"):
+            counts += f", {t['errors']} errors"
+        if t.get("skipped"):
+            counts += f", {t['skipped']} skipped"
+        where = "before any edit" if self.n == 0 else f"iteration {self.n}"
+        return f"last check: {counts} ({where})"
+
+
 @dataclass
 class ProposalReviewRequest:
-    """A proposal waiting for the person: approve, edit or abort."""
+    """A proposal waiting for the person: approve, edit, reject with a note, or abort."""
 
     n: int
     max_n: int
@@ -57,6 +79,7 @@ class ProposalReviewRequest:
     held_back: list[str]
     preview: ProposalPreview
     future: Future[Review] = field(default_factory=Future)
+    last_check: LastCheck | None = None
 
     def resolve(self, review: Review) -> bool:
         """Hand the decision to the engine; False if the run no longer waits for it."""
@@ -143,6 +166,8 @@ class InteractiveGate:
         self._max_n = 0
         self._paused: Future[None] | None = None  # set while paused; done on resume
         self._holding = False  # the loop waits in `between` right now
+        self._stopped: str | None = None  # the person stopped the run to resume it later
+        self._last_check: LastCheck | None = None
 
     # -- EventSink ----------------------------------------------------------------------------
 
@@ -151,10 +176,13 @@ class InteractiveGate:
             self._root = worktree_path(Path(event.project), event.run_id)
             self._baseline = event.baseline
             self._max_n = event.max_iterations
+        elif isinstance(event, PacketReady) and event.tests:
+            self._last_check = LastCheck(event.n, dict(event.tests))
 
     # -- Gate -----------------------------------------------------------------------------------
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        self._raise_if_stopped()
         if self._closed is not None:
             return Review(decision="abort", note=self._closed, by="person")
         if self.mode == "auto":
@@ -164,12 +192,15 @@ class InteractiveGate:
             if self._root is not None
             else ProposalPreview(files=[], diff="", error="the worktree is unknown")
         )
-        request = ProposalReviewRequest(n, self._max_n, proposal, list(held_back), preview)
+        request = ProposalReviewRequest(
+            n, self._max_n, proposal, list(held_back), preview, last_check=self._last_check
+        )
         if not self._ask(request, ReviewAsked(request)):
             return Review(decision="abort", note=self._closed or "the app closed")
         return await asyncio.wrap_future(request.future)
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
+        self._raise_if_stopped()
         if self._closed is not None:
             return PassReview(accept=False, note=self._closed, by="person")
         test_diff = ""
@@ -193,6 +224,7 @@ class InteractiveGate:
                 await asyncio.wrap_future(paused)
             finally:
                 self._holding = False
+        self._raise_if_stopped()
         return self._closed
 
     # -- the UI side ----------------------------------------------------------------------------
@@ -220,7 +252,7 @@ class InteractiveGate:
             return self._holding or any(not r.future.done() for r in self._pending)
 
     def close(self, note: str) -> None:
-        """Answer every open and future review with abort / reject (the person stopped)."""
+        """Answer every open and future review with abort / reject (the person aborted)."""
         with self._lock:
             self._closed = note
             pending, self._pending = self._pending, []
@@ -233,8 +265,33 @@ class InteractiveGate:
             else:
                 request.resolve(PassReview(accept=False, note=note, by="person"))
 
+    def stop(self, note: str = "stopped by you") -> None:
+        """Stop the run to resume it later: every open and future review, and a paused loop,
+        raise `RunStopped` on the engine's side (the loop records it and writes no ending)."""
+        with self._lock:
+            if self._closed is not None or self._stopped is not None:
+                return
+            self._stopped = note
+            pending, self._pending = self._pending, []
+            paused, self._paused = self._paused, None
+        if paused is not None and not paused.done():
+            paused.set_result(None)  # `between` wakes up and raises
+        for request in pending:
+            with contextlib.suppress(InvalidStateError):  # decided in the meantime
+                request.future.set_exception(RunStopped(note))
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped is not None
+
+    def _raise_if_stopped(self) -> None:
+        if self._stopped is not None:
+            raise RunStopped(self._stopped)
+
     def _ask(self, request: ProposalReviewRequest | PassReviewRequest, message: Message) -> bool:
         with self._lock:
+            if self._stopped is not None:
+                raise RunStopped(self._stopped)
             if self._closed is not None:
                 return False
             self._pending = [r for r in self._pending if not r.future.done()] + [request]

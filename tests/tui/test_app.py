@@ -33,6 +33,7 @@ from tui.app import FixloopApp
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen
+from tui.screens.quit import QuitScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
@@ -484,7 +485,7 @@ async def test_x_stops_a_run_while_the_model_is_answering(
 
 
 @sandboxed
-async def test_quit_mid_run_stops_the_engine_before_the_app_exits(
+async def test_q_then_abort_mid_run_ends_the_run_before_the_app_exits(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
     model_server.script(hang(60))
@@ -492,11 +493,82 @@ async def test_quit_mid_run_stops_the_engine_before_the_app_exits(
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: model_server.count == 1, "the model request")
         await pilot.press("q")
+        await wait_screen(pilot, QuitScreen)
+        await pilot.press("a")  # abort: the run ends for good
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     assert not app.running
     assert app.return_value == 130
     assert app.outcome is not None
     assert app.outcome.status == "aborted"
+
+
+@sandboxed
+async def test_n_rejects_a_proposal_with_a_note_and_the_model_is_asked_again_with_it(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("floor division is fine", MEAN_FIX)),
+        reply(answer("true division; n words", MEAN_FIX, TOP_FIX)),
+    )
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await wait_screen(pilot, ReviewScreen)
+        await pilot.press("n", *"wrong: also return n words", "ctrl+s")
+        second = await wait_screen(pilot, ReviewScreen, after=first)
+        assert second.request.n == 2
+        assert "last check: 3 passed, 2 failed (before any edit)" in text_of(second, "#notice")
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert history_statuses(app) == ["failing", "rejected", "ok"]
+    told = model_server.requests[1].body["messages"][-1]["content"]
+    assert "The reviewer said: wrong: also return n words." in told
+    assert branch_subjects(project, end.outcome.branch)[0] == (
+        "fixloop[iter 2/4]: true division; n words"
+    )
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
+    assert [(e.decision, e.comment) for e in resolved] == [
+        ("reject", "wrong: also return n words"),
+        ("approve", ""),
+    ]
+
+
+@sandboxed
+async def test_q_then_stop_at_the_review_keeps_the_run_resumable(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("use true division", MEAN_FIX)))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot, ReviewScreen)
+        await pilot.press("q")
+        await wait_screen(pilot, QuitScreen)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert app.stopped == app.main.view.run_id
+    assert app.outcome is None  # no ending: `resume` goes on from here
+    assert app.return_value == 130
+    kinds = [e.type for e in run_events(app)]
+    assert kinds[-1] == "RunStopped"
+    assert "RunFinished" not in kinds
+
+
+@sandboxed
+async def test_q_then_stop_while_the_model_answers_keeps_the_run_resumable(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(hang(60))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: model_server.count == 1, "the model request")
+        await pilot.press("q")
+        await wait_screen(pilot, QuitScreen)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert app.stopped == app.main.view.run_id
+    kinds = [e.type for e in run_events(app)]
+    assert kinds[-1] == "RunStopped"
+    assert "RunFinished" not in kinds
 
 
 # -- auto mode and switching ------------------------------------------------------------------

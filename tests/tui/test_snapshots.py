@@ -47,9 +47,10 @@ from engine.verify.tree import Verification
 from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp
-from tui.gate import PassReviewRequest, ProposalReviewRequest
+from tui.gate import LastCheck, PassReviewRequest, ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
+from tui.screens.quit import QuitScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.report import ReportScreen
 from tui.screens.review import ReviewScreen
@@ -68,6 +69,7 @@ BRANCH = f"fixloop/{RUN_ID}"
 T0 = 1_764_684_903.0
 TESTS = "python -m pytest -q"
 BIG = (120, 40)
+MEDIUM = (120, 36)
 SMALL = (80, 24)
 
 CORE = '''import re
@@ -299,7 +301,13 @@ def app_in(theme: str) -> FixloopApp:
     return FixloopApp(PROJECT, settings, autostart=False)
 
 
-def showing(events: list[BaseEvent], *, select: int | None = None, then: Any = None):
+def showing(
+    events: list[BaseEvent],
+    *,
+    select: int | None = None,
+    then: Any = None,
+    artifacts: dict[int, IterationArtifacts] = ARTIFACTS,
+):
     """A run_before that loads fixed events into the main screen, then pushes a screen."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
@@ -309,7 +317,7 @@ def showing(events: list[BaseEvent], *, select: int | None = None, then: Any = N
         if events:
             for event in events:
                 app.main.view.apply(event)
-            app.main.load_view(app.main.view, ARTIFACTS)
+            app.main.load_view(app.main.view, artifacts)
         if select is not None:
             app.main.select(select)
         await settle(pilot)
@@ -350,6 +358,7 @@ def review_request() -> ProposalReviewRequest:
         held_back=["tests/test_core.py"],
         preview=ProposalPreview(files=files, diff=diff),
         future=Future(),
+        last_check=LastCheck(1, counts(4, 1)),
     )
 
 
@@ -399,6 +408,46 @@ def test_main_screen_at_80x24(snap_compare: SnapCompare) -> None:
     assert snap_compare(app, terminal_size=SMALL, run_before=showing(finished_run()))
 
 
+def test_main_screen_header_at_80x24_with_long_names(snap_compare: SnapCompare) -> None:
+    """Long names shorten the header's lines; neither wraps over the other."""
+    events = until_second_review()
+    first = events[0]
+    assert isinstance(first, RunStarted)
+    events[0] = first.model_copy(
+        update={
+            "model": "ollama_chat/qwen2.5-coder:1.5b-instruct-q4_K_M",
+            "sandbox": "docker, runc allowed (not gVisor!)",
+        }
+    )
+    app = app_in("dark")
+    assert snap_compare(app, terminal_size=SMALL, run_before=showing(events))
+
+
+def rejected_run() -> list[BaseEvent]:
+    """Iteration 2's proposal rejected with a note; iteration 3 asks again."""
+    note = "no: top_words must keep ties in order of first use\nuse Counter.most_common"
+    return [
+        *until_second_review(),
+        ReviewResolved(
+            ts=T0 + 10.0,
+            n=2,
+            kind="proposal",
+            decision="reject",
+            note="rejected by you",
+            comment=note,
+            by="person",
+        ),
+        *iteration(3, T0 + 10.5, "return n words, ties in order of first use", CORE_PY),
+    ]
+
+
+def test_main_screen_with_a_rejected_proposal(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    nothing_applied = {**ARTIFACTS, 2: IterationArtifacts(files=ARTIFACTS[1].files)}
+    run_before = showing(rejected_run(), select=2, artifacts=nothing_applied)
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
 def test_main_screen_shows_the_next_file_after_f(snap_compare: SnapCompare) -> None:
     app = app_in("light")
     run_before = showing(finished_run(), select=1)
@@ -419,6 +468,23 @@ def test_review_modal_at_80x24_with_test_edits_allowed(snap_compare: SnapCompare
     app = app_in("dark")
     run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=["t"])
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_review_modal_with_the_note_box_open(
+    snap_compare: SnapCompare, size: tuple[int, int]
+) -> None:
+    app = app_in("dark")
+    run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
+    typed = [*"use a Counter: it keeps", "enter", *"the order of first use"]
+    assert snap_compare(app, terminal_size=size, run_before=run_before, press=["n", *typed])
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_quit_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    run_before = showing(until_second_review(), then=lambda: QuitScreen(RUN_ID, str(PROJECT)))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("theme", ["dark", "light"])

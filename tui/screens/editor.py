@@ -27,7 +27,7 @@ from textual.app import ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static, TabbedContent, TabPane, TextArea
+from textual.widgets import Footer, Static, TabbedContent, TabPane, TextArea
 
 # TextArea's tree-sitter grammars (textual[syntax]), by file suffix.
 LANGUAGES = {
@@ -74,7 +74,9 @@ class EditorScreen(ModalScreen[dict[str, str] | None]):
         Binding("ctrl+s", "save", "use these files", priority=True),
         Binding("escape", "cancel", "back to review", priority=True),
         Binding("ctrl+n", "next_file", "next file", priority=True),
-        Binding("ctrl+o", "outside", "open in $EDITOR", priority=True),
+        Binding("ctrl+o", "outside", "$EDITOR", priority=True),
+        # `q` is typed into the file: quitting is ctrl+q here (the app's own key, shown).
+        Binding("ctrl+q", "app.quit", "quit", priority=True),
     ]
 
     def __init__(self, files: list[EditorFile]) -> None:
@@ -84,23 +86,24 @@ class EditorScreen(ModalScreen[dict[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog") as dialog:
-            dialog.border_title = "edit the proposal"
-            dialog.border_subtitle = (
-                "ctrl+s: apply as your edit · ctrl+n: next file · ctrl+o: $EDITOR · esc: back"
-            )
+            dialog.border_title = "edit the proposal: ctrl+s applies it as your edit"
             if not self.files:
                 yield Static("the proposal has no file you may edit", id="nothing")
-                return
-            with TabbedContent():
-                for index, file in enumerate(self.files):
-                    with TabPane(file.path, id=f"file-{index}"):
-                        language = LANGUAGES.get(Path(file.path).suffix)
-                        yield TextArea.code_editor(
-                            file.text,
-                            language=language,
-                            theme=self._highlighting(),
-                            id=f"editor-{index}",
-                        )
+            else:
+                yield from self._tabs()
+        yield Footer(compact=True)
+
+    def _tabs(self) -> ComposeResult:
+        with TabbedContent():
+            for index, file in enumerate(self.files):
+                with TabPane(file.path, id=f"file-{index}"):
+                    language = LANGUAGES.get(Path(file.path).suffix)
+                    yield TextArea.code_editor(
+                        file.text,
+                        language=language,
+                        theme=self._highlighting(),
+                        id=f"editor-{index}",
+                    )
 
     def _highlighting(self) -> str:
         """TextArea's colour scheme for the app's theme (light or dark)."""

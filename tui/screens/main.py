@@ -43,6 +43,8 @@ def empty_diff_note(it: IterationView | None) -> str:
         return "the answer could not be used: nothing was changed"
     if it.status == "no_change":
         return "the proposal changed no file"
+    if it.status == "rejected":
+        return "rejected by you: nothing was applied"
     if it.in_progress:
         return "no commit yet"
     return "no change in this iteration"
@@ -51,8 +53,10 @@ def empty_diff_note(it: IterationView | None) -> str:
 class MainScreen(Screen[None]):
     """The run, live or finished; the selected iteration drives every pane."""
 
+    # The footer fits 80 columns with every key it may show: `f` is said by the code pane's
+    # title, `l` only shows while the panes do not follow the live iteration.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f", "next_file", "next file"),
+        Binding("f", "next_file", "next file", show=False),
         Binding("o", "toggle_output", "output"),
         Binding("l", "follow", "follow"),
     ]
@@ -83,6 +87,7 @@ class MainScreen(Screen[None]):
         self.streamed = 0
         self.note = ""  # what happens before the run's first event
         self.paused = ""  # while the person holds the loop: what that means right now
+        self.aside = ""  # while the person looks at the run with a decision hidden
         self.ready = False  # the panes are mounted
         self._header_args = {"project": project, "model": model, "sandbox": sandbox}
         self._artifacts: dict[int, IterationArtifacts] = {}
@@ -95,7 +100,7 @@ class MainScreen(Screen[None]):
             yield FeedbackPane(id="feedback")
             yield HistoryPane(id="history")
             yield DiffPane(id="diff")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         # The panes inside the grid mount a moment after the screen: render once they are in.
@@ -171,6 +176,7 @@ class MainScreen(Screen[None]):
         """Show a whole run read from its trail; the panes load each iteration from disk."""
         self.view, self.loader, self._artifacts = view, loader, {}
         self.follow = False
+        self.refresh_bindings()
         first = min(view.iterations, default=None)
         self.selected = first
         if self.ready:
@@ -194,6 +200,8 @@ class MainScreen(Screen[None]):
         activity = activity_of(self.view, self.streamed)
         if not self.view.run_id and self.note:
             activity = Activity(self.note, busy=True)
+        elif self.aside and self.view.live:
+            activity = Activity(self.aside)
         elif self.paused and self.view.live:
             activity = Activity(self.paused)
         self.query_one(RunHeader).show(self.view, self.mode, activity)
@@ -216,9 +224,16 @@ class MainScreen(Screen[None]):
     @on(HistoryPane.Selected)
     def _picked(self, message: HistoryPane.Selected) -> None:
         self.follow = message.n == self.view.latest
+        self.refresh_bindings()
         self.select(message.n)
 
     # -- actions ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`l` only when there is a live iteration to go back to."""
+        if action == "follow":
+            return not self.follow
+        return True
 
     def action_next_file(self) -> None:
         self.query_one(CodePane).next_file()
@@ -229,6 +244,7 @@ class MainScreen(Screen[None]):
 
     def action_follow(self) -> None:
         self.follow = True
+        self.refresh_bindings()
         if self.view.latest is not None:
             self.select(self.view.latest)
 

@@ -1,11 +1,6 @@
-"""The review modal (step mode): one proposal — the model's explanation and its edits as a
-diff against the current files — and the person's decision: approve `a`, edit `e`, abort `x`.
-
-Edit opens the in-app editor over the files as the proposal would leave them; saving brings
-the person back here with their version as the diff, and approving then commits it as their
-own edit (`fixloop[iter N/M]: edited by you`). When the proposal touches pinned tests, `t`
-lets those edits through (a pass then needs approval too).
-"""
+"""The review modal (step mode): one proposal, the last check's test counts and its diff; approve
+`a`, reject with a note `n` (or approve with it), edit `e` (committed as `edited by you`), let
+pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`."""
 
 from __future__ import annotations
 
@@ -16,8 +11,9 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
 from engine.edits.proposal import Edit, Proposal
@@ -28,44 +24,82 @@ from tui.screens.editor import EditorFile, EditorScreen
 from tui.widgets.diff import diff_content
 
 EDITED_BY_YOU = "edited by you"
+REJECTED_BY_YOU = "rejected by you"
+# Only while the note box is open (they stay out of the footer otherwise).
+NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
 
 
 class ReviewScreen(ModalScreen[Review]):
-    """Dismissed with the person's Review."""
+    """Dismissed with the person's Review; posts `ReviewScreen.Hide` to step aside."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "approve"),
+        Binding("n", "open_note", "reject + note"),
         Binding("e", "edit", "edit"),
+        Binding("t", "allow_tests", "allow tests"),
+        Binding("v", "hide", "see the run"),
         Binding("x", "abort", "abort"),
-        Binding("t", "allow_tests", "allow test edits", show=False),
+        Binding("q", "app.quit", "quit"),
+        # The note box's keys: priority, so the text area does not take them.
+        Binding("ctrl+s", "reject", "reject: ask again", priority=True),
+        Binding("ctrl+g", "approve_with_note", "approve with note", priority=True),
+        Binding("escape", "close_note", "back", priority=True),
     ]
+
+    class Hide(Message):
+        """The person wants the run's panes for a moment; the review stays pending."""
+
+        def __init__(self, review: ReviewScreen) -> None:
+            super().__init__()
+            self.review = review
 
     def __init__(self, request: ProposalReviewRequest) -> None:
         super().__init__()
         self.request = request
         self.allow_test_edits = False
         self.edited: dict[str, str] | None = None  # the person's version of the files
+        self.noting = False  # the note box is open
+        # Below 100 columns the buttons would not fit: `t` is then said by the notice and footer.
+        self.HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
     def compose(self) -> ComposeResult:
         request = self.request
-        with Vertical(id="dialog", classes="dialog") as dialog:
+        with Vertical(id="dialog", classes="dialog review") as dialog:
             dialog.border_title = f"iteration {request.n}/{request.max_n} · review the proposal"
-            explanation = request.proposal.explanation or "(no explanation)"
-            yield Static(
-                Content.assemble(("the model says: ", "bold"), explanation), id="explanation"
-            )
+            with VerticalScroll(id="review-summary"):  # a long explanation scrolls
+                explanation = request.proposal.explanation or "(no explanation)"
+                yield Static(
+                    Content.assemble(("the model says: ", "bold"), explanation), id="explanation"
+                )
             yield Static(self._notice(), id="notice")
             with VerticalScroll(id="review-diff", classes="diff"):
                 yield Static(self._diff(), id="diff-text")
-            with Horizontal(classes="buttons"):
+            with Vertical(id="note-box") as box:
+                box.border_title = "your note to the model"
+                yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
+            with Horizontal(id="decisions", classes="buttons"):
                 yield _button("approve [a]", "approve", "success")
+                yield _button("reject with a note [n]", "open_note", "warning")
                 yield _button("edit [e]", "edit", "primary")
                 yield _button("abort [x]", "abort", "error")
                 if request.held_back:
                     yield _button("allow test edits [t]", "allow_tests", "warning")
+            with Horizontal(id="note-decisions", classes="buttons"):
+                yield _button("reject: ask again [^s]", "reject", "warning")
+                yield _button("approve with note [^g]", "approve_with_note", "success")
+                yield _button("back [esc]", "close_note", "default")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#approve", Button).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The note box's keys while it is open; the review's own keys otherwise."""
+        if action in NOTE_ACTIONS:
+            return self.noting
+        if action == "allow_tests":
+            return bool(self.request.held_back) and self.edited is None and not self.noting
+        return not self.noting
 
     # -- what the modal shows -------------------------------------------------------------------
 
@@ -78,6 +112,9 @@ class ReviewScreen(ModalScreen[Review]):
             file_diff(path, before.get(path), text) for path, text in self.edited.items()
         )
 
+    def note_text(self) -> str:
+        return self.query_one("#note", TextArea).text.strip()
+
     def _diff(self) -> Content:
         preview = self.request.preview
         if preview.error and self.edited is None:
@@ -89,11 +126,14 @@ class ReviewScreen(ModalScreen[Review]):
 
     def _notice(self) -> Content:
         request = self.request
+        last = request.last_check
+        checked = [Content.styled(last.describe(), "$text-muted")] if last is not None else []
         if self.edited is not None:
             files = ", ".join(self.edited) or "no file"
             return Content("\n").join(
                 [
                     Content.assemble(("files: ", "bold"), files),
+                    *checked,
                     Content.styled(
                         "your edit: approving commits it as your own (e: edit again)",
                         "bold $text-accent",
@@ -101,7 +141,7 @@ class ReviewScreen(ModalScreen[Review]):
                 ]
             )
         files = ", ".join(f.path for f in request.preview.files) or "no file"
-        lines = [Content.assemble(("files: ", "bold"), files)]
+        lines = [Content.assemble(("files: ", "bold"), files), *checked]
         if request.preview.error:
             lines.append(
                 Content.styled(
@@ -112,7 +152,7 @@ class ReviewScreen(ModalScreen[Review]):
         if request.held_back:
             held = ", ".join(request.held_back)
             if self.allow_test_edits:
-                text = f"pinned tests {held} WILL be changed: a pass will then need your approval"
+                text = f"pinned tests {held} WILL be changed: a pass then needs your approval"
                 lines.append(Content.styled(text, "bold $text-error"))
             else:
                 text = f"pinned tests {held} will be held back (t: allow these edits)"
@@ -128,7 +168,17 @@ class ReviewScreen(ModalScreen[Review]):
         yield SystemCommand(
             "Review: approve (a)", "apply and verify the proposal", self.action_approve
         )
+        yield SystemCommand(
+            "Review: reject with a note (n)",
+            "apply nothing; the model is asked again with your note",
+            self.action_open_note,
+        )
         yield SystemCommand("Review: edit (e)", "edit the proposal in the app", self.action_edit)
+        yield SystemCommand(
+            "Review: see the run (v)",
+            "hide the review for a moment; v brings it back",
+            self.action_hide,
+        )
         yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
         if self.request.held_back:
             yield SystemCommand(
@@ -140,17 +190,49 @@ class ReviewScreen(ModalScreen[Review]):
     # -- actions ------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
+        self.dismiss(self._approval())
+
+    def action_approve_with_note(self) -> None:
+        self.dismiss(self._approval(self.note_text()))
+
+    def _approval(self, comment: str = "") -> Review:
         if self.edited is None:
-            self.dismiss(
-                Review(decision="approve", allow_test_edits=self.allow_test_edits, by="person")
+            return Review(
+                decision="approve",
+                allow_test_edits=self.allow_test_edits,
+                comment=comment,
+                by="person",
             )
-            return
         proposal = Proposal(
             explanation=EDITED_BY_YOU,
             edits=[Edit(path=path, content=text) for path, text in self.edited.items()],
             format=self.request.proposal.format,
         )
-        self.dismiss(Review(decision="edit", proposal=proposal, note=EDITED_BY_YOU, by="person"))
+        return Review(
+            decision="edit", proposal=proposal, note=EDITED_BY_YOU, comment=comment, by="person"
+        )
+
+    def action_reject(self) -> None:
+        self.dismiss(
+            Review(decision="reject", comment=self.note_text(), note=REJECTED_BY_YOU, by="person")
+        )
+
+    def action_open_note(self) -> None:
+        self._show_note(True)
+        self.query_one("#note", TextArea).focus()
+
+    def action_close_note(self) -> None:
+        """Back to the review; the note is kept for the next `n`."""
+        self._show_note(False)
+        self.query_one("#approve", Button).focus()
+
+    def _show_note(self, noting: bool) -> None:
+        self.noting = noting
+        self.set_class(noting, "-noting")
+        self.refresh_bindings()
+
+    def action_hide(self) -> None:
+        self.post_message(self.Hide(self))
 
     def action_abort(self) -> None:
         self.dismiss(Review(decision="abort", note="aborted by you at review", by="person"))
@@ -185,6 +267,7 @@ class ReviewScreen(ModalScreen[Review]):
             return  # the person went back without saving
         self.edited = texts
         self._refresh()
+        self.refresh_bindings()
 
 
 def _button(label: str, action: str, variant: ButtonVariant) -> Button:

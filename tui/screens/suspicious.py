@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 from engine.run.gate import PassReview
 from tui.gate import PassReviewRequest
@@ -25,6 +25,7 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "accept", "accept the pass"),
         Binding("r", "reject", "reject it"),
+        Binding("q", "app.quit", "quit"),
     ]
 
     def __init__(self, request: PassReviewRequest) -> None:
@@ -58,6 +59,7 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
                     compact=True,
                     action="screen.reject",
                 )
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#reject", Button).focus()

@@ -24,6 +24,7 @@ from engine.run.events import (
     ReviewResolved,
     RunFinished,
     RunStarted,
+    RunStopped,
     SpecPrepared,
     StageFinished,
     StageStarted,
@@ -75,6 +76,7 @@ class IterationView:
     decision: str = ""
     pass_reasons: list[str] = field(default_factory=list)
     guard: str = ""
+    comment: str = ""  # what the person told the model with their decision
     model_text: str = ""  # streamed while the model answers
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
 
@@ -137,6 +139,9 @@ class RunView:
         if isinstance(event, RunFinished):
             self._finished(event)
             return self.latest
+        if isinstance(event, RunStopped):
+            self._stopped(event)
+            return self.latest
         n = getattr(event, "n", None)
         if not isinstance(n, int):
             return None
@@ -187,8 +192,10 @@ class RunView:
                 it.pass_reasons = list(event.reasons)
         elif isinstance(event, ReviewResolved):
             it.decision = event.decision
+            it.comment = event.comment.strip() or it.comment
             if event.kind == "proposal":
-                it.status = "aborted" if event.decision == "abort" else "applying"
+                after = {"abort": "aborted", "reject": "rejected"}
+                it.status = after.get(event.decision, "applying")
             else:
                 it.status = "accepted" if event.decision == "accept" else "suspicious_pass"
         elif isinstance(event, EditsApplied):
@@ -243,6 +250,13 @@ class RunView:
             if it.status == "applying":
                 it.status = "format_error"
                 it.format_error = it.format_error or "the approved edits did not apply"
+
+    def _stopped(self, event: RunStopped) -> None:
+        """Stopped to be resumed: not an ending, but nothing runs any more."""
+        self.status, self.reason = "stopped", event.reason or "stopped by you"
+        for it in self.iterations.values():
+            if it.in_progress:
+                it.status, it.ended = "stopped", event.ts
 
     def _finished(self, event: RunFinished) -> None:
         self.status = event.status

@@ -80,6 +80,15 @@ def feedback_content(
 
 def _notes(it: IterationView) -> Content | None:
     lines: list[Content] = []
+    if it.status == "rejected":
+        lines.append(
+            Content.styled(
+                "rejected by you: nothing was applied; the model is asked again",
+                "bold $text-warning",
+            )
+        )
+    if it.comment:
+        lines.append(Content.assemble(("you told the model: ", "bold"), it.comment))
     if it.format_error:
         lines.append(Content.styled("the answer could not be used:", "bold $text-warning"))
         lines.append(Content(it.format_error.rstrip()))

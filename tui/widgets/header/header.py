@@ -89,51 +89,71 @@ class RunHeader(Widget):
         self.refresh()
 
     def render(self) -> Content:
+        width = max(self.content_region.width, 1)
+        return Content("\n").join([self._first_line(width), self._second_line(width)])
+
+    def _first_line(self, width: int) -> Content:
+        """What runs where; shorter labels when narrow, and the model cut last."""
         view = self.view
         sep = (" · ", "$text-muted")
         project = (view.project or self.project).rstrip("/").rsplit("/", 1)[-1]
+        model = view.model or self.model or "model?"
+        sandbox = view.sandbox or self.sandbox or "?"
         mode_style = "bold $text-accent" if self.mode == "auto" else "bold $text-primary"
-        first = Content.assemble(
-            ("fixloop", "bold $text-primary"),
-            sep,
-            (project or "?", "bold"),
-            sep,
-            view.model or self.model or "model?",
-            sep,
-            f"sandbox {view.sandbox or self.sandbox or '?'}",
-            sep,
-            (f"{self.mode} mode", mode_style),
+        brand: list[str | tuple[str, str]] = [("fixloop", "bold $text-primary"), sep]
+        where: list[str | tuple[str, str]] = [(project or "?", "bold"), sep, model, sep]
+        full = Content.assemble(
+            *brand, *where, f"sandbox {sandbox}", sep, (f"{self.mode} mode", mode_style)
         )
-        return Content("\n").join([first, self._second_line()])
+        short = Content.assemble(*where, sandbox, sep, (self.mode, mode_style))
+        # Still too long: the model's name gives way; the sandbox (a runc warning) and the
+        # mode stay whole.
+        room = width - (short.cell_length - len(model))
+        clipped = model[: max(room - 1, 0)] + "…" if room < len(model) else model
+        where[2] = clipped
+        shortest = Content.assemble(*where, sandbox, sep, (self.mode, mode_style))
+        return fit(width, full, short, shortest)
 
-    def _second_line(self) -> Content:
+    def _second_line(self, width: int) -> Content:
+        """The budget so far, then what the loop does now (cut with … when narrow)."""
         view = self.view
         sep = (" · ", "$text-muted")
         if not view.run_id:
             if self.activity.text:
                 spinner = f"{SPINNER[self._frame]} " if self.activity.busy else ""
-                return Content.styled(spinner + self.activity.text, "$text-accent")
-            return Content.styled(self.idle, "$text-muted")
+                return fit(width, Content.styled(spinner + self.activity.text, "$text-accent"))
+            return fit(width, Content.styled(self.idle, "$text-muted"))
         tokens = f"{view.tokens:,}"
         if view.max_tokens:
             tokens += f"/{view.max_tokens:,}"
         cost = f"${view.cost_usd:.4f}"
         if view.max_cost_usd:
             cost += f"/${view.max_cost_usd:.2f}"
-        parts: list[str | tuple[str, str]] = [
-            f"iteration {view.current_n}/{view.max_iterations}",
-            sep,
-            f"{tokens} tokens",
-            sep,
-            cost,
-            sep,
-        ]
         activity = self.activity
         if view.status:
             colour = status_colour(view.status)
             style = f"bold $text-{colour}" if colour != "foreground" else "bold"
-            parts.append((activity.text, style))
+            now = Content.styled(activity.text, style)
         else:
             spinner = f"{SPINNER[self._frame]} " if activity.busy else ""
-            parts.append((spinner + activity.text, "$text-accent" if activity.busy else "bold"))
-        return Content.assemble(*parts)
+            now = Content.styled(
+                spinner + activity.text, "$text-accent" if activity.busy else "bold"
+            )
+        iteration = f"{view.current_n}/{view.max_iterations}"
+        full = Content.assemble(
+            f"iteration {iteration}", sep, f"{tokens} tokens", sep, cost, sep, now
+        )
+        # Narrow: the caps go, the labels shrink; what the loop does keeps the rest.
+        short = Content.assemble(
+            f"iter {iteration}", sep, f"{view.tokens:,} tok", sep, f"${view.cost_usd:.4f}", sep, now
+        )
+        return fit(width, full, short)
+
+
+def fit(width: int, *variants: Content) -> Content:
+    """The first variant that fits on one line of `width` cells; else the last one, cut with
+    an ellipsis. A header line never wraps (a wrapped first line hides the second)."""
+    for variant in variants:
+        if variant.cell_length <= width:
+            return variant
+    return variants[-1].truncate(width, ellipsis=True)

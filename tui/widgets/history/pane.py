@@ -21,6 +21,9 @@ COLUMNS = (
     ("cost", "cost"),
     ("time", "time"),
 )
+# Added with the first note the person gives; last, so a long note never pushes the numbers
+# out of sight.
+NOTE_COLUMN = ("your note", "note")
 # Which theme colour says what a status means.
 STATUS_COLOURS = {
     "ok": "success",
@@ -35,7 +38,9 @@ STATUS_COLOURS = {
     "error": "error",
     "aborted": "error",
     "stopped": "error",
+    "rejected": "warning",
 }
+NOTE_WIDTH = 30  # how much of the person's note the table shows (the feedback pane has it all)
 
 
 def status_colour(status: str) -> str:
@@ -49,6 +54,14 @@ def tests_cell(it: IterationView) -> str:
     passed, failed = it.tests.get("passed", 0), it.tests.get("failed", 0)
     errors = it.tests.get("errors", 0)
     return f"{passed}✓ {failed + errors}✗"
+
+
+def note_cell(it: IterationView) -> str:
+    """The first line of what the person told the model with their decision."""
+    if not it.comment:
+        return ""
+    first = it.comment.splitlines()[0].strip()
+    return f"“{first[: NOTE_WIDTH - 1]}…”" if len(first) > NOTE_WIDTH else f"“{first}”"
 
 
 def time_cell(it: IterationView) -> str:
@@ -95,11 +108,15 @@ class HistoryPane(Vertical):
         """Add new iterations and update the rest, keeping the cursor where it is."""
         self._view = view
         table = self.table
+        noted = any(it.comment for it in view.iterations.values())
+        if noted and NOTE_COLUMN[1] not in table.columns:
+            table.add_column(NOTE_COLUMN[0], key=NOTE_COLUMN[1], default="")
+        columns = [*COLUMNS, NOTE_COLUMN] if NOTE_COLUMN[1] in table.columns else COLUMNS
         for n, it in sorted(view.iterations.items()):
-            cells = self._cells(it)
+            cells = self._cells(it)[: len(columns)]
             key = str(n)
             if key in table.rows:
-                for (_, column), value in zip(COLUMNS, cells, strict=True):
+                for (_, column), value in zip(columns, cells, strict=True):
                     table.update_cell(key, column, value, update_width=True)
             else:
                 table.add_row(*cells, key=key)
@@ -136,4 +153,5 @@ class HistoryPane(Vertical):
             f"{it.tokens:,}" if it.tokens else "",
             f"${it.cost_usd:.4f}" if it.n else "",
             time_cell(it),
+            note_cell(it),
         ]

@@ -21,6 +21,7 @@ from engine.run.events import (
     BaseEvent,
     Committed,
     GuardTripped,
+    IterationStarted,
     ModelResponded,
     ModelRetrying,
     PacketReady,
@@ -158,6 +159,8 @@ class ProgressPrinter:
         if isinstance(event, RunStarted):
             self.max_n = event.max_iterations
             return f"run {event.run_id} on {event.branch} with {event.model} ({event.sandbox})"
+        if isinstance(event, IterationStarted):  # a resumed run has no RunStarted to read
+            self.max_n = event.max_n
         prefix = f"[{getattr(event, 'n', 0)}/{self.max_n}]"
         if isinstance(event, ModelRetrying):
             return f"{prefix} {event.said}"

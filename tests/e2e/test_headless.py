@@ -397,6 +397,7 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    assert "[2/4] model answered" in done.stderr  # the resumed run knows its iteration cap
     result = json.loads(done.stdout)
     assert result["status"] == "ok"
     assert [it["n"] for it in result["iterations"]] == [1, 2]

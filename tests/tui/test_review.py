@@ -317,6 +317,35 @@ async def test_q_in_the_suspicious_pass_modal_opens_the_quit_dialog() -> None:
         assert not request.future.done()
 
 
+async def test_n_in_the_suspicious_pass_modal_rejects_with_a_note_and_q_is_typed() -> None:
+    from engine.run.gate import PassReview
+    from tests.tui.test_snapshots import pass_request
+    from tui.gate import PassReviewAsked
+    from tui.screens.suspicious import SuspiciousPassScreen
+
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        request = pass_request()
+        app.post_message(PassReviewAsked(request))
+        while not isinstance(app.screen, SuspiciousPassScreen):
+            await pilot.pause(0.01)
+        await pilot.press("n")
+        assert app.screen.query_one("#note", TextArea).has_focus
+        await pilot.press(*"no skips: fix quietly", "enter", *"the code")
+        assert isinstance(app.screen, SuspiciousPassScreen)  # a, r, n and q were typed
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is app.main
+    assert request.future.result(timeout=0) == PassReview(
+        accept=False,
+        note="rejected by you",
+        comment="no skips: fix quietly\nthe code",
+        keep_repairing=True,
+        by="person",
+    )
+
+
 async def test_ctrl_q_in_the_editor_opens_the_quit_dialog_and_q_is_typed() -> None:
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:

@@ -1,6 +1,7 @@
 """The suspicious-pass modal: every command passed, but something makes the pass doubtful
-(a test edited, a skip added, fewer tests). The reasons and the test diff; accept `a` (the
-run ends ok, and the acceptance is recorded) or reject `r` (the run ends suspicious_pass)."""
+(a test edited, a skip added, fewer tests). The reasons and the test diff; accept `a` (the run
+ends ok, recorded) or reject `r`, with a note to the model `n` (the test changes are reverted
+and the run goes on)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Footer, Static, TextArea
 
 from engine.run.gate import PassReview
 from tui.gate import PassReviewRequest
@@ -25,12 +26,17 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "accept", "accept the pass"),
         Binding("r", "reject", "reject it"),
+        Binding("n", "open_note", "reject + note"),
         Binding("q", "app.quit", "quit"),
+        # The note box's keys: priority, so the text area does not take them.
+        Binding("ctrl+s", "reject", "reject with the note", priority=True),
+        Binding("escape", "close_note", "back", priority=True),
     ]
 
     def __init__(self, request: PassReviewRequest) -> None:
         super().__init__()
         self.request = request
+        self.noting = False  # the note box is open
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -44,6 +50,9 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
                     yield Static(diff_content(request.test_diff))
                 else:
                     yield Static(Content.styled("no test file changed", "$text-muted"))
+            with Vertical(id="note-box") as box:
+                box.border_title = "your note to the model (ctrl+s rejects with it, esc: back)"
+                yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
             with Horizontal(classes="buttons"):
                 yield Button(
                     Content("accept [a]"),
@@ -59,6 +68,13 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
                     compact=True,
                     action="screen.reject",
                 )
+                yield Button(
+                    Content("reject with a note [n]"),
+                    id="open_note",
+                    variant="default",
+                    compact=True,
+                    action="screen.open_note",
+                )
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -73,10 +89,38 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
             "Suspicious pass: reject (r)", "do not trust this pass", self.action_reject
         )
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the note box is open only its keys work (a, r and n are typed)."""
+        if action == "close_note":
+            return self.noting
+        if action in ("accept", "open_note"):
+            return not self.noting
+        return True
+
     def action_accept(self) -> None:
         self.dismiss(PassReview(accept=True, note="accepted by you", by="person"))
 
     def action_reject(self) -> None:
+        comment = self.query_one("#note", TextArea).text.strip() if self.noting else ""
         self.dismiss(
-            PassReview(accept=False, note="rejected by you", keep_repairing=True, by="person")
+            PassReview(
+                accept=False,
+                note="rejected by you",
+                comment=comment,
+                keep_repairing=True,
+                by="person",
+            )
         )
+
+    def action_open_note(self) -> None:
+        self._show_note(True)
+        self.query_one("#note", TextArea).focus()
+
+    def action_close_note(self) -> None:
+        self._show_note(False)
+        self.query_one("#reject", Button).focus()
+
+    def _show_note(self, noting: bool) -> None:
+        self.noting = noting
+        self.set_class(noting, "-noting")
+        self.refresh_bindings()

@@ -161,10 +161,12 @@ class IterationChecker:
             note = rejected_pass_note(reasons, comment)
             return Check(current.model_copy(update={"packet_text": note}), verify_s)
         self.journal.emit(Committed(n=n, sha=commit, message=REVERT_MESSAGE.format(n=n)))
-        diff = self.workspace.diff(commit)
-        self.journal.text(n, "revert.diff", diff)
+        self.journal.text(n, "revert.diff", self.workspace.diff(commit))
         note = rejected_pass_note(reasons, comment, reverted=paths)
-        examined = await self.verify(n, paths, diff, current.stages, retry=True)
+        # No last diff: the revert is not the model's edit (the note says what it was).
+        examined = await self.verify(
+            n, paths, None, current.stages, retry=True, trail_name="-after-revert"
+        )
         return await self.judge(n, examined, paths, [note], verify_s)
 
     async def verify(
@@ -175,6 +177,7 @@ class IterationChecker:
         previous: list[StageResult] | None = None,
         *,
         retry: bool = False,
+        trail_name: str = "",
     ) -> Verification:
         """One sandbox run, its stages in the trail; with `retry`, an environment failure is
         run once more, in case it was a fluke."""
@@ -189,13 +192,14 @@ class IterationChecker:
                     rev=workspace.baseline,
                     collected=self.baseline_collected,
                     pins=workspace.pins,
+                    tests=self.baseline_tests,
                 ),
                 touched=touched or [],
                 last_diff=diff,
                 previous=previous,
                 iteration=n + 1 if n < self.config.max_iterations else None,
                 max_iterations=self.config.max_iterations,
-                on_stage=self.journal.on_stage(n),
+                on_stage=self.journal.on_stage(n, trail_name),
             )
 
         examined = await once()

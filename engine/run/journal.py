@@ -86,8 +86,9 @@ class Journal:
     def prompt(self, n: int, messages: Sequence[Message]) -> None:
         self.json(n, "prompt.json", [m.model_dump() for m in messages])
 
-    def on_stage(self, n: int) -> StageCallback:
-        """What the verifier calls as each stage of iteration n starts and ends."""
+    def on_stage(self, n: int, suffix: str = "") -> StageCallback:
+        """What the verifier calls as each stage of iteration n starts and ends; `suffix`
+        keeps a second verification of the iteration (after a revert) apart in the trail."""
 
         async def heard(stage: Stage, result: StageResult | None) -> None:
             if result is None:
@@ -103,7 +104,7 @@ class Journal:
                     oom_killed=result.oom_killed,
                 )
             )
-            self.json(n, f"stage-{stage.name}.json", result)
+            self.json(n, f"stage-{stage.name}{suffix}.json", result)
 
         return heard
 

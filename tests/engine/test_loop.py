@@ -66,6 +66,11 @@ class TreeSandbox:
         test = (request.workdir / "tests" / "test_app.py").read_text()
         green = app == FIXED or "cheat" in test
         nodeid = "tests/test_app.py::test_value"
+        if "pytest.skip" in app:  # the code under test skips the test that would fail
+            skipped = TestCase(nodeid=nodeid, outcome="skipped", when="setup")
+            counts = TestCounts(collected=1, skipped=1)
+            report = PytestReport(exitstatus=0, counts=counts, nodeids=[nodeid], tests=[skipped])
+            return self.result(report, 0, "1 skipped", request)
         failed = TestCase(
             nodeid=nodeid,
             outcome="failed",
@@ -403,6 +408,17 @@ async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
     finished = run_dir.events()[-1]
     assert isinstance(finished, RunFinished)
     assert (finished.status, finished.reason) == ("aborted", "aborted by you")
+
+
+async def test_a_baseline_test_skipped_by_the_code_under_test_is_a_suspicious_pass(
+    tmp_path: Path,
+) -> None:
+    """No test file changed and no skip marker was added: only the baseline's test ids show
+    that the test the run started with no longer runs."""
+    skipping = 'import pytest\n\npytest.skip("flaky")\nVALUE = 1\n'
+    result = await run_loop(tmp_path, ScriptedModel(answer(("app.py", skipping))))
+    assert result.status.value == "suspicious_pass"
+    assert "1 baseline test now skipped: tests/test_app.py::test_value" in result.reason.split("; ")
 
 
 async def test_a_suspicious_pass_not_kept_repairing_ends_the_run(tmp_path: Path) -> None:

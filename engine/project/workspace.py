@@ -50,8 +50,12 @@ def iteration_message(n: int, max_n: int, explanation: str) -> str:
 
 
 def accept_message(task: str, run_id: str, branch: str) -> str:
-    """The squashed commit's message: the task as its subject, where it came from below."""
-    return f"{_subject(task, 'fixloop run')}\n\nSquashed from {branch} (fixloop run {run_id})."
+    """The squashed commit's message: the task as its subject (a task of several lines: the
+    whole task in the body too), where it came from below."""
+    subject = _subject(task, "fixloop run")
+    whole = task.strip()
+    body = f"{whole}\n\n" if "\n" in whole or len(whole) > len(subject) else ""
+    return f"{subject}\n\n{body}Squashed from {branch} (fixloop run {run_id})."
 
 
 def _subject(text: str, empty: str) -> str:

@@ -12,7 +12,7 @@ import git
 import pytest
 
 from engine.project.git_plumbing import WorkspaceError
-from engine.project.workspace import BASELINE_MESSAGE, Workspace, iteration_message
+from engine.project.workspace import BASELINE_MESSAGE, Workspace, accept_message, iteration_message
 from sandbox.errors import FixloopError
 
 STATS = """\
@@ -693,3 +693,14 @@ def test_iteration_message_clips_a_long_explanation() -> None:
     assert len(subject) <= 72
     assert subject.endswith("...")
     assert "\n" not in message
+
+
+def test_a_task_of_several_lines_is_the_subject_and_the_body_of_the_accept_message() -> None:
+    task = "Make the failing tests pass.\nKeep mean_word_length exact (a float)."
+    message = accept_message(task, "r1", "fixloop/r1")
+    subject, blank, *body = message.splitlines()
+    assert (subject, blank) == ("Make the failing tests pass.", "")
+    assert "Keep mean_word_length exact (a float)." in body
+    assert body[-1] == "Squashed from fixloop/r1 (fixloop run r1)."
+    one_line = accept_message("Fix it.", "r1", "fixloop/r1")
+    assert one_line == "Fix it.\n\nSquashed from fixloop/r1 (fixloop run r1)."

@@ -54,7 +54,8 @@ class IterationChecker:
         current = self.settled(0, await self.verify(0, retry=True))
         judgement = current.judgement
         if (no_tests := no_tests_reason(current.stages)) is not None:
-            raise RunEnded(RunStatus.NO_TESTS, no_tests)
+            way = "write a test that shows the bug, or build from a spec (--spec)"
+            raise RunEnded(RunStatus.NO_TESTS, f"{no_tests}; {way}")
         if judgement.verdict is Verdict.ENV_FAILURE:
             raise RunEnded(RunStatus.ENV_FAILURE, env_reason(current))
         if judgement.verdict is Verdict.OK:

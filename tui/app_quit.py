@@ -1,0 +1,93 @@
+"""The person ends a run early, a part of FixloopApp: stop (resumable), abort, and quit,
+which mid-run first asks which of the two; and cancelling a task on another thread's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+
+from engine.run.guards import STOP
+from tui.gate import InteractiveGate
+from tui.screens.main import MainScreen
+from tui.screens.quit import QuitChoice, QuitScreen
+
+QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
+
+OnItsLoop = tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]
+"""A task running on another thread's asyncio loop (the engine's, the check's), and that loop."""
+
+
+class StopAndQuit(App[int]):
+    """FixloopApp's stop, abort and quit. An App subclass like FixloopApp's other parts: `self`
+    is the App, for Textual and for mypy."""
+
+    # Set by FixloopApp.__init__.
+    project: Path
+    main: MainScreen
+    gate: InteractiveGate
+    running: bool
+    exit_status: int
+    _quitting: bool  # the person chose to quit: the app exits once the run's thread is done
+    _cancelled: bool  # the engine's task was cancelled (only once)
+    _engine: OnItsLoop | None
+    _checking: OnItsLoop | None
+
+    def action_abort_run(self) -> None:
+        if not self.running:
+            return
+        at_gate = self.gate.waiting
+        self.gate.close("aborted by you")  # a waiting review ends the run cleanly as aborted
+        if not at_gate and not self._cancelled:
+            self._cancelled = True  # once: a second cancel would cut the sandbox's clean-up
+            cancel(self._engine)  # mid-model or mid-verification: stop it there
+        self.notify("stopping the run…", title="abort")
+
+    def action_stop_run(self) -> None:
+        """Stop the run so that `fixloop-tui resume` continues it: at the gate, the waiting
+        review raises RunStopped; elsewhere the engine's task is cancelled with STOP."""
+        if not self.running:
+            return
+        at_gate = self.gate.waiting
+        self.gate.stop("stopped by you")
+        if not at_gate and not self._cancelled:
+            self._cancelled = True  # once: a second cancel would cut the sandbox's clean-up
+            cancel(self._engine, STOP)
+        self.notify("stopping the run; it stays resumable…", title="stop")
+
+    async def action_quit(self) -> None:
+        """Out of the app; mid-run it first asks: stop (resumable), abort, or stay."""
+        if not self.running:
+            cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
+            self.exit(self.exit_status)
+            return
+        if self._quitting or isinstance(self.screen, QuitScreen):
+            return
+        self.push_screen(QuitScreen(self.main.view.run_id, str(self.project)), self._quit_chosen)
+
+    def _quit_chosen(self, choice: QuitChoice | None) -> None:
+        if choice is None or self._quitting:
+            return
+        if not self.running:  # the run ended while the dialog was up
+            self.exit(self.exit_status)
+            return
+        self._quitting = True
+        if choice == "stop":
+            self.action_stop_run()
+        else:
+            self.action_abort_run()
+        self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
+
+
+def cancel(running: OnItsLoop | None, message: str | None = None) -> None:
+    """Cancel a task running on another thread's loop (if it still runs); `message` (STOP)
+    tells the engine what the cancellation means."""
+    if running is None:
+        return
+    loop, task = running
+    with contextlib.suppress(RuntimeError):  # that loop has already closed
+        loop.call_soon_threadsafe(task.cancel, message)

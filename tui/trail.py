@@ -45,7 +45,7 @@ def runs_command(args: argparse.Namespace) -> int:
         return 0
     print(f"{'run':20}  {'status':24}  {'branch':9}  {'iter':>4}  {'started':19}  task")
     for run in runs:
-        task = run.task if len(run.task) <= 50 else run.task[:49] + "…"
+        task = run.task_line(50)
         print(
             f"{run.id:20}  {run.status_label:24}  {run.outcome:9}  {run.iterations:4}  "
             f"{run.started:19}  {task}"

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from engine.model.redact import redact
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
-from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, parse_event
+from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, RunStopped, parse_event
 from engine.run.outcome import RunConfig
 
 RUN_RECORD = "run.json"
@@ -185,6 +185,11 @@ class RunSummary(BaseModel):
     branch: str = ""  # the run's branch when it ended; "" = it committed nothing
     finish: FinishChoice | None = None  # what the person did with it; None = undecided
 
+    def task_line(self, width: int) -> str:
+        """The task on one line of at most `width` characters (a task may have several)."""
+        line = " ".join(self.task.split())
+        return line if len(line) <= width else line[: width - 1] + "…"
+
     @property
     def status_label(self) -> str:
         """The status in words; an accepted suspicious pass never reads as plain ok."""
@@ -200,6 +205,11 @@ class RunSummary(BaseModel):
         if self.status != "unfinished" and not self.branch:
             return "no branch"
         return "undecided"
+
+
+def _unfinished(events: list[Event]) -> str:
+    """A run with no ending: stopped by the person to resume (its last word), or cut off."""
+    return "stopped" if events and isinstance(events[-1], RunStopped) else "unfinished"
 
 
 def list_runs(project: Path) -> list[RunSummary]:
@@ -220,7 +230,7 @@ def list_runs(project: Path) -> list[RunSummary]:
             RunSummary(
                 id=path.name,
                 task=started.task if started else "",
-                status=finished.status if finished else "unfinished",
+                status=finished.status if finished else _unfinished(events),
                 iterations=finished.iterations if finished else iterations,
                 started=time.strftime(
                     "%Y-%m-%d %H:%M:%S", time.localtime(started.ts if started else 0)

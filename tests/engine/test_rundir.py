@@ -23,6 +23,7 @@ from engine.run.events import (
     PacketReady,
     RunFinished,
     RunStarted,
+    RunStopped,
     StageFinished,
 )
 
@@ -108,6 +109,17 @@ def test_runs_lists_newest_first_with_status_and_iterations(tmp_path: Path) -> N
         ("20261202-100000-bbbb", "new task", "unfinished", 1),
         ("20261201-100000-aaaa", "old task", "ok", 2),
     ]
+
+
+def test_runs_shows_a_stopped_run_apart_and_a_task_on_one_line(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-100000-dddd")
+    run.emit(started("Fix the mean.\nKeep it a float."))
+    run.emit(IterationStarted(n=1, max_n=4))
+    run.emit(RunStopped(n=1, reason="stopped by you"))
+    [summary] = list_runs(tmp_path)
+    assert summary.status == "stopped"
+    assert summary.task_line(50) == "Fix the mean. Keep it a float."
+    assert summary.task_line(10) == "Fix the m…"
 
 
 def test_the_runs_command_prints_json(tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ def _row(run: RunSummary, colours: dict[str, str]) -> tuple[str | Text, ...]:
     tone = "warning" if run.accepted_suspicious else status_colour(run.status)
     colour = colours.get(tone, "")
     style = f"bold {colour}" if colour else "bold"
-    task = run.task if len(run.task) <= TASK_WIDTH else run.task[: TASK_WIDTH - 1] + "…"
+    task = run.task_line(TASK_WIDTH)
     return (
         run.id,
         run.started,

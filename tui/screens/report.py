@@ -11,11 +11,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Footer, Markdown
 
 
 class ReportScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "close"),
+        Binding("q", "app.quit", "quit"),
+    ]
 
     class Read(Message):
         def __init__(self, text: str) -> None:
@@ -32,6 +35,7 @@ class ReportScreen(ModalScreen[None]):
             dialog.border_title = "report"
             dialog.border_subtitle = f"{self.path} · esc: close"
             yield Markdown("*reading the report…*", id="report")
+        yield Footer(compact=True)  # its own keys, not those of the screen beneath
 
     def on_mount(self) -> None:
         if self.given is None:

@@ -15,7 +15,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Footer, Static
 
 from engine.project.paths import runs_dir
 from engine.project.run_directory import RunSummary, list_runs
@@ -30,6 +30,7 @@ class RunsScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "open read-only", priority=True),
         Binding("escape", "close", "close"),
+        Binding("q", "app.quit", "quit"),
     ]
 
     class Listed(Message):
@@ -55,6 +56,7 @@ class RunsScreen(ModalScreen[str | None]):
             for label in ("run", "started", "status", "branch", "iterations", "task"):
                 table.add_column(label, key=label)
             yield table
+        yield Footer(compact=True)  # its own keys, not those of the screen beneath
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Input, Label, Static, TextArea
+from textual.widgets import Footer, Input, Label, Static, TextArea
 
 from engine.spec.definition import Spec, SpecError, parse_example_line, validate_spec
 
@@ -42,6 +42,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "submit", "use this spec", priority=True),
         Binding("escape", "cancel", "back", priority=True),
+        Binding("ctrl+q", "app.quit", "quit", priority=True),  # q is typed in the fields
     ]
     # CSS, not DEFAULT_CSS: the app's `.dialog TextArea` rule must not win over these.
     CSS = """
@@ -87,6 +88,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
                     )
                     yield Static("", id=f"problem-{field}", classes="problem")
                 yield Static("", id="problem-spec", classes="problem")
+        yield Footer(compact=True)  # its own keys, not those of the screen beneath
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()

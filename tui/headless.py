@@ -51,6 +51,7 @@ RUN_FLAGS = (
     "model_path",
     "api_base",
     "edit_format",
+    "feedback",
     "max_iters",
     "exec_timeout",
     "max_cost",
@@ -88,6 +89,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
     parser.add_argument("--edit-format", choices=["json", "whole"])
+    parser.add_argument(
+        "--feedback",
+        choices=["packet", "raw"],
+        help="what the model is told after a failure: the distilled packet (default) or the "
+        "raw output's tail, as a naive loop would (for A/B runs)",
+    )
     parser.add_argument(
         "--max-iters", type=int, help=f"proposals before giving up (default {DEFAULTS.max_iters})"
     )

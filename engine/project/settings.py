@@ -40,6 +40,8 @@ class Settings(BaseModel):
     model_path: Path | None = None
     api_base: str | None = None
     edit_format: Literal["json", "whole"] | None = None
+    # What the model is told after a failure: the distilled packet, or the raw output's tail.
+    feedback: Literal["packet", "raw"] = "packet"
     max_iters: int = Field(default=4, ge=1, le=100)
     no_progress: int = Field(default=2, ge=1)
     exec_timeout: float = Field(default=300.0, gt=0)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from engine.feedback.raw import raw_feedback
+from engine.feedback.tokens import count_tokens
 from engine.project.workspace import Workspace
 from engine.run.events import Committed, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
@@ -219,6 +221,12 @@ class IterationChecker:
         """The verification with its packet rendered, once, and written to the trail."""
         cap, model = self.config.packet_cap, self.config.model
         result = rendered(examined, cap=cap, model=model, repeat_note=repeat_note, notes=notes)
+        if self.config.feedback == "raw" and result.packet is not None:
+            # The packet stays in the trail; the model is told the output instead.
+            text = raw_feedback(result.stages, cap, lambda t: count_tokens(t, model), notes)
+            result = result.model_copy(
+                update={"packet_text": text, "packet_tokens": count_tokens(text, model)}
+            )
         self.journal.packet(n, result)
         return result
 

@@ -78,7 +78,13 @@ class RepairMode:
     def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
         config = self.config
         return repair_messages(
-            self.workspace.root, current, notes, config.task, config.files, config.edit_format
+            self.workspace.root,
+            current,
+            notes,
+            config.task,
+            config.files,
+            config.edit_format,
+            pointers=config.feedback == "packet",  # raw feedback: nothing distilled
         )
 
     def parse(self, text: str) -> Proposal:
@@ -114,14 +120,17 @@ def repair_messages(
     named: Sequence[str],
     edit_format: EditFormat,
     shown: Callable[[list[str]], list[str]] = list,
+    *,
+    pointers: bool = True,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
-    packet, and the notes."""
+    packet (or the raw feedback in its place), the definitions the failure calls (`pointers`),
+    and the notes."""
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
-    pointers = prompts.called_definitions(root, packet, paths)
-    return prompts.messages(task, files, current.packet_text, edit_format, [*pointers, *notes])
+    called = prompts.called_definitions(root, packet, paths) if pointers else []
+    return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])
 
 
 def refuse_dropped_definitions(proposal: Proposal, edit_format: EditFormat, root: Path) -> None:

@@ -3,6 +3,8 @@ one `IterationRecord` per iteration and a `RunResult` out (result.json)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.edits.proposal import EditFormat
@@ -29,6 +31,7 @@ class RunConfig(BaseModel):
     files: list[str] = Field(default_factory=list)
     allow_test_edits: bool = False
     packet_cap: int = DEFAULT_CAP
+    feedback: Literal["packet", "raw"] = "packet"  # raw: the failing output's tail, no packet
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
 
 

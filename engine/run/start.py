@@ -87,6 +87,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         ),
         files=list(settings.files or []),
         allow_test_edits=settings.allow_test_edits,
+        feedback=settings.feedback,
         spec=spec,
     )
 

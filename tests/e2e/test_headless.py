@@ -138,6 +138,27 @@ def test_fixed_on_iteration_2_is_ok_with_two_commits(
     assert_trail_agrees(result)
 
 
+def test_feedback_raw_tells_the_model_pytests_own_output(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    """The A/B arm against distillation, as a run option: the same loop, the raw tail."""
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project, "--feedback", "raw")
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    for request in model_server.requests:
+        told = request.body["messages"][-1]["content"]
+        assert "$ python -m pytest -q  (exit 1)" in told
+        assert "short test summary info" in told  # pytest's own words
+        assert "Please fix it." in told
+        assert "Verification failed" not in told
+    second = model_server.requests[1].body["messages"][-1]["content"]
+    assert "FAILED tests/test_core.py::test_top_words_returns_n" in second
+
+
 def test_a_model_down_for_good_exits_6_with_the_run_directory_intact(
     model_server: ScriptedModelServer,
     project: Path,

@@ -350,6 +350,23 @@ async def test_a_rejected_proposal_is_not_applied_and_the_model_hears_the_note(
     assert (resolved[0]["decision"], resolved[0]["comment"]) == ("reject", note)
 
 
+async def test_raw_feedback_tells_the_model_the_output_instead_of_the_packet(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, feedback="raw")
+    assert result.status.value == "ok"
+    for n, value in ((1, 1), (2, 3)):
+        told = model.prompt(n)
+        failed = f"FAILED tests/test_app.py::test_value - assert VALUE = {value} == 2"
+        assert f"$ pytest -q  (exit 1)\n{failed}\n\nPlease fix it." in told
+        assert "Verification failed" not in told
+    # The distilled packet is still in the trail; what the model was told is packet.txt.
+    iteration = Path(result.run_dir) / "iterations" / "01"
+    assert (iteration / "packet.json").is_file()
+    assert (iteration / "packet.txt").read_text().startswith("$ pytest -q  (exit 1)")
+
+
 async def test_a_note_with_an_approval_goes_with_the_next_prompt(tmp_path: Path) -> None:
     gate = ScriptedGate(reviews=[Review(decision="approve", comment="also check 0", by="person")])
     model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), answer(("app.py", FIXED)))

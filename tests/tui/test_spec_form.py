@@ -37,6 +37,13 @@ class Opened:
         self.results: list[Spec | None] = []
 
     async def open(self, pilot: Pilot[Any], spec: Spec | None = None) -> SpecFormScreen:
+        app = pilot.app
+        assert isinstance(app, FixloopApp)
+        # The main screen focuses its history once its panes are in: wait for it, or the
+        # frame beneath the form depends on which came first.
+        while not app.main.ready:
+            await pilot.pause(0.01)
+        await pilot.pause()
         screen = SpecFormScreen(spec)
         await pilot.app.push_screen(screen, self.results.append)
         await pilot.pause()

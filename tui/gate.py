@@ -23,7 +23,7 @@ from textual.message import Message
 from engine.edits.proposal import Proposal
 from engine.project.paths import worktree_path
 from engine.run.events import BaseEvent, PacketReady, RunStarted
-from engine.run.gate import PassReview, Review
+from engine.run.gate import CandidateView, Choice, PassReview, Review
 from engine.run.guards import RunStopped
 from engine.run.preview import ProposalPreview, pass_test_diff, preview_proposal
 
@@ -213,6 +213,12 @@ class InteractiveGate:
         if not self._ask(request, PassReviewAsked(request)):
             return PassReview(accept=False, note=self._closed or "the app closed")
         return await asyncio.wrap_future(request.future)
+
+    async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        self._raise_if_stopped()
+        if self._closed is not None:
+            return Choice(decision="abort", why=self._closed, by="person")
+        return best  # until the candidates view lands (issue 17), the ranking's choice
 
     async def between(self, n: int) -> str | None:
         with self._lock:

@@ -52,6 +52,12 @@ RUN_FLAGS = (
     "api_base",
     "edit_format",
     "feedback",
+    "candidates",
+    "prompt_profile",
+    "runtime_values",
+    "noop_retry",
+    "restart_on_stall",
+    "escalate_model",
     "max_iters",
     "exec_timeout",
     "max_cost",
@@ -94,6 +100,39 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["packet", "raw"],
         help="what the model is told after a failure: the distilled packet (default) or the "
         "raw output's tail, as a naive loop would (for A/B runs)",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        metavar="N",
+        help="answers asked for per iteration, verified side by side, the best kept "
+        "(default: per model)",
+    )
+    parser.add_argument(
+        "--prompt-profile",
+        choices=["auto", "small", "full"],
+        help="small: the file under repair and the failure first (auto: for local models); "
+        "full: the test files and pointers too",
+    )
+    parser.add_argument(
+        "--runtime-values",
+        action=argparse.BooleanOptionalAction,
+        help="the failing frame's local variables in the packet (default on)",
+    )
+    parser.add_argument(
+        "--noop-retry",
+        action=argparse.BooleanOptionalAction,
+        help="re-ask once, in the same iteration, an answer that changes nothing (default on)",
+    )
+    parser.add_argument(
+        "--restart-on-stall",
+        action=argparse.BooleanOptionalAction,
+        help="on a repeated failure, start once more from the baseline (default on)",
+    )
+    parser.add_argument(
+        "--escalate-model",
+        metavar="MODEL",
+        help="a stronger model that takes over after a stall and for the last iteration",
     )
     parser.add_argument(
         "--max-iters", type=int, help=f"proposals before giving up (default {DEFAULTS.max_iters})"

@@ -56,6 +56,14 @@ class Completion(BaseModel):
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How one request samples: its temperature and, when set, its seed."""
+
+    temperature: float
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
 class Retry:
     """A failed attempt that will be made again: what a front end shows while it waits."""
 
@@ -79,8 +87,16 @@ class ModelClient(Protocol):
     model: str
 
     async def complete(
-        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
-    ) -> Completion: ...
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        """One answer; `temperature` (None: the client's own) and `seed` vary it, for the
+        candidates of one iteration and for a re-asked no-op answer."""
+        ...
 
 
 # --- litellm, loaded once -------------------------------------------------------------------
@@ -235,7 +251,12 @@ class LiteLLMClient:
         return f"model {name}" + (f" ({self.api_base})" if self.api_base else "")
 
     async def complete(
-        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         litellm = await load_litellm()
         if self.model.startswith("local/") and not self._local_ready:
@@ -246,7 +267,8 @@ class LiteLLMClient:
         cause = brief = ""
         for attempt in range(1, self.max_attempts + 1):
             delay = self._backoff(attempt)
-            outcome = await self._try_once(litellm, messages, max_tokens, on_text)
+            sampling = Sampling(self.temperature if temperature is None else temperature, seed)
+            outcome = await self._try_once(litellm, messages, max_tokens, on_text, sampling)
             if isinstance(outcome, Failure):
                 if not outcome.retryable:
                     raise ModelError(f"{self.where}: {outcome.cause}", attempts=attempt)
@@ -292,9 +314,10 @@ class LiteLLMClient:
         messages: Sequence[Message],
         max_tokens: int,
         on_text: Callable[[str], None] | None,
+        sampling: Sampling,
     ) -> _Answer | Failure:
         try:
-            return await self._attempt(litellm, messages, max_tokens, on_text)
+            return await self._attempt(litellm, messages, max_tokens, on_text, sampling)
         except _CallbackFailed as exc:
             escaped = exc.original
         except Exception as exc:
@@ -307,6 +330,7 @@ class LiteLLMClient:
         messages: Sequence[Message],
         max_tokens: int,
         on_text: Callable[[str], None] | None,
+        sampling: Sampling,
     ) -> _Answer:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -317,9 +341,11 @@ class LiteLLMClient:
             "num_retries": 0,
             "max_retries": 0,  # the OpenAI SDK under litellm would otherwise retry on its own
             "max_tokens": max_tokens,
-            "temperature": self.temperature,
+            "temperature": sampling.temperature,
             "drop_params": True,  # e.g. reasoning models that refuse a temperature
         }
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:

@@ -42,6 +42,16 @@ class Settings(BaseModel):
     edit_format: Literal["json", "whole"] | None = None
     # What the model is told after a failure: the distilled packet, or the raw output's tail.
     feedback: Literal["packet", "raw"] = "packet"
+    # Answers asked for per iteration, verified side by side, the best kept; None: per model
+    # (engine/run/start.py says which and why).
+    candidates: int | None = Field(default=None, ge=1, le=8)
+    # What a prompt holds: small (the file under repair and the failure, for small models),
+    # full (the test files and pointers too), auto: small for local models.
+    prompt_profile: Literal["auto", "small", "full"] = "auto"
+    runtime_values: bool = True  # the failing frame's local variables in the packet
+    noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
+    restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
+    escalate_model: str | None = None  # takes over after a stall and for the last iteration
     max_iters: int = Field(default=4, ge=1, le=100)
     no_progress: int = Field(default=2, ge=1)
     exec_timeout: float = Field(default=300.0, gt=0)
@@ -62,6 +72,7 @@ class Settings(BaseModel):
 DEFAULTS = Settings()
 DEFAULT_TEST_CMD = "python -m pytest -q"  # the test stage when no test_cmd is configured
 FIELDS = tuple(Settings.model_fields)
+BOOLEANS = tuple(key for key, field in Settings.model_fields.items() if field.annotation is bool)
 
 
 def user_config_path() -> Path:
@@ -122,7 +133,7 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         if key == "files":
             values[key] = [part for part in raw.split(os.pathsep) if part]
-        elif key in ("accept_suspicious", "allow_test_edits", "allow_runc"):
+        elif key in BOOLEANS:
             values[key] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[key] = raw

@@ -42,6 +42,8 @@ class ModelRequested(BaseEvent):
     n: int
     model: str
     prompt_tokens: int = 0
+    candidate: int = 0  # which of the iteration's answers (0: the first, or the only one)
+    temperature: float | None = None  # None: the client's own (greedy)
 
 
 class ModelResponded(BaseEvent):
@@ -53,6 +55,7 @@ class ModelResponded(BaseEvent):
     duration_s: float = 0.0
     finish_reason: str | None = None
     attempts: int = 1
+    candidate: int = 0
 
 
 class ModelRetrying(BaseEvent):
@@ -82,6 +85,52 @@ class ProposalReady(BaseEvent):
     explanation: str = ""
     files: list[str] = Field(default_factory=list)
     format_error: str | None = None
+
+
+class AnswerReasked(BaseEvent):
+    """The answer changed nothing: the model is told so and asked once more, in the same
+    iteration, at a higher temperature (`noop_retry`)."""
+
+    type: Literal["AnswerReasked"] = "AnswerReasked"
+    n: int
+    reason: str
+    temperature: float
+
+
+class CandidateVerified(BaseEvent):
+    """One of an iteration's candidates: verified on its own scratch copy of the worktree, or
+    `dropped` (unusable, no change, a duplicate) before any sandbox ran."""
+
+    type: Literal["CandidateVerified"] = "CandidateVerified"
+    n: int
+    k: int
+    verdict: str = ""
+    tests: dict[str, int] | None = None
+    files: list[str] = Field(default_factory=list)
+    diff_lines: int = 0
+    summary: str = ""
+    dropped: str = ""  # why it was not verified
+
+
+class CandidateChosen(BaseEvent):
+    """Which candidate the iteration commits, and why (the ranking, or the person)."""
+
+    type: Literal["CandidateChosen"] = "CandidateChosen"
+    n: int
+    k: int
+    why: str
+    by: Literal["person", "policy"] = "policy"
+
+
+class StrategyChanged(BaseEvent):
+    """A stall changed the approach: `restart` goes back to the baseline and asks for the wrong
+    assumption first; `escalate` hands the run to `model`."""
+
+    type: Literal["StrategyChanged"] = "StrategyChanged"
+    n: int
+    kind: Literal["restart", "escalate"]
+    reason: str
+    model: str = ""
 
 
 class ReviewRequested(BaseEvent):
@@ -223,6 +272,10 @@ Event = Annotated[
     | ModelResponded
     | ModelRetrying
     | ProposalReady
+    | AnswerReasked
+    | CandidateVerified
+    | CandidateChosen
+    | StrategyChanged
     | ReviewRequested
     | ReviewResolved
     | EditsApplied

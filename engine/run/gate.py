@@ -11,8 +11,9 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from engine.edits.proposal import Edit, Proposal
-from engine.run.events import ReviewResolved
+from engine.run.events import CandidateChosen, ReviewResolved
 from engine.verify.pins import TestPins
+from engine.verify.results import TestCounts
 
 
 class Review(BaseModel):
@@ -45,12 +46,50 @@ class PassReview(BaseModel):
     by: Literal["person", "policy"] = "policy"
 
 
+class CandidateView(BaseModel):
+    """One verified candidate of an iteration, as the person compares them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    k: int  # its number in the iteration's trail (iterations/NN/candidates/K/)
+    verdict: str
+    tests: TestCounts | None = None
+    summary: str = ""  # the verification's one line
+    explanation: str = ""
+    files: list[str] = []
+    diff: str = ""  # against the iteration's start
+    suspicious: list[str] = []  # why its pass is doubtful: never chosen automatically
+    proposal: Proposal  # what committing it applies (pinned test files already held back)
+
+
+class Choice(BaseModel):
+    """Which candidate is committed: `pick` it as it is, `edit` it (`proposal` is the
+    person's version), or `abort` the run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: Literal["pick", "edit", "abort"]
+    k: int = 0
+    proposal: Proposal | None = None  # the edited candidate, for "edit"
+    why: str = ""  # for the audit trail: "the best: verified ok", "chosen by you"
+    comment: str = ""  # the person's words to the model, sent with the next prompt
+    by: Literal["person", "policy"] = "policy"
+
+    def chosen(self, n: int) -> CandidateChosen:
+        return CandidateChosen(n=n, k=self.k, why=self.why, by=self.by)
+
+
 class Gate(Protocol):
     """Reviews every proposal before it is applied, and every suspicious pass."""
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review: ...
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview: ...
+
+    async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        """With several verified candidates (`--candidates N`): which one to commit; `best`
+        is the ranking's choice (engine/run/candidates.py)."""
+        ...
 
     async def between(self, n: int) -> str | None:
         """Before iteration n asks the model: wait while the run is paused; a note ends the
@@ -71,6 +110,9 @@ class PolicyGate:
         if self.accept_suspicious:
             return PassReview(accept=True, note="accepted by --accept-suspicious")
         return PassReview(accept=False, note="headless runs never accept a suspicious pass")
+
+    async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        return best
 
     async def between(self, n: int) -> str | None:
         return None

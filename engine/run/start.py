@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import platform
+import re
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Literal
 
 from engine.model.client import LiteLLMClient, ModelClient, load_litellm
 from engine.model.preflight import require_usable_model
@@ -88,8 +90,33 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         files=list(settings.files or []),
         allow_test_edits=settings.allow_test_edits,
         feedback=settings.feedback,
+        candidates=settings.candidates or default_candidates(model),
+        prompt_profile=prompt_profile(settings, model),
+        runtime_values=settings.runtime_values,
+        noop_retry=settings.noop_retry,
+        restart_on_stall=settings.restart_on_stall,
+        escalate_model=settings.escalate_model,
         spec=spec,
     )
+
+
+# Model names that say they are small (a few billion parameters): they get the small prompt.
+_SMALL_MODEL = re.compile(r"(?<![\d.])(0\.5|1\.5|1|2|3|4|7|8)b\b", re.I)
+
+
+def prompt_profile(settings: Settings, model: str) -> Literal["small", "full"]:
+    """The configured profile; auto: small for the embedded model and for local or small
+    models (their prompt is their latency, and a long one makes them answer unchanged)."""
+    if settings.prompt_profile != "auto":
+        return settings.prompt_profile
+    local = model.startswith(("local/", "ollama/", "ollama_chat/"))
+    return "small" if local or _SMALL_MODEL.search(model) else "full"
+
+
+def default_candidates(model: str) -> int:
+    """Answers per iteration when none is configured: one for every model until the bench
+    shows more pay for themselves (README, "Repairs that land")."""
+    return 1
 
 
 def versions() -> dict[str, str]:

@@ -27,7 +27,9 @@ TASK = BenchTask(
 class NoModel:
     model = "none"
 
-    async def complete(self, messages: list[Message], *, on_text: object = None) -> Completion:
+    async def complete(
+        self, messages: list[Message], *, on_text: object = None, **sampling: object
+    ) -> Completion:
         raise AssertionError("finding mutants must not ask the model")
 
 
@@ -100,7 +102,9 @@ class ScriptedAnswers:
         self.answers = list(answers)
         self.prompts: list[str] = []
 
-    async def complete(self, messages: list[Message], *, on_text: object = None) -> Completion:
+    async def complete(
+        self, messages: list[Message], *, on_text: object = None, **sampling: object
+    ) -> Completion:
         self.prompts.append(messages[-1].content)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):

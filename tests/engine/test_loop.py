@@ -117,7 +117,12 @@ class ScriptedModel:
         self.tokens = tokens
 
     async def complete(
-        self, messages: Sequence[Message], *, on_text: Callable[[str], None] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         self.prompts.append(list(messages))
         usage = Usage(prompt_tokens=self.tokens, completion_tokens=0, cost_usd=0.0)

@@ -35,6 +35,7 @@ from tui.app_end import RunEnding
 from tui.app_quit import OnItsLoop, StopAndQuit, cancel
 from tui.commands import OffersCommands, app_commands
 from tui.gate import (
+    CandidatesAsked,
     EngineEvent,
     Held,
     InteractiveGate,
@@ -44,6 +45,7 @@ from tui.gate import (
     ReviewAsked,
     UiSink,
 )
+from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
@@ -303,6 +305,11 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         request = message.request
         self.push_screen(SuspiciousPassScreen(request), lambda review: _resolve(request, review))
 
+    @on(CandidatesAsked)
+    def _candidates_asked(self, message: CandidatesAsked) -> None:
+        request = message.request
+        self.push_screen(CandidatesScreen(request), lambda choice: _resolve(request, choice))
+
     @on(RunOver)
     def _run_over(self, message: RunOver) -> None:
         self.running = False
@@ -331,7 +338,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
     def _close_reviews(self) -> None:
         """Reviews the run no longer waits for (it ended, or was stopped) go away; so does a
         quit dialog about a run that is over."""
-        waiting = (ReviewScreen, EditorScreen, SuspiciousPassScreen, QuitScreen)
+        waiting = (ReviewScreen, CandidatesScreen, EditorScreen, SuspiciousPassScreen, QuitScreen)
         while len(self.screen_stack) > 1 and isinstance(self.screen, waiting):
             self.pop_screen()
         hidden, self._hidden = self._hidden, None

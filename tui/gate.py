@@ -1,10 +1,12 @@
 """Where the engine thread meets the screen: the interactive Gate, and the messages the
-engine's thread posts to the app (events, streamed model text, review requests).
+engine's thread posts to the app (events, streamed model text, review requests, the choice
+among verified candidates).
 
-The engine runs in a worker thread with its own asyncio loop. `InteractiveGate.review`
-posts a request holding a `concurrent.futures.Future` and awaits it there; the UI resolves
-the future when the person decides, or fails it with `RunStopped` when the person stops the
-run to resume it later. Neither side ever blocks the other.
+The engine runs in a worker thread with its own asyncio loop. Each of the gate's questions
+(`review`, `review_pass`, `choose`) posts a request holding a `concurrent.futures.Future` and
+awaits it there; the UI resolves the future when the person decides, or fails it with
+`RunStopped` when the person stops the run to resume it later. Neither side ever blocks the
+other.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from textual.message import Message
 
@@ -29,6 +31,7 @@ from engine.run.preview import ProposalPreview, pass_test_diff, preview_proposal
 
 Mode = Literal["step", "auto"]
 Post = Callable[[Message], object]
+T = TypeVar("T")
 
 
 # -- what the engine thread posts --------------------------------------------------------------
@@ -83,13 +86,7 @@ class ProposalReviewRequest:
 
     def resolve(self, review: Review) -> bool:
         """Hand the decision to the engine; False if the run no longer waits for it."""
-        if self.future.done():
-            return False
-        try:
-            self.future.set_result(review)
-        except Exception:  # cancelled or resolved by the engine thread in the meantime
-            return False
-        return True
+        return _settle(self.future, review)
 
 
 @dataclass
@@ -102,13 +99,37 @@ class PassReviewRequest:
     future: Future[PassReview] = field(default_factory=Future)
 
     def resolve(self, review: PassReview) -> bool:
-        if self.future.done():
-            return False
-        try:
-            self.future.set_result(review)
-        except Exception:
-            return False
-        return True
+        return _settle(self.future, review)
+
+
+@dataclass
+class CandidatesRequest:
+    """An iteration's verified candidates waiting for the person: pick one, edit one, or
+    abort. `best` is the ranking's choice; `previews` hold each candidate's files, to edit."""
+
+    n: int
+    max_n: int
+    candidates: list[CandidateView]
+    best: Choice
+    previews: dict[int, ProposalPreview] = field(default_factory=dict)
+    future: Future[Choice] = field(default_factory=Future)
+
+    def resolve(self, choice: Choice) -> bool:
+        return _settle(self.future, choice)
+
+
+Request = ProposalReviewRequest | PassReviewRequest | CandidatesRequest
+
+
+def _settle(future: Future[T], value: T) -> bool:
+    """Hand a decision to the engine; False if the run no longer waits for it."""
+    if future.done():
+        return False
+    try:
+        future.set_result(value)
+    except Exception:  # cancelled or resolved by the engine thread in the meantime
+        return False
+    return True
 
 
 class Held(Message):
@@ -127,6 +148,12 @@ class ReviewAsked(Message):
 
 class PassReviewAsked(Message):
     def __init__(self, request: PassReviewRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class CandidatesAsked(Message):
+    def __init__(self, request: CandidatesRequest) -> None:
         super().__init__()
         self.request = request
 
@@ -151,15 +178,15 @@ class InteractiveGate:
     """engine.run.gate.Gate for a person at the screen; also an EventSink, to learn the worktree.
 
     `mode` is read by the engine thread at each proposal and set by the UI: in `step` every
-    proposal waits for a review; in `auto` proposals are approved and only a suspicious pass
-    stops the run.
+    proposal, and every choice among candidates, waits for the person; in `auto` proposals are
+    approved, the ranking's best candidate is taken, and only a suspicious pass stops the run.
     """
 
     def __init__(self, post: Post, mode: Mode = "step") -> None:
         self.mode: Mode = mode
         self._post = post
         self._lock = threading.Lock()
-        self._pending: list[ProposalReviewRequest | PassReviewRequest] = []
+        self._pending: list[Request] = []
         self._closed: str | None = None
         self._root: Path | None = None
         self._baseline = ""
@@ -187,11 +214,7 @@ class InteractiveGate:
             return Review(decision="abort", note=self._closed, by="person")
         if self.mode == "auto":
             return Review(decision="approve", note="auto mode")
-        preview = (
-            preview_proposal(proposal, self._root, held_back)
-            if self._root is not None
-            else ProposalPreview(files=[], diff="", error="the worktree is unknown")
-        )
+        preview = self._preview(proposal, held_back)
         request = ProposalReviewRequest(
             n, self._max_n, proposal, list(held_back), preview, last_check=self._last_check
         )
@@ -218,7 +241,13 @@ class InteractiveGate:
         self._raise_if_stopped()
         if self._closed is not None:
             return Choice(decision="abort", why=self._closed, by="person")
-        return best  # until the candidates view lands (issue 17), the ranking's choice
+        if self.mode == "auto" or not candidates:
+            return best
+        previews = {c.k: self._preview(c.proposal) for c in candidates}
+        request = CandidatesRequest(n, self._max_n, list(candidates), best, previews)
+        if not self._ask(request, CandidatesAsked(request)):
+            return Choice(decision="abort", why=self._closed or "the app closed", by="person")
+        return await asyncio.wrap_future(request.future)
 
     async def between(self, n: int) -> str | None:
         with self._lock:
@@ -268,6 +297,8 @@ class InteractiveGate:
         for request in pending:
             if isinstance(request, ProposalReviewRequest):
                 request.resolve(Review(decision="abort", note=note, by="person"))
+            elif isinstance(request, CandidatesRequest):
+                request.resolve(Choice(decision="abort", why=note, by="person"))
             else:
                 request.resolve(PassReview(accept=False, note=note, by="person"))
 
@@ -294,7 +325,12 @@ class InteractiveGate:
         if self._stopped is not None:
             raise RunStopped(self._stopped)
 
-    def _ask(self, request: ProposalReviewRequest | PassReviewRequest, message: Message) -> bool:
+    def _preview(self, proposal: Proposal, held_back: list[str] | None = None) -> ProposalPreview:
+        if self._root is None:
+            return ProposalPreview(files=[], diff="", error="the worktree is unknown")
+        return preview_proposal(proposal, self._root, held_back or [])
+
+    def _ask(self, request: Request, message: Message) -> bool:
         with self._lock:
             if self._stopped is not None:
                 raise RunStopped(self._stopped)

@@ -1,6 +1,6 @@
 """The interactive gate seen from the engine's side: what an awaiting review, a paused loop
 and every later review get when the person stops the run (`RunStopped`, so the loop records a
-resumable stop), and the last check a review request carries.
+resumable stop), the last check a review request carries, and the choice among candidates.
 
 The engine side runs in its own thread with its own asyncio loop, as in the app.
 """
@@ -11,16 +11,18 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from textual.message import Message
 
 from engine.edits.proposal import Edit, Proposal
-from engine.run.events import PacketReady
-from engine.run.gate import Review
+from engine.project.paths import worktree_path
+from engine.run.events import PacketReady, RunStarted
+from engine.run.gate import CandidateView, Choice, Review
 from engine.run.guards import RunStopped
-from tui.gate import Held, InteractiveGate, LastCheck, ReviewAsked
+from tui.gate import CandidatesAsked, Held, InteractiveGate, LastCheck, ReviewAsked
 
 T = TypeVar("T")
 WAIT_S = 10.0
@@ -135,3 +137,70 @@ def test_a_review_request_carries_the_last_check_with_tests() -> None:
 def test_the_check_before_any_edit_is_named_so() -> None:
     check = LastCheck(0, {"passed": 0, "failed": 1, "errors": 2})
     assert check.describe() == "last check: 0 passed, 1 failed, 2 errors (before any edit)"
+
+
+# -- the choice among verified candidates ----------------------------------------------------
+
+
+def candidates_view(tmp_path: Path) -> tuple[InteractiveGate, Posted, list[CandidateView]]:
+    """A step-mode gate that knows its run's worktree (from RunStarted), and two candidates."""
+    posted = Posted()
+    gate = InteractiveGate(posted, mode="step")
+    gate.emit(
+        RunStarted(
+            run_id="r1", task="t", project=str(tmp_path), model="m", sandbox="s", max_iterations=4
+        )
+    )
+    root = worktree_path(tmp_path, "r1")
+    root.mkdir(parents=True)
+    (root / "calc.py").write_text("x = 1 // 2\n")
+    other = Proposal(
+        explanation="a half", edits=[Edit(path="calc.py", content="x = 0.5\n")], format="json"
+    )
+    views = [
+        CandidateView(k=1, verdict="ok", proposal=PROPOSAL),
+        CandidateView(k=2, verdict="ok", proposal=other),
+    ]
+    return gate, posted, views
+
+
+BEST = Choice(decision="pick", k=1, why="the best: verified ok")
+
+
+def test_in_step_mode_the_person_chooses_among_the_candidates(tmp_path: Path) -> None:
+    gate, posted, views = candidates_view(tmp_path)
+    engine = on_engine_thread(lambda: gate.choose(1, views, BEST))
+    request = posted.wait_for(CandidatesAsked).request
+    assert (request.n, request.max_n, request.best) == (1, 4, BEST)
+    # Each candidate's files as it would leave them, to edit; the worktree is not touched.
+    assert request.previews[2].files[0].after == "x = 0.5\n"
+    assert (tmp_path / ".fixloop" / "worktrees" / "r1" / "calc.py").read_text() == "x = 1 // 2\n"
+    assert gate.waiting
+    picked = Choice(decision="pick", k=2, why="chosen by you", by="person")
+    assert request.resolve(picked)
+    assert engine.result(timeout=WAIT_S) == picked
+
+
+def test_in_auto_mode_the_rankings_best_is_taken_without_asking(tmp_path: Path) -> None:
+    gate, posted, views = candidates_view(tmp_path)
+    gate.mode = "auto"
+    assert on_engine_thread(lambda: gate.choose(1, views, BEST)).result(timeout=WAIT_S) == BEST
+    assert not any(isinstance(m, CandidatesAsked) for m in posted.messages)
+
+
+def test_an_abort_answers_the_open_choice_with_abort(tmp_path: Path) -> None:
+    gate, posted, views = candidates_view(tmp_path)
+    engine = on_engine_thread(lambda: gate.choose(1, views, BEST))
+    posted.wait_for(CandidatesAsked)
+    gate.close("aborted by you")
+    choice = engine.result(timeout=WAIT_S)
+    assert (choice.decision, choice.why, choice.by) == ("abort", "aborted by you", "person")
+
+
+def test_a_stop_raises_run_stopped_in_the_choice_the_engine_awaits(tmp_path: Path) -> None:
+    gate, posted, views = candidates_view(tmp_path)
+    engine = on_engine_thread(lambda: gate.choose(1, views, BEST))
+    posted.wait_for(CandidatesAsked)
+    gate.stop()
+    with pytest.raises(RunStopped):
+        engine.result(timeout=WAIT_S)

@@ -40,6 +40,7 @@ from engine.run.events import (
     StageStarted,
 )
 from engine.run.finish import Finished
+from engine.run.gate import CandidateView, Choice
 from engine.run.preview import FilePreview, ProposalPreview, file_diff
 from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult, TestCounts
@@ -47,7 +48,8 @@ from engine.verify.tree import Verification
 from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp
-from tui.gate import LastCheck, PassReviewRequest, ProposalReviewRequest
+from tui.gate import CandidatesRequest, LastCheck, PassReviewRequest, ProposalReviewRequest
+from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.quit import QuitScreen
@@ -371,6 +373,84 @@ def pass_request() -> PassReviewRequest:
     )
 
 
+MEAN_EDIT = Edit(path="textstats/core.py", search="// len(found)", replace="/ len(found)")
+TOP_EDIT = Edit(path="textstats/core.py", search="most_common(n - 1)", replace="most_common(n)")
+CORE_MAP = CORE_2.replace("sum(len(w) for w in found)", "sum(map(len, found))")
+MAP_EDIT = Edit(
+    path="textstats/core.py",
+    search="sum(len(w) for w in found) // len(found)",
+    replace="sum(map(len, found)) / len(found)",
+)
+
+
+def candidate(
+    k: int, verdict: str, tests: TestCounts, edits: list[Edit], after: dict[str, str], **more: Any
+) -> tuple[CandidateView, ProposalPreview]:
+    """A verified candidate of iteration 1 leaving the files `after`, and its preview."""
+    before = {"textstats/core.py": CORE, "tests/test_core.py": TEST_CORE}
+    files = [
+        FilePreview(path=path, before=before[path], after=text) for path, text in after.items()
+    ]
+    diff = "".join(git_diff(f.path, f.before or "", f.after or "") for f in files)
+    explanation = more.pop("explanation")
+    view = CandidateView(
+        k=k,
+        verdict=verdict,
+        tests=tests,
+        explanation=explanation,
+        files=list(after),
+        diff=diff,
+        proposal=Proposal(explanation=explanation, edits=edits, format="json"),
+        **more,
+    )
+    return view, ProposalPreview(files=files, diff=diff)
+
+
+def candidates_request() -> CandidatesRequest:
+    """Iteration 1's three verified candidates: the ranking's best, another green one, and a
+    pass that skips a test."""
+    verified = [
+        candidate(
+            1,
+            "ok",
+            TestCounts(collected=5, passed=5),
+            [MEAN_EDIT, TOP_EDIT],
+            {"textstats/core.py": CORE_2},
+            explanation="true division; return n words, not n - 1",
+            summary="tests: 5 passed",
+        ),
+        candidate(
+            2,
+            "ok",
+            TestCounts(collected=5, passed=5),
+            [MAP_EDIT, TOP_EDIT],
+            {"textstats/core.py": CORE_MAP},
+            explanation="sum the lengths with map, divide exactly; return n words",
+            summary="tests: 5 passed",
+        ),
+        candidate(
+            3,
+            "suspicious_pass",
+            TestCounts(collected=5, passed=4, skipped=1),
+            [MEAN_EDIT, Edit(path="tests/test_core.py", content=TEST_SKIPPED)],
+            {"textstats/core.py": CORE_1, "tests/test_core.py": TEST_SKIPPED},
+            explanation="true division; the top_words test is wrong",
+            summary="tests: 4 passed, 1 skipped",
+            suspicious=PASS_REASONS,
+        ),
+    ]
+    views = [view for view, _ in verified]
+    previews = {view.k: preview for view, preview in verified}
+    best = Choice(decision="pick", k=1, why="the best: verified ok, smallest diff")
+    return CandidatesRequest(
+        n=1, max_n=4, candidates=views, best=best, previews=previews, future=Future()
+    )
+
+
+def until_the_candidates() -> list[BaseEvent]:
+    return [*started(), IterationStarted(ts=T0 + 1.5, n=1, max_n=4)]
+
+
 def check_result() -> Verification:
     stage = StageResult(
         name="tests", kind=StageKind.TESTS, cmd=TESTS, exit_code=1, duration_ms=1830
@@ -478,6 +558,36 @@ def test_review_modal_with_the_note_box_open(
     run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
     typed = [*"use a Counter: it keeps", "enter", *"the order of first use"]
     assert snap_compare(app, terminal_size=size, run_before=run_before, press=["n", *typed])
+
+
+def after_the_main_screen(run_before: Callable[[Pilot[Any]], Any]) -> Any:
+    """Push modals only once the main screen is ready: the history table takes focus a refresh
+    after mount, and the cell beneath a modal is drawn differently before and after."""
+
+    async def ready_then(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, FixloopApp)
+        while not app.main.ready:
+            await pilot.pause(0.01)
+        await run_before(pilot)
+
+    return ready_then
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_candidates_modal(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
+    run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_candidates_modal_writing_a_note_on_a_doubtful_one(snap_compare: SnapCompare) -> None:
+    app = app_in("light")
+    screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
+    run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
+    press = ["3", "n", *"why skip it?"]
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=press)
 
 
 @pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])

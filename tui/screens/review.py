@@ -4,7 +4,7 @@ pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import ClassVar
 
 from textual.app import ComposeResult, SystemCommand
@@ -16,9 +16,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
-from engine.edits.proposal import Edit, Proposal
+from engine.edits.proposal import Edit, EditFormat, Proposal
 from engine.run.gate import Review
-from engine.run.preview import file_diff
+from engine.run.preview import ProposalPreview, file_diff
 from tui.gate import ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.widgets.diff import diff_content
@@ -78,16 +78,16 @@ class ReviewScreen(ModalScreen[Review]):
                 box.border_title = "your note to the model"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
             with Horizontal(id="decisions", classes="buttons"):
-                yield _button("approve [a]", "approve", "success")
-                yield _button("reject with a note [n]", "open_note", "warning")
-                yield _button("edit [e]", "edit", "primary")
-                yield _button("abort [x]", "abort", "error")
+                yield dialog_button("approve [a]", "approve", "success")
+                yield dialog_button("reject with a note [n]", "open_note", "warning")
+                yield dialog_button("edit [e]", "edit", "primary")
+                yield dialog_button("abort [x]", "abort", "error")
                 if request.held_back:
-                    yield _button("allow test edits [t]", "allow_tests", "warning")
+                    yield dialog_button("allow test edits [t]", "allow_tests", "warning")
             with Horizontal(id="note-decisions", classes="buttons"):
-                yield _button("reject: ask again [^s]", "reject", "warning")
-                yield _button("approve with note [^g]", "approve_with_note", "success")
-                yield _button("back [esc]", "close_note", "default")
+                yield dialog_button("reject: ask again [^s]", "reject", "warning")
+                yield dialog_button("approve with note [^g]", "approve_with_note", "success")
+                yield dialog_button("back [esc]", "close_note", "default")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -107,10 +107,7 @@ class ReviewScreen(ModalScreen[Review]):
         """The diff being reviewed: the model's proposal, or the person's edit of it."""
         if self.edited is None:
             return self.request.preview.diff
-        before = {f.path: f.before for f in self.request.preview.files}
-        return "".join(
-            file_diff(path, before.get(path), text) for path, text in self.edited.items()
-        )
+        return edited_diff(self.request.preview, self.edited)
 
     def note_text(self) -> str:
         return self.query_one("#note", TextArea).text.strip()
@@ -203,11 +200,7 @@ class ReviewScreen(ModalScreen[Review]):
                 comment=comment,
                 by="person",
             )
-        proposal = Proposal(
-            explanation=EDITED_BY_YOU,
-            edits=[Edit(path=path, content=text) for path, text in self.edited.items()],
-            format=self.request.proposal.format,
-        )
+        proposal = edited_proposal(self.edited, self.request.proposal.format)
         return Review(
             decision="edit", proposal=proposal, note=EDITED_BY_YOU, comment=comment, by="person"
         )
@@ -254,13 +247,7 @@ class ReviewScreen(ModalScreen[Review]):
         if self.edited is not None:
             return [EditorFile(path=path, text=text) for path, text in self.edited.items()]
         held = set(self.request.held_back) if not self.allow_test_edits else set()
-        files = []
-        for preview in self.request.preview.files:
-            if preview.path in held:
-                continue
-            text = preview.after if preview.after is not None else preview.before
-            files.append(EditorFile(path=preview.path, text=text or ""))
-        return files
+        return files_after(self.request.preview, skip=held)
 
     def _edited(self, texts: dict[str, str] | None) -> None:
         if texts is None:
@@ -270,7 +257,29 @@ class ReviewScreen(ModalScreen[Review]):
         self.refresh_bindings()
 
 
-def _button(label: str, action: str, variant: ButtonVariant) -> Button:
+def files_after(preview: ProposalPreview, skip: Set[str] = frozenset()) -> list[EditorFile]:
+    """The files as a proposal would leave them, to edit (but those in `skip`)."""
+    return [
+        EditorFile(path=f.path, text=(f.after if f.after is not None else f.before) or "")
+        for f in preview.files
+        if f.path not in skip
+    ]
+
+
+def edited_diff(preview: ProposalPreview, texts: dict[str, str]) -> str:
+    """The diff of the person's edit, against the files before the proposal."""
+    before = {f.path: f.before for f in preview.files}
+    return "".join(file_diff(path, before.get(path), text) for path, text in texts.items())
+
+
+def edited_proposal(texts: dict[str, str], format: EditFormat) -> Proposal:
+    """The person's edit as a proposal of whole files, committed as `edited by you`."""
+    edits = [Edit(path=path, content=text) for path, text in texts.items()]
+    return Proposal(explanation=EDITED_BY_YOU, edits=edits, format=format)
+
+
+def dialog_button(label: str, action: str, variant: ButtonVariant) -> Button:
+    """A compact button that runs the screen's `action` (its key is in the label)."""
     return Button(
         Content(label),
         id=action,

@@ -1,0 +1,314 @@
+"""The candidates modal (step mode, `--candidates N`): an iteration's verified candidates side by
+side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked) and the
+selected one's diff; pick it `enter`, edit it `e`, send a note with it `n`, or abort `x`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static, TextArea
+
+from engine.edits.diff import parse_diff
+from engine.run.gate import CandidateView, Choice
+from tui.gate import CandidatesRequest
+from tui.screens.editor import EditorFile, EditorScreen
+from tui.screens.review import (
+    EDITED_BY_YOU,
+    dialog_button,
+    edited_diff,
+    edited_proposal,
+    files_after,
+)
+from tui.widgets.diff import diff_content
+from tui.widgets.history import status_colour
+
+CHOSEN_BY_YOU = "chosen by you"
+MAX_KEYS = 8  # 1-8 select a candidate
+FILES_WIDTH = 20  # what the files column may take of an 80-column table
+COLUMNS = ("#", "verdict", "tests", "files", "diff", "")
+GIT_HEADERS = ("diff --git ", "index ")
+# Only while the note box is open (they stay out of the footer otherwise).
+NOTE_ACTIONS = frozenset({"pick_with_note", "close_note"})
+
+
+def tests_cell(candidate: CandidateView) -> str:
+    """`4✓ 1✗ of 5`: passed, failed (errors included) and collected."""
+    t = candidate.tests
+    if t is None:
+        return "no report"
+    return f"{t.passed}✓ {t.failed + t.errors}✗ of {t.collected}"
+
+
+def files_cell(candidate: CandidateView) -> str:
+    files = ", ".join(candidate.files) or "no file"
+    return files if len(files) <= FILES_WIDTH else files[: FILES_WIDTH - 1] + "…"
+
+
+def diff_size(diff: str) -> str:
+    """`+3 -1`: the lines the diff adds and removes."""
+    added = removed = 0
+    for file in parse_diff(diff).files:
+        for hunk in file.hunks:
+            added += sum(line.kind == "added" for line in hunk.lines)
+            removed += sum(line.kind == "removed" for line in hunk.lines)
+    return f"+{added} -{removed}"
+
+
+def marks(candidate: CandidateView, best: int, colours: dict[str, str]) -> Text:
+    """`best` for the ranking's choice, `doubtful` for a pass with reasons to doubt it."""
+    said = Text()
+    if candidate.k == best:
+        said.append("best", style=f"bold {colours.get('success', '')}".strip())
+    if candidate.suspicious:
+        said.append(" " if said else "")
+        said.append("doubtful", style=f"bold {colours.get('warning', '')}".strip())
+    return said
+
+
+def without_git_headers(diff: str) -> str:
+    """The diff without git's `diff --git` and `index` lines: the modal is short on rows."""
+    kept = (line for line in diff.splitlines(keepends=True) if not line.startswith(GIT_HEADERS))
+    return "".join(kept)
+
+
+class CandidatesScreen(ModalScreen[Choice]):
+    """Dismissed with the person's Choice."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("down", "move(1)", "select", key_display="↑↓"),
+        Binding("up", "move(-1)", "select", show=False),
+        *(Binding(str(i), f"select({i - 1})", show=False) for i in range(1, MAX_KEYS + 1)),
+        # Priority: the table's own enter would only highlight the row.
+        Binding("enter", "pick", "pick", priority=True),
+        Binding("e", "edit", "edit"),
+        Binding("n", "open_note", "note"),
+        Binding("x", "abort", "abort"),
+        Binding("q", "app.quit", "quit"),
+        # The note box's keys: priority, so the text area does not take them.
+        Binding("ctrl+s", "pick_with_note", "pick with the note", priority=True),
+        Binding("escape", "close_note", "back", priority=True),
+    ]
+
+    def __init__(self, request: CandidatesRequest) -> None:
+        super().__init__()
+        self.request = request
+        self.selected = self._index_of(request.best.k)
+        self.edited: dict[int, dict[str, str]] = {}  # the person's version, by candidate
+        self.noting = False  # the note box is open
+
+    def compose(self) -> ComposeResult:
+        request = self.request
+        with Vertical(id="dialog", classes="dialog candidates") as dialog:
+            many = len(request.candidates)
+            dialog.border_title = (
+                f"iteration {request.n}/{request.max_n} · {many} candidates verified: pick one"
+            )
+            dialog.border_subtitle = f"↑↓ or 1-{min(many, MAX_KEYS)}: select"
+            table: DataTable[str | Text] = DataTable(
+                id="candidates-table", cursor_type="row", zebra_stripes=True
+            )
+            yield table
+            with VerticalScroll(id="candidate-summary"):
+                yield Static(id="notice")
+            with VerticalScroll(id="candidate-diff", classes="diff"):
+                yield Static(id="diff-text")
+            with Vertical(id="note-box") as box:
+                box.border_title = "your note to the model, sent with your choice"
+                yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
+            with Horizontal(id="decisions", classes="buttons"):
+                yield dialog_button("pick [enter]", "pick", "success")
+                yield dialog_button("edit [e]", "edit", "primary")
+                yield dialog_button("note [n]", "open_note", "default")
+                yield dialog_button("abort [x]", "abort", "error")
+            with Horizontal(id="note-decisions", classes="buttons"):
+                yield dialog_button("pick with the note [^s]", "pick_with_note", "success")
+                yield dialog_button("back [esc]", "close_note", "default")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.table
+        for label in COLUMNS:
+            table.add_column(label, key=label or "marks")
+        colours = self.app.theme_variables
+        for candidate in self.request.candidates:
+            colour = colours.get(status_colour(candidate.verdict), "")
+            table.add_row(
+                str(candidate.k),
+                Text(candidate.verdict.replace("_", " "), style=f"bold {colour}".strip()),
+                tests_cell(candidate),
+                files_cell(candidate),
+                diff_size(candidate.diff),
+                marks(candidate, self.request.best.k, colours),
+                key=str(candidate.k),
+            )
+        table.move_cursor(row=self.selected)
+        table.focus()
+        self._refresh()
+
+    @property
+    def table(self) -> DataTable[str | Text]:
+        return self.query_one("#candidates-table", DataTable)
+
+    @property
+    def candidate(self) -> CandidateView:
+        """The selected candidate."""
+        return self.request.candidates[self.selected]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The note box's keys while it is open; the choice's own keys otherwise."""
+        if action in NOTE_ACTIONS:
+            return self.noting
+        return not self.noting
+
+    # -- what the modal shows -------------------------------------------------------------------
+
+    def diff_text(self) -> str:
+        """The selected candidate's diff, or the person's edit of it."""
+        candidate = self.candidate
+        texts = self.edited.get(candidate.k)
+        if texts is None:
+            return candidate.diff
+        return edited_diff(self.request.previews[candidate.k], texts)
+
+    def note_text(self) -> str:
+        return self.query_one("#note", TextArea).text.strip()
+
+    def _notice(self) -> Content:
+        candidate = self.candidate
+        explanation = candidate.explanation or "(no explanation)"
+        lines = [Content.assemble((f"candidate {candidate.k}: ", "bold"), explanation)]
+        if candidate.summary and candidate.tests is None:  # else the table says it
+            lines.append(Content.styled(candidate.summary, "$text-muted"))
+        if candidate.suspicious:
+            doubts = "; ".join(candidate.suspicious)
+            lines.append(Content.styled(f"doubtful: {doubts}", "$text-warning"))
+        if candidate.k in self.edited:
+            lines.append(
+                Content.styled(
+                    "your edit: picking commits it as your own (e: edit again)",
+                    "bold $text-accent",
+                )
+            )
+        note = self.note_text()
+        if note and not self.noting:
+            lines.append(Content.assemble(("your note: ", "bold"), note.splitlines()[0]))
+        return Content("\n").join(lines)
+
+    def _diff(self) -> Content:
+        diff = self.diff_text()
+        if not diff.strip():
+            return Content.styled("this changes nothing", "$text-muted")
+        return diff_content(without_git_headers(diff))
+
+    def _refresh(self) -> None:
+        self.query_one("#notice", Static).update(self._notice())
+        self.query_one("#diff-text", Static).update(self._diff())
+        self.query_one("#candidate-diff", VerticalScroll).scroll_home(animate=False)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The choice's decisions, in the command palette too."""
+        yield SystemCommand(
+            "Candidates: pick the selected one (enter)", "commit it", self.action_pick
+        )
+        yield SystemCommand(
+            "Candidates: edit the selected one (e)", "edit it in the app", self.action_edit
+        )
+        yield SystemCommand(
+            "Candidates: a note to the model (n)", "sent with your choice", self.action_open_note
+        )
+        yield SystemCommand("Candidates: abort (x)", "end the run here", self.action_abort)
+
+    # -- selecting ------------------------------------------------------------------------------
+
+    def _index_of(self, k: int) -> int:
+        ks = [c.k for c in self.request.candidates]
+        return ks.index(k) if k in ks else 0
+
+    def action_move(self, step: int) -> None:
+        self.action_select(self.selected + step)
+
+    def action_select(self, index: int) -> None:
+        if 0 <= index < len(self.request.candidates):
+            self.table.move_cursor(row=index)  # the highlight moves `selected`
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.cursor_row != self.selected:
+            self.selected = event.cursor_row
+            self._refresh()
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def action_pick(self) -> None:
+        self.dismiss(self._choice())
+
+    def action_pick_with_note(self) -> None:
+        self.dismiss(self._choice())
+
+    def _choice(self) -> Choice:
+        """The selected candidate as it is, or as the person edited it; with the note."""
+        candidate, comment = self.candidate, self.note_text()
+        texts = self.edited.get(candidate.k)
+        if texts is None:
+            return Choice(
+                decision="pick", k=candidate.k, why=CHOSEN_BY_YOU, comment=comment, by="person"
+            )
+        proposal = edited_proposal(texts, candidate.proposal.format)
+        return Choice(
+            decision="edit",
+            k=candidate.k,
+            proposal=proposal,
+            why=EDITED_BY_YOU,
+            comment=comment,
+            by="person",
+        )
+
+    def action_abort(self) -> None:
+        self.dismiss(Choice(decision="abort", why="aborted by you at the candidates", by="person"))
+
+    def action_open_note(self) -> None:
+        self._show_note(True)
+        self.query_one("#note", TextArea).focus()
+
+    def action_close_note(self) -> None:
+        """Back to the candidates; the note is kept and goes with the choice."""
+        self._show_note(False)
+        self.table.focus()
+        self._refresh()
+
+    def _show_note(self, noting: bool) -> None:
+        self.noting = noting
+        self.set_class(noting, "-noting")
+        self.refresh_bindings()
+
+    def action_edit(self) -> None:
+        files = self.editable_files()
+        if not files:
+            self.notify("this candidate's files could not be read", severity="warning")
+            return
+        self.app.push_screen(EditorScreen(files), self._edited)
+
+    def editable_files(self) -> list[EditorFile]:
+        """The files as the selected candidate (or the person's last edit of it) leaves them."""
+        texts = self.edited.get(self.candidate.k)
+        if texts is not None:
+            return [EditorFile(path=path, text=text) for path, text in texts.items()]
+        preview = self.request.previews.get(self.candidate.k)
+        if preview is None or preview.error:
+            return []
+        return files_after(preview)
+
+    def _edited(self, texts: dict[str, str] | None) -> None:
+        if texts is None:
+            return  # the person went back without saving
+        self.edited[self.candidate.k] = texts
+        self._refresh()

@@ -137,7 +137,7 @@ def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEdit
     for edit in proposal.edits:
         if edit.path not in pins.files:
             kept.append(edit)
-        elif edit.content is not None and _same_text(root / edit.path, edit.content):
+        elif edit.content is not None and same_text(root / edit.path, edit.content):
             repeated[edit.path] = None
         else:
             held[edit.path] = None
@@ -160,7 +160,7 @@ def apply_pinning(
     return proposal.model_copy(update={"edits": edits}), []
 
 
-def _same_text(path: Path, content: str) -> bool:
+def same_text(path: Path, content: str) -> bool:
     try:
         current = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

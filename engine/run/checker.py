@@ -164,13 +164,13 @@ class IterationChecker:
         commit of their own, the tree verified again, and the model gets the normal packet
         with the reasons and the person's words. With nothing to revert, the reasons alone."""
         reasons = current.judgement.reasons
-        # Spec mode's tests are not at the baseline: its latch guards them, not a revert.
-        paths = doubtful_paths(current) if self.config.spec is None else []
-        commit = self.workspace.restore(paths, REVERT_MESSAGE.format(n=n)) if paths else None
+        paths = self.mode.restorable(doubtful_paths(current))
+        message = REVERT_MESSAGE.format(n=n)
+        commit = self.workspace.restore(paths, message) if paths else None
         if commit is None:  # no packet to give: the reasons are the feedback
             note = rejected_pass_note(reasons, comment)
             return Check(current.model_copy(update={"packet_text": note}), verify_s)
-        self.journal.emit(Committed(n=n, sha=commit, message=REVERT_MESSAGE.format(n=n)))
+        self.journal.emit(Committed(n=n, sha=commit, message=message))
         self.journal.text(n, "revert.diff", self.workspace.diff(commit))
         note = rejected_pass_note(reasons, comment, reverted=paths)
         # No last diff: the revert is not the model's edit (the note says what it was).

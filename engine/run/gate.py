@@ -82,6 +82,11 @@ class Choice(BaseModel):
 class Gate(Protocol):
     """Reviews every proposal before it is applied, and every suspicious pass."""
 
+    @property
+    def approval(self) -> Literal["step", "auto"]:
+        """Who approves proposals now, for the audit trail: the person (step) or no one."""
+        ...
+
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review: ...
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview: ...
@@ -102,6 +107,10 @@ class PolicyGate:
 
     def __init__(self, *, accept_suspicious: bool = False) -> None:
         self.accept_suspicious = accept_suspicious
+
+    @property
+    def approval(self) -> Literal["step", "auto"]:
+        return "auto"  # every proposal is approved here, whatever the settings say
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         return Review(decision="approve")

@@ -225,6 +225,7 @@ class FixLoop:
 
     def finish(self, ending: RunEnded) -> RunResult:
         workspace, run_dir = self.deps.workspace, self.deps.run_dir
+        committed = not workspace.unchanged()
         result = RunResult(
             run_id=run_dir.run_id,
             status=ending.status,
@@ -240,9 +241,9 @@ class FixLoop:
             duration_s=round(self.spend.elapsed_s, 3),
         )
         if ending.status is not RunStatus.OK:
-            path = write_report(self.config, result, workspace, run_dir)
+            path = write_report(self.config, result, workspace, run_dir, committed=committed)
             result = result.model_copy(update={"report": str(path)})
-        if workspace.unchanged():  # nothing to accept, keep or discard: no branch is left
+        if not committed:  # nothing to accept, keep or discard: no branch is left
             workspace.discard()
             result = result.model_copy(update={"branch": ""})
         self.journal.finished(result)

@@ -21,7 +21,7 @@ from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
-from engine.run.gate import Gate, PolicyGate
+from engine.run.gate import Gate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
@@ -172,8 +172,7 @@ async def start_run(
     run_dir.write_record(run_record(project, settings, config, python, workspace, found))
     deps = functools.partial(
         _wiring(client, workspace, gate, run_dir, sinks, on_model_text),
-        # A policy gate approves every proposal itself, whatever the settings say.
-        approval="auto" if isinstance(gate, PolicyGate) else settings.approve,
+        approval=gate.approval,
         versions=found,
         escalation=escalation,
     )

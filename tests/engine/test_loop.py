@@ -154,6 +154,8 @@ class ScriptedGate:
         self.pick = pick  # the candidate the person picks; None: the ranking's best
         self.choices: list[list[CandidateView]] = []
 
+    approval = "step"
+
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         if self.reviews:
             return self.reviews.pop(0)
@@ -487,17 +489,16 @@ async def test_the_iteration_records_are_the_result_and_the_events_agree(tmp_pat
     assert (finished["type"], finished["iterations"]) == ("RunFinished", 2)
 
 
-@pytest.mark.parametrize(("approve", "mode"), [(None, "step"), ("auto", "auto")])
-async def test_a_run_started_from_settings_records_its_approval_mode_and_versions(
-    tmp_path: Path, approve: str | None, mode: str
+@pytest.mark.parametrize("mode", ["step", "auto"])
+async def test_a_run_started_from_settings_records_its_gates_approval_mode_and_versions(
+    tmp_path: Path, mode: str
 ) -> None:
     root = project(tmp_path)
-    overrides = {"model": "openai/scripted", "approve": approve}
-    settings = load_settings(root, {k: v for k, v in overrides.items() if v is not None})
+    settings = load_settings(root, {"model": "openai/scripted"})
     model = ScriptedModel(answer(("app.py", FIXED)))
-    result = await start_run(
-        root, settings, gate=ScriptedGate(), model_client=model, sandbox=TreeSandbox()
-    )
+    gate = ScriptedGate()
+    gate.approval = mode
+    result = await start_run(root, settings, gate=gate, model_client=model, sandbox=TreeSandbox())
     started = events(result)[0]
     assert started["mode"] == mode
     versions = started["versions"]

@@ -208,6 +208,10 @@ class InteractiveGate:
 
     # -- Gate -----------------------------------------------------------------------------------
 
+    @property
+    def approval(self) -> Mode:
+        return self.mode
+
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         self._raise_if_stopped()
         if self._closed is not None:

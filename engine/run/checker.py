@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from engine.feedback.raw import raw_feedback
 from engine.feedback.tokens import count_tokens
@@ -18,7 +19,7 @@ from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
 from engine.run.steps import Check
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
-from engine.verify.execute import Verifier
+from engine.verify.execute import StageCallback, Verifier
 from engine.verify.results import StageResult
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
@@ -86,11 +87,14 @@ class IterationChecker:
         diff: str,
         previous: Sequence[StageResult],
         notes: Sequence[str] = (),
+        verified: Verification | None = None,
     ) -> Check:
-        """A commit verified (unless the mode's check stands in for the run) and judged;
-        `notes` go into the next packet."""
+        """A commit verified (unless the mode's check, or the chosen candidate's verification
+        of the same tree, stands in for the run) and judged; `notes` go into the next packet."""
         started = time.monotonic()
-        examined = self.mode.check_before_verify(n, previous)
+        examined = verified or self.mode.check_before_verify(n, previous)
+        if verified is not None:
+            await self.journal.stages(n, verified.stages)
         if examined is None:
             # No stages before: a spec run's first verification, with no progress to report.
             before = list(previous) or None
@@ -119,6 +123,9 @@ class IterationChecker:
         if verdict not in (Verdict.OK, Verdict.ENV_FAILURE, Verdict.SUSPICIOUS_PASS):
             passed = judgement.tests.passed if judgement.tests else None
             trip = self.guards.after_edit(judgement.signature, touched, passed)
+            if trip is not None and trip.guard == "stalled" and self.guards.may_restart:
+                self.journal.trip(n, trip)  # the loop changes its approach instead of ending
+                return Check(self.settled(n, examined), verify_s, restart=trip.detail)
             if trip is not None:  # no next packet: nothing to add to this one
                 return Check(self.settled(n, examined), verify_s, self.tripped(n, trip))
             return Check(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)
@@ -157,13 +164,13 @@ class IterationChecker:
         commit of their own, the tree verified again, and the model gets the normal packet
         with the reasons and the person's words. With nothing to revert, the reasons alone."""
         reasons = current.judgement.reasons
-        # Spec mode's tests are not at the baseline: its latch guards them, not a revert.
-        paths = doubtful_paths(current) if self.config.spec is None else []
-        commit = self.workspace.restore(paths, REVERT_MESSAGE.format(n=n)) if paths else None
+        paths = self.mode.restorable(doubtful_paths(current))
+        message = REVERT_MESSAGE.format(n=n)
+        commit = self.workspace.restore(paths, message) if paths else None
         if commit is None:  # no packet to give: the reasons are the feedback
             note = rejected_pass_note(reasons, comment)
             return Check(current.model_copy(update={"packet_text": note}), verify_s)
-        self.journal.emit(Committed(n=n, sha=commit, message=REVERT_MESSAGE.format(n=n)))
+        self.journal.emit(Committed(n=n, sha=commit, message=message))
         self.journal.text(n, "revert.diff", self.workspace.diff(commit))
         note = rejected_pass_note(reasons, comment, reverted=paths)
         # No last diff: the revert is not the model's edit (the note says what it was).
@@ -181,14 +188,17 @@ class IterationChecker:
         *,
         retry: bool = False,
         trail_name: str = "",
+        tree: Path | None = None,
+        on_stage: StageCallback | None = None,
     ) -> Verification:
-        """One sandbox run, its stages in the trail; with `retry`, an environment failure is
-        run once more, in case it was a fluke."""
+        """One sandbox run of the worktree (or of `tree`, a candidate's scratch copy), its
+        stages in the trail; with `retry`, an environment failure is run once more, in case
+        it was a fluke."""
         workspace = self.workspace
 
         async def once() -> Verification:
             return await examine_tree(
-                workspace.root,
+                tree or workspace.root,
                 self.verifier,
                 baseline=Baseline(
                     repo=workspace.root,
@@ -202,7 +212,7 @@ class IterationChecker:
                 previous=previous,
                 iteration=n + 1 if n < self.config.max_iterations else None,
                 max_iterations=self.config.max_iterations,
-                on_stage=self.journal.on_stage(n, trail_name),
+                on_stage=on_stage or self.journal.on_stage(n, trail_name),
             )
 
         examined = await once()

@@ -82,6 +82,11 @@ class Choice(BaseModel):
 class Gate(Protocol):
     """Reviews every proposal before it is applied, and every suspicious pass."""
 
+    @property
+    def approval(self) -> Literal["step", "auto"]:
+        """Who approves proposals now, for the audit trail: the person (step) or no one."""
+        ...
+
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review: ...
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview: ...
@@ -102,6 +107,10 @@ class PolicyGate:
 
     def __init__(self, *, accept_suspicious: bool = False) -> None:
         self.accept_suspicious = accept_suspicious
+
+    @property
+    def approval(self) -> Literal["step", "auto"]:
+        return "auto"  # every proposal is approved here, whatever the settings say
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         return Review(decision="approve")
@@ -137,7 +146,7 @@ def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEdit
     for edit in proposal.edits:
         if edit.path not in pins.files:
             kept.append(edit)
-        elif edit.content is not None and _same_text(root / edit.path, edit.content):
+        elif edit.content is not None and same_text(root / edit.path, edit.content):
             repeated[edit.path] = None
         else:
             held[edit.path] = None
@@ -160,7 +169,7 @@ def apply_pinning(
     return proposal.model_copy(update={"edits": edits}), []
 
 
-def _same_text(path: Path, content: str) -> bool:
+def same_text(path: Path, content: str) -> bool:
     try:
         current = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

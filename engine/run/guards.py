@@ -195,9 +195,21 @@ class Trip:
 class Guards:
     """The stall and progress guards together, as the loop asks them after each answer."""
 
-    def __init__(self, no_progress_limit: int) -> None:
+    def __init__(self, no_progress_limit: int, restarts: int = 0) -> None:
         self.stall = StallDetector()
         self.progress = ProgressTracker(limit=no_progress_limit)
+        self.restarts = restarts  # stalls the run may answer by changing its approach
+
+    @property
+    def may_restart(self) -> bool:
+        return self.restarts > 0
+
+    def restarted(self, signature: str, passed: int | None) -> None:
+        """The run changed its approach after a stall: the guards start over from `signature`."""
+        self.restarts -= 1
+        self.stall = StallDetector(last_signature=signature)
+        self.progress = ProgressTracker(limit=self.progress.limit)
+        self.progress.start(passed)
 
     def start(self, signature: str, passed: int | None) -> None:
         """The run's first verification: what the model was asked to fix."""

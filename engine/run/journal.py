@@ -43,8 +43,10 @@ class Journal:
     def trip(self, n: int, trip: Trip) -> None:
         self.emit(GuardTripped(n=n, guard=trip.guard, detail=trip.detail))
 
-    def responded(self, n: int, completion: Completion) -> None:
-        self.text(n, "response.txt", completion.text)
+    def responded(self, n: int, completion: Completion, candidate: int | None = None) -> None:
+        """The answer in the trail: `response.txt`, or candidate K's under `candidates/K/`."""
+        where = "" if candidate is None else f"candidates/{candidate}/"
+        self.text(n, f"{where}response.txt", completion.text)
         usage = completion.usage
         self.emit(
             ModelResponded(
@@ -55,6 +57,7 @@ class Journal:
                 duration_s=completion.duration_s,
                 finish_reason=completion.finish_reason,
                 attempts=completion.attempts,
+                candidate=candidate or 0,
             )
         )
 
@@ -107,6 +110,24 @@ class Journal:
             self.json(n, f"stage-{stage.name}{suffix}.json", result)
 
         return heard
+
+    def candidate_stage(self, n: int, k: int) -> StageCallback:
+        """Candidate k's stages go to its own trail, quietly: several run at once, and only
+        the chosen one's become the iteration's (`stages`)."""
+
+        async def heard(stage: Stage, result: StageResult | None) -> None:
+            if result is not None:
+                self.json(n, f"candidates/{k}/stage-{stage.name}.json", result)
+
+        return heard
+
+    async def stages(self, n: int, results: Sequence[StageResult]) -> None:
+        """A chosen candidate's stages, as if the iteration had run them itself."""
+        heard = self.on_stage(n)
+        for result in results:
+            stage = Stage(name=result.name, kind=result.kind, cmd=result.cmd)
+            await heard(stage, None)
+            await heard(stage, result)
 
     def packet(self, n: int, result: Verification) -> None:
         """The verification's PacketReady event, and its packet when it has one."""

@@ -7,33 +7,32 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engine.edits.proposal import EditFormatError
-from engine.feedback.tokens import count_tokens
-from engine.model.client import Completion, ModelClient
+from engine.model.client import ModelClient
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
+from engine.run.answers import Answers
 from engine.run.checker import IterationChecker
-from engine.run.events import (
-    EventSink,
-    IterationStarted,
-    ModelRequested,
-    ProposalReady,
-    ReviewRequested,
-    RunStarted,
-)
+from engine.run.events import Committed, EventSink, IterationStarted, RunStarted, StrategyChanged
 from engine.run.events import RunStopped as RunStoppedEvent
-from engine.run.gate import Gate, rejected_proposal_note, reviewer_note, split_test_edits
+from engine.run.gate import Gate
 from engine.run.guards import Guards, RunEnded, RunStatus, Spend, abort_reason, stop_of
 from engine.run.journal import Journal
 from engine.run.modes import run_mode
 from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
-from engine.run.steps import Answer, Steps, apply_and_commit
+from engine.run.steps import Steps, apply_and_commit
 from engine.verify.execute import Verifier
 from engine.verify.tree import Verification
 from sandbox import FixloopError
 from sandbox.contract import describe
+
+RESTART_MESSAGE = "fixloop[iter {n}]: back to the baseline after a stall"
+RESTART_NOTE = (
+    "Your fixes kept failing the same way, so the code was put back as it was at the start. "
+    "Do not repeat them. First say which assumption in the code is wrong, in one sentence of "
+    "your explanation; then fix that."
+)
 
 
 @dataclass
@@ -47,6 +46,7 @@ class Deps:
     on_model_text: Callable[[str], None] | None = None
     approval: Literal["step", "auto"] = "step"  # for the audit trail: who approves proposals
     versions: dict[str, str] = field(default_factory=dict)
+    escalation: ModelClient | None = None  # `escalate_model`: after a stall, and for the last
 
 
 class FixLoop:
@@ -56,10 +56,23 @@ class FixLoop:
         self.config, self.deps, self.resume = config, deps, resume
         self.journal = Journal(deps.run_dir, deps.sinks)
         self.spend = Spend()
-        self.guards = Guards(config.no_progress_limit)
+        restarts = 1 if config.restart_on_stall or deps.escalation is not None else 0
+        self.guards = Guards(config.no_progress_limit, restarts)
         self.mode = run_mode(config, deps.workspace, deps.run_dir, self.journal.emit)
         self.checker = IterationChecker(
             config, deps.verifier, deps.workspace, deps.gate, self.journal, self.guards, self.mode
+        )
+        self.answers = Answers(
+            config,
+            deps.model,
+            deps.workspace,
+            deps.gate,
+            self.journal,
+            self.mode,
+            self.checker,
+            self.spend,
+            deps.on_model_text,
+            self.check_budget,
         )
         self.records: list[IterationRecord] = []
 
@@ -108,9 +121,9 @@ class FixLoop:
     ) -> tuple[Verification, list[str]]:
         """One iteration's steps; (what the next packet is built from, notes for its prompt)."""
         n = steps.n
-        steps.completion = await self.ask(n, current, notes)
-        self.check_budget(n)
-        steps.answer = answer = await self.review(n, steps.completion.text)
+        if n == self.config.max_iterations:
+            self.escalate(n, "the last iteration")
+        steps.answer = answer = await self.answers.answer(steps, current, notes)
         if answer.ending is not None:
             raise answer.ending
         if answer.unusable is not None:  # costs the iteration; the model hears why
@@ -126,8 +139,10 @@ class FixLoop:
             return current, applied.notes(answer.notes)
         self.mode.committed(n, applied.commit)
         steps.check = check = await self.checker.after_edit(
-            n, applied.touched, applied.diff, current.stages, answer.notes
+            n, applied.touched, applied.diff, current.stages, answer.notes, answer.verified
         )
+        if check.restart:
+            return await self.change_approach(n, check.restart, check.verification)
         if check.ending is not None:
             raise check.ending
         return check.verification, []
@@ -140,50 +155,34 @@ class FixLoop:
             return await self.mode.begin(self.checker), 1
         return await self.restore(self.resume), self.resume.next_n
 
-    async def ask(self, n: int, current: Verification, notes: list[str]) -> Completion:
-        messages = self.mode.messages(current, notes)
-        self.journal.prompt(n, messages)
-        prompt_tokens = sum(count_tokens(m.content, self.config.model) for m in messages)
-        self.journal.emit(ModelRequested(n=n, model=self.config.model, prompt_tokens=prompt_tokens))
-        completion = await self.deps.model.complete(messages, on_text=self.deps.on_model_text)
-        self.spend.tokens += completion.usage.prompt_tokens + completion.usage.completion_tokens
-        self.spend.cost_usd += completion.usage.cost_usd
-        self.journal.responded(n, completion)
-        return completion
+    async def change_approach(
+        self, n: int, why: str, current: Verification
+    ) -> tuple[Verification, list[str]]:
+        """A stall answered once: back to the baseline with a prompt that asks for the wrong
+        assumption first (`restart_on_stall`), and the escalation model takes over."""
+        self.escalate(n, f"stalled: {why}")
+        if not self.config.restart_on_stall:
+            return current, []
+        workspace = self.deps.workspace
+        changed = workspace.changed_files(workspace.tip(), base=workspace.baseline)
+        message = RESTART_MESSAGE.format(n=n)
+        if commit := workspace.restore(changed, message):
+            self.journal.emit(Committed(n=n, sha=commit, message=message))
+        reason = f"{why}: the code is back as it was at the start"
+        self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
+        restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
+        judgement = restarted.judgement
+        passed = judgement.tests.passed if judgement.tests else None
+        self.guards.restarted(judgement.signature, passed)
+        return self.checker.settled(n, restarted), [RESTART_NOTE]
 
-    async def review(self, n: int, text: str) -> Answer:
-        """The answer parsed, reviewed at the gate, and screened by the mode's test rules."""
-        try:
-            proposal = self.mode.parse(text)
-        except EditFormatError as exc:
-            return self.unusable(n, exc)
-        workspace, emit = self.deps.workspace, self.journal.emit
-        split = split_test_edits(proposal, workspace.pins, workspace.root)
-        explanation = proposal.explanation
-        emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
-        reasons = [f"changes pinned test file {path}" for path in split.held_back]
-        emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
-        review = await self.deps.gate.review(n, proposal, split.held_back)
-        emit(review.resolved(n))
-        if review.decision == "abort":
-            ending = RunEnded(RunStatus.ABORTED, review.note or "the proposal was rejected")
-            return Answer(explanation, ending=ending)
-        if review.decision == "reject":
-            said = rejected_proposal_note([e.path for e in proposal.edits], review.comment)
-            return Answer(explanation, rejected=said, comment=review.comment)
-        try:
-            kept, held_back = self.mode.screen(n, proposal, split, review)
-        except EditFormatError as exc:
-            return self.unusable(n, exc, explanation)
-        edits: dict[str, object] = {"proposal": proposal.model_dump(), "held_back": held_back}
-        self.journal.json(n, "edits.json", edits)
-        notes = [self.mode.held_back_note(held_back)] if held_back else []
-        notes += [reviewer_note(review.comment)] if review.comment.strip() else []
-        return Answer(explanation, kept, held_back, notes, comment=review.comment)
-
-    def unusable(self, n: int, exc: EditFormatError, explanation: str = "") -> Answer:
-        self.journal.emit(ProposalReady(n=n, format_error=str(exc)))
-        return Answer(explanation, unusable=exc)
+    def escalate(self, n: int, why: str) -> None:
+        """The escalation model answers from here on (once a run)."""
+        escalation = self.deps.escalation
+        if escalation is None or self.answers.model is escalation:
+            return
+        self.answers.model = escalation
+        self.journal.emit(StrategyChanged(n=n, kind="escalate", reason=why, model=escalation.model))
 
     async def restore(self, state: ResumeState) -> Verification:
         """Pick a dead run up where its events end: the mode, guards and spend as they were,
@@ -191,6 +190,8 @@ class FixLoop:
         self.records = state.iteration_records()
         self.mode.restore(self.deps.run_dir.events())
         state.prime(self.guards, self.spend)
+        if "escalate" in state.strategy_changes and self.deps.escalation is not None:
+            self.answers.model = self.deps.escalation
         self.checker.restore(state.baseline_collected)
         if state.pending_commit is None:
             return await self.checker.resumed(state.next_n - 1)
@@ -224,6 +225,7 @@ class FixLoop:
 
     def finish(self, ending: RunEnded) -> RunResult:
         workspace, run_dir = self.deps.workspace, self.deps.run_dir
+        committed = not workspace.unchanged()
         result = RunResult(
             run_id=run_dir.run_id,
             status=ending.status,
@@ -239,9 +241,9 @@ class FixLoop:
             duration_s=round(self.spend.elapsed_s, 3),
         )
         if ending.status is not RunStatus.OK:
-            path = write_report(self.config, result, workspace, run_dir)
+            path = write_report(self.config, result, workspace, run_dir, committed=committed)
             result = result.model_copy(update={"report": str(path)})
-        if workspace.unchanged():  # nothing to accept, keep or discard: no branch is left
+        if not committed:  # nothing to accept, keep or discard: no branch is left
             workspace.discard()
             result = result.model_copy(update={"branch": ""})
         self.journal.finished(result)

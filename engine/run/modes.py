@@ -55,6 +55,10 @@ class RunMode(Protocol):
 
     def committed(self, n: int, commit: str) -> None: ...
 
+    def restorable(self, paths: Sequence[str]) -> list[str]:
+        """Which of a rejected pass's doubtful test files go back to their baseline content."""
+        ...
+
     def check_before_verify(
         self, n: int, previous: Sequence[StageResult] = ()
     ) -> Verification | None:
@@ -105,6 +109,9 @@ class RepairMode:
 
     def committed(self, n: int, commit: str) -> None:
         return None
+
+    def restorable(self, paths: Sequence[str]) -> list[str]:
+        return list(paths)  # the baseline's tests are the evidence: put them back
 
     def check_before_verify(
         self, n: int, previous: Sequence[StageResult] = ()

@@ -42,8 +42,14 @@ LOOK_AT = {
 
 
 def write_report(
-    config: RunConfig, result: RunResult, workspace: Workspace, run_dir: RunDirectory
+    config: RunConfig,
+    result: RunResult,
+    workspace: Workspace,
+    run_dir: RunDirectory,
+    *,
+    committed: bool,
 ) -> Path:
+    """report.md; `committed`: whether the run committed anything (else no branch is kept)."""
     lines = [
         f"# fixloop run {result.run_id}: {result.status.value}",
         "",
@@ -80,7 +86,7 @@ def write_report(
             if len(diff) > DIFF_LINES:
                 shown.append(f"... {len(diff) - DIFF_LINES} more lines: git show {record.commit}")
             lines += [f"Commit `{record.commit[:12]}`:", "", "```diff", *shown, "```", ""]
-    if workspace.unchanged():  # the run committed nothing: its branch is removed
+    if not committed:  # its branch is removed
         lines += ["The run committed nothing, so no branch was kept.", ""]
         return run_dir.write_text("report.md", "\n".join(lines))
     project = shlex.quote(str(workspace.project))

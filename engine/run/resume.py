@@ -20,6 +20,7 @@ from engine.run.events import (
     RunFinished,
     RunStarted,
     SpecPrepared,
+    StrategyChanged,
 )
 from engine.run.guards import Guards, Spend
 from engine.run.outcome import IterationRecord
@@ -55,6 +56,7 @@ class ResumeState(BaseModel):
     baseline_passed: int | None = None
     baseline_signature: str = ""
     observations: list[Observation] = Field(default_factory=list)
+    strategy_changes: list[str] = Field(default_factory=list)  # StrategyChanged kinds, in order
 
     def prime(self, guards: Guards, spend: Spend) -> None:
         """The guards and the spend as the dead run left them."""
@@ -62,6 +64,8 @@ class ResumeState(BaseModel):
         guards.start(self.baseline_signature, self.baseline_passed)
         for seen in self.observations:
             guards.after_edit(seen.signature, seen.touched, seen.passed)
+        if self.strategy_changes:  # a stall was answered already: the next one ends the run
+            guards.restarts = 0
 
     def iteration_records(self) -> list[IterationRecord]:
         return [IterationRecord.model_validate(record) for record in self.records]
@@ -88,6 +92,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     observations: dict[int, Observation] = {}  # a resume re-verifies: the last one counts
     tokens = 0
     cost = 0.0
+    changed: list[str] = []
     for event in events:
         n = getattr(event, "n", 0)
         if isinstance(event, IterationStarted):
@@ -95,11 +100,13 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         elif isinstance(event, ModelResponded):
             tokens += event.prompt_tokens + event.completion_tokens
             cost += event.cost_usd
-            records.setdefault(n, {"n": n})["tokens"] = (
-                event.prompt_tokens + event.completion_tokens
-            )
-            records[n]["cost_usd"] = event.cost_usd
-            records[n]["model_s"] = event.duration_s
+            record = records.setdefault(n, {"n": n})  # several answers: re-asked, candidates
+            record["tokens"] = _number(record.get("tokens")) + event.prompt_tokens
+            record["tokens"] = _number(record["tokens"]) + event.completion_tokens
+            record["cost_usd"] = _number(record.get("cost_usd")) + event.cost_usd
+            record["model_s"] = _number(record.get("model_s")) + event.duration_s
+        elif isinstance(event, StrategyChanged):
+            changed.append(event.kind)
         elif isinstance(event, ProposalReady):
             records.setdefault(n, {"n": n})["explanation"] = event.explanation
             if event.format_error:
@@ -144,4 +151,9 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         baseline_passed=tests.get("passed"),
         baseline_signature=first.signature if first else "",
         observations=[observations[n] for n in sorted(observations)],
+        strategy_changes=changed,
     )
+
+
+def _number(value: object) -> float:
+    return value if isinstance(value, int | float) else 0

@@ -21,7 +21,7 @@ from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
-from engine.run.gate import Gate, PolicyGate
+from engine.run.gate import Gate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
@@ -158,6 +158,7 @@ async def start_run(
     if model_client is None:  # a missing key or unknown provider stops here, not 25 s later
         await require_usable_model(model, settings.api_base)
     config = run_config(settings, model, resolve_spec(project, settings, spec))
+    escalation = await escalation_client(config, settings, model_client)
     # Stage commands come from the user's checkout, never from the run's worktree:
     # the model must not be able to rewrite how it is judged.
     stages = configured_stages(settings)
@@ -171,9 +172,9 @@ async def start_run(
     run_dir.write_record(run_record(project, settings, config, python, workspace, found))
     deps = functools.partial(
         _wiring(client, workspace, gate, run_dir, sinks, on_model_text),
-        # A policy gate approves every proposal itself, whatever the settings say.
-        approval="auto" if isinstance(gate, PolicyGate) else settings.approve,
+        approval=gate.approval,
         versions=found,
+        escalation=escalation,
     )
     return await _execute(config, stages, python, settings, deps, backend, sandbox)
 
@@ -208,8 +209,22 @@ async def resume_run(
         baseline=record.baseline,
     )
     # No approval or versions: a resumed run keeps the RunStarted it began with.
-    deps = _wiring(client, workspace, gate, run_dir, sinks, on_model_text)
+    escalation = await escalation_client(config, settings, model_client)
+    deps = functools.partial(
+        _wiring(client, workspace, gate, run_dir, sinks, on_model_text), escalation=escalation
+    )
     return await _execute(config, stages, record.python, settings, deps, backend, sandbox, state)
+
+
+async def escalation_client(
+    config: RunConfig, settings: Settings, model_client: ModelClient | None
+) -> ModelClient | None:
+    """The `escalate_model`'s client, checked like the run's own model (a caller that brings
+    its own client brings no escalation)."""
+    if config.escalate_model is None or model_client is not None:
+        return None
+    await require_usable_model(config.escalate_model, settings.api_base)
+    return make_client(config.escalate_model, settings)
 
 
 def _wiring(
@@ -252,8 +267,9 @@ async def _execute(
     owned = sandbox is None
     if sandbox is None:
         assert backend is not None
-        # Two warm sandboxes: the one an iteration takes is replaced while the model thinks.
-        sandbox = open_configured_sandbox(settings, backend, warm=2)
+        # Two warm sandboxes (one per candidate): the one an iteration takes is replaced while
+        # the model thinks.
+        sandbox = open_configured_sandbox(settings, backend, warm=max(2, config.candidates))
     parts = deps(verifier=configured_verifier(sandbox, stages, settings, python))
     # litellm takes seconds to import: let it load while the first verification runs.
     preload = (

@@ -37,6 +37,8 @@ class Answer:
     rejected: str | None = None  # the person said no: what the model is told
     comment: str = ""  # the person's words, for the record
     ending: RunEnded | None = None  # the gate aborted the run
+    unchanged: bool = False  # it would change no file: worth asking once more
+    verified: Verification | None = None  # a chosen candidate's verification of its tree
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Check:
     verification: Verification
     verify_s: float = 0.0
     ending: RunEnded | None = None
+    restart: str = ""  # the run stalled and may change its approach: why
 
 
 @dataclass
@@ -92,7 +95,8 @@ class Steps:
 
     n: int
     started: float = field(default_factory=time.monotonic)
-    completion: Completion | None = None
+    completions: list[Completion] = field(default_factory=list)  # every answer it asked for
+    model_s: float = 0.0
     answer: Answer | None = None
     applied: Applied | None = None
     check: Check | None = None
@@ -100,11 +104,11 @@ class Steps:
     def record(self) -> IterationRecord:
         """The iteration as far as it got (an ending may cut it short)."""
         fields: dict[str, Any] = {"n": self.n, "status": "running"}
-        if self.completion is not None:
-            usage = self.completion.usage
-            fields["tokens"] = usage.prompt_tokens + usage.completion_tokens
-            fields["cost_usd"] = usage.cost_usd
-            fields["model_s"] = self.completion.duration_s
+        if self.completions:
+            usages = [completion.usage for completion in self.completions]
+            fields["tokens"] = sum(u.prompt_tokens + u.completion_tokens for u in usages)
+            fields["cost_usd"] = sum(u.cost_usd for u in usages)
+            fields["model_s"] = self.model_s
         answer, applied = self.answer, self.applied
         problem = (answer.unusable if answer else None) or (applied.failed if applied else None)
         if answer is not None:

@@ -241,6 +241,10 @@ class SpecMode:
         """For the next packet, when the rest of the proposal was applied."""
         return f"Note: {self.refusal(held)}. Change only {self.spec.module}."
 
+    def restorable(self, paths: Sequence[str]) -> list[str]:
+        """None: a spec run's tests are not at the baseline; its latch guards them."""
+        return []
+
     def committed(self, n: int, commit: str) -> None:
         """Freeze the draft's tests; re-freeze the files the person let change."""
         if not self.latched:

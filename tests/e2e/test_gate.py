@@ -32,6 +32,8 @@ class RejectingGate:
     """Gives the scripted reviews, then approves every proposal with its test edits; rejects
     every doubtful pass."""
 
+    approval = "step"
+
     def __init__(self, reviews: list[Review] | None = None) -> None:
         self.reviews = reviews or []
         self.passes: list[list[str]] = []

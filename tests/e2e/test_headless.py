@@ -254,7 +254,7 @@ def test_the_same_failure_twice_is_stalled(
         reply(answer("document the regex", comment("words are letters"))),
         reply(answer("document it more", comment("and apostrophes"))),
     )
-    done, result = fixloop(model_server, project)
+    done, result = fixloop(model_server, project, "--no-restart-on-stall")
     assert done.returncode == 1, done.stderr
     assert result["status"] == "stalled"
     assert model_server.count == 2
@@ -273,7 +273,7 @@ def test_answers_that_change_no_file_twice_are_stalled(
         reply(answer("the regex is still fine", same)),
         reply(answer("a third answer nobody should ask for", comment("unused"))),
     )
-    done, result = fixloop(model_server, project)
+    done, result = fixloop(model_server, project, "--no-noop-retry")
     assert done.returncode == 1, done.stderr
     assert result["status"] == "stalled"
     assert result["reason"] == "2 answers in a row changed no file"

@@ -290,6 +290,8 @@ def test_a_bad_spec_is_one_line_and_writes_nothing(
 class ApprovingGate:
     """A person who lets the model change its own tests at the second proposal."""
 
+    approval = "step"
+
     def __init__(self) -> None:
         self.held: list[list[str]] = []
 

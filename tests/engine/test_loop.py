@@ -19,7 +19,7 @@ from engine.project.run_directory import RunDirectory
 from engine.project.settings import load_settings
 from engine.project.workspace import Workspace
 from engine.run.events import RunFinished
-from engine.run.gate import PassReview, PolicyGate, Review
+from engine.run.gate import CandidateView, Choice, PassReview, PolicyGate, Review
 from engine.run.guards import Budget, RunStopped
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
@@ -114,6 +114,7 @@ class ScriptedModel:
     def __init__(self, *answers: str, tokens: int = 10) -> None:
         self.answers = list(answers)
         self.prompts: list[list[Message]] = []
+        self.sampling: list[tuple[float | None, int | None]] = []
         self.tokens = tokens
 
     async def complete(
@@ -125,6 +126,7 @@ class ScriptedModel:
         seed: int | None = None,
     ) -> Completion:
         self.prompts.append(list(messages))
+        self.sampling.append((temperature, seed))
         usage = Usage(prompt_tokens=self.tokens, completion_tokens=0, cost_usd=0.0)
         text = self.answers.pop(0)
         return Completion(
@@ -143,11 +145,16 @@ class ScriptedGate:
         decision: str = "approve",
         keep_repairing: bool = False,
         reviews: Sequence[Review] = (),
+        pick: int | None = None,
     ) -> None:
         self.decision = decision
         self.keep_repairing = keep_repairing
         self.reviews = list(reviews)
         self.passes: list[list[str]] = []
+        self.pick = pick  # the candidate the person picks; None: the ranking's best
+        self.choices: list[list[CandidateView]] = []
+
+    approval = "step"
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         if self.reviews:
@@ -161,6 +168,12 @@ class ScriptedGate:
         return PassReview(
             accept=False, note="rejected", comment="no cheating", keep_repairing=self.keep_repairing
         )
+
+    async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        self.choices.append(candidates)
+        if self.pick is None:
+            return best
+        return Choice(decision="pick", k=self.pick, why="chosen by you", by="person")
 
     async def between(self, n: int) -> str | None:
         return None
@@ -200,6 +213,7 @@ async def run_loop(
     gate: ScriptedGate | None = None,
     sandbox: TreeSandbox | None = None,
     app: str = BROKEN,
+    escalation: ScriptedModel | None = None,
     **config: object,
 ) -> RunResult:
     root = project(tmp_path, app)
@@ -212,6 +226,7 @@ async def run_loop(
         run_dir=RunDirectory.create(root, RUN_ID),
         approval="step",
         versions={"fixloop-tui": "test"},
+        escalation=escalation,
     )
     settings = RunConfig.model_validate({"model": model.model, "no_progress_limit": 9, **config})
     return await FixLoop(settings, deps).run()
@@ -257,7 +272,7 @@ async def test_an_unusable_answer_costs_an_iteration_and_the_model_hears_why(
 
 async def test_the_same_failure_after_two_edits_stalls(tmp_path: Path) -> None:
     model = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
-    result = await run_loop(tmp_path, model)
+    result = await run_loop(tmp_path, model, restart_on_stall=False)
     assert result.status.value == "stalled"
     assert [r.status for r in result.iterations] == ["failing", "failing"]
 
@@ -268,7 +283,7 @@ async def test_the_repeat_note_is_rendered_once_into_the_packet_the_model_sees(
     model = ScriptedModel(
         answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")), answer(("app.py", FIXED))
     )
-    result = await run_loop(tmp_path, model, no_progress_limit=9)
+    result = await run_loop(tmp_path, model, no_progress_limit=9, restart_on_stall=False)
     assert result.status.value == "stalled"  # the grace was the first edit's
     note = "This is the 2nd time you see this exact error"
     first = Path(result.run_dir) / "iterations" / "01"
@@ -280,7 +295,7 @@ async def test_the_repeat_note_is_rendered_once_into_the_packet_the_model_sees(
 
 async def test_two_answers_in_a_row_that_change_nothing_stall(tmp_path: Path) -> None:
     model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", BROKEN)))
-    result = await run_loop(tmp_path, model)
+    result = await run_loop(tmp_path, model, noop_retry=False)
     assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
     assert [r.status for r in result.iterations] == ["no_change", "no_change"]
     assert "Your last answer changed no file" in model.prompt(2)
@@ -474,17 +489,16 @@ async def test_the_iteration_records_are_the_result_and_the_events_agree(tmp_pat
     assert (finished["type"], finished["iterations"]) == ("RunFinished", 2)
 
 
-@pytest.mark.parametrize(("approve", "mode"), [(None, "step"), ("auto", "auto")])
-async def test_a_run_started_from_settings_records_its_approval_mode_and_versions(
-    tmp_path: Path, approve: str | None, mode: str
+@pytest.mark.parametrize("mode", ["step", "auto"])
+async def test_a_run_started_from_settings_records_its_gates_approval_mode_and_versions(
+    tmp_path: Path, mode: str
 ) -> None:
     root = project(tmp_path)
-    overrides = {"model": "openai/scripted", "approve": approve}
-    settings = load_settings(root, {k: v for k, v in overrides.items() if v is not None})
+    settings = load_settings(root, {"model": "openai/scripted"})
     model = ScriptedModel(answer(("app.py", FIXED)))
-    result = await start_run(
-        root, settings, gate=ScriptedGate(), model_client=model, sandbox=TreeSandbox()
-    )
+    gate = ScriptedGate()
+    gate.approval = mode
+    result = await start_run(root, settings, gate=gate, model_client=model, sandbox=TreeSandbox())
     started = events(result)[0]
     assert started["mode"] == mode
     versions = started["versions"]

@@ -1,0 +1,230 @@
+"""From a prompt to the answer an iteration applies (ARCHITECTURE.md, "One iteration, step by
+step", steps 1-4): the model asked once, once more when its answer would change nothing
+(`noop_retry`), or for N candidates at once (`candidates`); the answer parsed, reviewed at the
+gate (or chosen among the verified candidates) and screened by the mode's test rules."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from engine.edits.proposal import EditFormatError
+from engine.feedback.tokens import count_tokens
+from engine.model.client import Completion, Message, ModelClient
+from engine.project.workspace import Workspace
+from engine.run.candidates import Candidate, Candidates, best_choice, changes_nothing
+from engine.run.checker import IterationChecker
+from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
+from engine.run.gate import (
+    Choice,
+    Gate,
+    rejected_proposal_note,
+    reviewer_note,
+    split_test_edits,
+)
+from engine.run.guards import RunEnded, RunStatus, Spend
+from engine.run.journal import Journal
+from engine.run.modes import RunMode
+from engine.run.outcome import RunConfig
+from engine.run.steps import Answer, Steps
+from engine.verify.tree import Verification
+from engine.verify.verdict import Verdict
+
+# An answer that changed nothing is asked for once more, sampled: the greedy answer to the same
+# prompt would most likely be the same file again.
+REASK_TEMPERATURE = 0.7
+
+
+def unchanged_note(files: Sequence[str]) -> str:
+    """The one line a re-asked model hears."""
+    sent = ", ".join(files) if files else "nothing"
+    return (
+        f"Your last answer changed nothing ({sent} came back exactly as it was). "
+        "Find the bug and send the file with it fixed."
+    )
+
+
+class Answers:
+    """Asks the model and turns what it says into the iteration's `Answer`."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        model: ModelClient,
+        workspace: Workspace,
+        gate: Gate,
+        journal: Journal,
+        mode: RunMode,
+        checker: IterationChecker,
+        spend: Spend,
+        on_text: Callable[[str], None] | None,
+        after_ask: Callable[[int], None],
+    ) -> None:
+        self.config, self.model, self.workspace, self.gate = config, model, workspace, gate
+        self.journal, self.mode, self.checker, self.spend = journal, mode, checker, spend
+        self.on_text, self.after_ask = on_text, after_ask  # after_ask: the budget guard
+        self.candidates = Candidates(config, workspace, journal, mode, self.verify_candidate)
+        self.previous: Verification | None = None
+
+    async def answer(self, steps: Steps, current: Verification, notes: list[str]) -> Answer:
+        """The iteration's answer, from the prompt built on `current` and `notes`."""
+        n = steps.n
+        messages = self.prompt(n, current, notes)
+        if self.config.candidates > 1 and self.config.spec is None:
+            self.previous = current
+            return await self.choose(steps, messages)
+        completion = await self.ask(steps, messages)
+        answer = await self.review(n, completion.text, reask=self.config.noop_retry)
+        if not answer.unchanged:
+            return answer
+        files = [edit.path for edit in answer.proposal.edits] if answer.proposal else []
+        self.journal.text(n, "unchanged-response.txt", completion.text)
+        self.journal.emit(
+            AnswerReasked(n=n, reason="the answer changed no file", temperature=REASK_TEMPERATURE)
+        )
+        messages = self.prompt(n, current, [*notes, unchanged_note(files)])
+        completion = await self.ask(steps, messages, temperature=REASK_TEMPERATURE)
+        return await self.review(n, completion.text, reask=False)
+
+    def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
+        messages = self.mode.messages(current, notes)
+        self.journal.prompt(n, messages)
+        return messages
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        return sum(count_tokens(m.content, self.config.model) for m in messages)
+
+    async def ask(
+        self, steps: Steps, messages: Sequence[Message], temperature: float | None = None
+    ) -> Completion:
+        n, model = steps.n, self.model
+        prompt_tokens = self.tokens(messages)
+        requested = ModelRequested(
+            n=n, model=model.model, prompt_tokens=prompt_tokens, temperature=temperature
+        )
+        self.journal.emit(requested)
+        completion = await model.complete(
+            messages, on_text=self.on_text, temperature=temperature, seed=None
+        )
+        self.spent(steps, [completion], completion.duration_s)
+        self.journal.responded(n, completion)
+        return completion
+
+    def spent(self, steps: Steps, completions: Sequence[Completion], model_s: float) -> None:
+        for completion in completions:
+            self.spend.tokens += completion.usage.prompt_tokens + completion.usage.completion_tokens
+            self.spend.cost_usd += completion.usage.cost_usd
+        steps.completions += completions
+        steps.model_s += model_s
+        self.after_ask(steps.n)
+
+    async def review(self, n: int, text: str, *, reask: bool = False) -> Answer:
+        """The answer parsed, reviewed at the gate, and screened by the mode's test rules; with
+        `reask`, an answer that would change nothing comes back `unchanged`, unreviewed."""
+        try:
+            proposal = self.mode.parse(text)
+        except EditFormatError as exc:
+            return self.unusable(n, exc)
+        workspace, emit = self.workspace, self.journal.emit
+        split = split_test_edits(proposal, workspace.pins, workspace.root)
+        explanation = proposal.explanation
+        if reask and changes_nothing(proposal, workspace.root):
+            return Answer(explanation, proposal=proposal, unchanged=True)
+        emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
+        reasons = [f"changes pinned test file {path}" for path in split.held_back]
+        emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
+        review = await self.gate.review(n, proposal, split.held_back)
+        emit(review.resolved(n))
+        if review.decision == "abort":
+            ending = RunEnded(RunStatus.ABORTED, review.note or "the proposal was rejected")
+            return Answer(explanation, ending=ending)
+        if review.decision == "reject":
+            said = rejected_proposal_note([e.path for e in proposal.edits], review.comment)
+            return Answer(explanation, rejected=said, comment=review.comment)
+        try:
+            kept, held_back = self.mode.screen(n, proposal, split, review)
+        except EditFormatError as exc:
+            return self.unusable(n, exc, explanation)
+        edits: dict[str, object] = {"proposal": proposal.model_dump(), "held_back": held_back}
+        self.journal.json(n, "edits.json", edits)
+        notes = self.notes(held_back, review.comment)
+        return Answer(explanation, kept, held_back, notes, comment=review.comment)
+
+    def notes(self, held_back: list[str], comment: str) -> list[str]:
+        """What the next prompt says of an applied answer: held-back files, the person's words."""
+        notes = [self.mode.held_back_note(held_back)] if held_back else []
+        return notes + ([reviewer_note(comment)] if comment.strip() else [])
+
+    def unusable(self, n: int, exc: EditFormatError, explanation: str = "") -> Answer:
+        self.journal.emit(ProposalReady(n=n, format_error=str(exc)))
+        return Answer(explanation, unusable=exc)
+
+    # -- candidates --------------------------------------------------------------------------
+
+    async def choose(self, steps: Steps, messages: Sequence[Message]) -> Answer:
+        """N answers, the usable ones verified side by side, one chosen at the gate."""
+        n = steps.n
+        started = time.monotonic()
+        completions = await self.candidates.ask(
+            n, self.model, messages, self.tokens(messages), self.on_text
+        )
+        self.spent(steps, completions, time.monotonic() - started)
+        every = await self.candidates.run(n, completions)
+        best = best_choice(every)
+        if best is None:
+            return self.none_verified(n, every)
+        views = [c.view() for c in every if c.verification is not None]
+        choice = await self.gate.choose(n, views, best)
+        self.journal.emit(choice.chosen(n))
+        return self.chosen(n, choice, {c.k: c for c in every})
+
+    def chosen(self, n: int, choice: Choice, by_k: dict[int, Candidate]) -> Answer:
+        if choice.decision == "abort":
+            return Answer(ending=RunEnded(RunStatus.ABORTED, choice.why or "aborted by you"))
+        candidate = by_k[choice.k]
+        proposal = choice.proposal if choice.decision == "edit" else candidate.proposal
+        assert proposal is not None
+        files = [edit.path for edit in proposal.edits]
+        self.journal.emit(ProposalReady(n=n, explanation=proposal.explanation, files=files))
+        held = candidate.held_back if choice.decision == "pick" else []
+        edits: dict[str, object] = {
+            "proposal": proposal.model_dump(),
+            "held_back": held,
+            "candidate": choice.k,
+        }
+        self.journal.json(n, "edits.json", edits)
+        verification = candidate.verification if choice.decision == "pick" else None
+        if verification is not None and verification.judgement.verdict is Verdict.ENV_FAILURE:
+            verification = None  # verified again, in case it was a fluke
+        return Answer(
+            proposal.explanation,
+            proposal,
+            held,
+            self.notes(held, choice.comment),
+            comment=choice.comment,
+            verified=verification,
+        )
+
+    def none_verified(self, n: int, every: Sequence[Candidate]) -> Answer:
+        """No candidate could be verified: one that changes nothing takes the no-change path,
+        else the first unusable answer's problem is what the model hears."""
+        for candidate in every:
+            if candidate.proposal is not None and candidate.problem is None:
+                notes = self.notes(candidate.held_back, "")
+                return Answer("", candidate.proposal, candidate.held_back, notes)
+        problem = next(c.problem for c in every if c.problem is not None)
+        return self.unusable(n, problem)
+
+    async def verify_candidate(
+        self, n: int, tree: Path, touched: list[str], diff: str, k: int
+    ) -> Verification:
+        previous = self.previous.stages if self.previous is not None else None
+        return await self.checker.verify(
+            n,
+            touched,
+            diff,
+            list(previous) if previous is not None else None,
+            tree=tree,
+            on_stage=self.journal.candidate_stage(n, k),
+        )

@@ -1,0 +1,294 @@
+"""An iteration's candidates (`--candidates N`; ARCHITECTURE.md, "Candidates"): N answers asked
+at once, the unusable, unchanged and duplicate ones dropped, the rest verified concurrently,
+each on its own scratch copy of the run's worktree, ranked, and one chosen at the gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from engine.edits.apply import apply
+from engine.edits.proposal import EditFormatError, Proposal
+from engine.model.client import Completion, Message, ModelClient
+from engine.project.workspace import Workspace
+from engine.run.events import CandidateVerified, ModelRequested
+from engine.run.gate import CandidateView, Choice, apply_pinning, same_text, split_test_edits
+from engine.run.journal import Journal
+from engine.run.modes import RunMode
+from engine.run.outcome import RunConfig
+from engine.verify.tree import Verification
+from engine.verify.verdict import Verdict
+
+# The first answer is the client's own (greedy); the others sample, each with its own seed, so
+# the model's second and third guesses are tried rather than its first one three times.
+CANDIDATE_TEMPERATURE = 0.8
+# (n, tree, touched, diff, k) -> the tree's verification, its stages in candidate k's trail
+Verify = Callable[[int, Path, list[str], str, int], Awaitable[Verification]]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One answer of an iteration, as far as it got: parsed and screened, then verified, or
+    dropped (with why) before any sandbox ran."""
+
+    k: int
+    completion: Completion
+    proposal: Proposal | None = None  # pinned test files already held back
+    held_back: list[str] = field(default_factory=list)
+    dropped: str = ""
+    problem: EditFormatError | None = None  # why an unusable answer could not be used
+    touched: list[str] = field(default_factory=list)
+    diff: str = ""
+    verification: Verification | None = None
+
+    def view(self) -> CandidateView:
+        assert self.proposal is not None
+        assert self.verification is not None
+        judgement = self.verification.judgement
+        suspicious = judgement.reasons if judgement.verdict is Verdict.SUSPICIOUS_PASS else []
+        return CandidateView(
+            k=self.k,
+            verdict=judgement.verdict.value,
+            tests=judgement.tests,
+            summary=self.verification.packet.summary if self.verification.packet else "",
+            explanation=self.proposal.explanation,
+            files=self.touched,
+            diff=self.diff,
+            suspicious=list(suspicious),
+            proposal=self.proposal,
+        )
+
+    def event(self, n: int) -> CandidateVerified:
+        if self.verification is None:
+            return CandidateVerified(n=n, k=self.k, dropped=self.dropped)
+        judgement = self.verification.judgement
+        return CandidateVerified(
+            n=n,
+            k=self.k,
+            verdict=judgement.verdict.value,
+            tests=judgement.tests.model_dump() if judgement.tests else None,
+            files=self.touched,
+            diff_lines=diff_size(self.diff),
+            summary=self.verification.packet.summary if self.verification.packet else "",
+        )
+
+
+class Candidates:
+    """Asks for, screens, verifies and ranks one iteration's candidates."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        workspace: Workspace,
+        journal: Journal,
+        mode: RunMode,
+        verify: Verify,
+    ) -> None:
+        self.config, self.workspace, self.journal, self.mode = config, workspace, journal, mode
+        self.verify = verify
+
+    async def ask(
+        self,
+        n: int,
+        model: ModelClient,
+        messages: Sequence[Message],
+        prompt_tokens: int,
+        on_text: Callable[[str], None] | None,
+    ) -> list[Completion]:
+        """The iteration's answers, asked at once (a provider or local server that batches
+        decodes them together); only the first one streams to the screen."""
+
+        async def one(k: int) -> Completion:
+            temperature = None if k == 0 else CANDIDATE_TEMPERATURE
+            self.journal.emit(
+                ModelRequested(
+                    n=n,
+                    model=model.model,
+                    prompt_tokens=prompt_tokens,
+                    candidate=k,
+                    temperature=temperature,
+                )
+            )
+            completion = await model.complete(
+                messages,
+                on_text=on_text if k == 0 else None,
+                temperature=temperature,
+                seed=None if k == 0 else k,
+            )
+            self.journal.responded(n, completion, candidate=k)
+            return completion
+
+        return list(await asyncio.gather(*(one(k) for k in range(self.config.candidates))))
+
+    def screen(self, completions: Sequence[Completion]) -> list[Candidate]:
+        """Each answer parsed and its pinned test edits held back; unusable, unchanged and
+        duplicate ones dropped, with why."""
+        seen: dict[tuple[object, ...], int] = {}
+        screened = []
+        root = self.workspace.root
+        for k, completion in enumerate(completions):
+            candidate = Candidate(k, completion)
+            try:
+                proposal = self.mode.parse(completion.text)
+            except EditFormatError as exc:
+                screened.append(
+                    replace(candidate, dropped=f"unusable: {exc.problems[0]}", problem=exc)
+                )
+                continue
+            split = split_test_edits(proposal, self.workspace.pins, root)
+            kept, held = apply_pinning(proposal, split, allowed=self.config.allow_test_edits)
+            candidate = replace(candidate, proposal=kept, held_back=held)
+            key = edits_key(kept)
+            if changes_nothing(kept, root):
+                candidate = replace(candidate, dropped="changes no file")
+            elif key in seen:
+                candidate = replace(candidate, dropped=f"the same as candidate {seen[key]}")
+            else:
+                seen[key] = k
+            screened.append(candidate)
+        return screened
+
+    async def verified(self, n: int, candidate: Candidate) -> Candidate:
+        """The candidate applied to a scratch copy of the worktree and verified there; the
+        user's checkout and the run's worktree are never written."""
+        assert candidate.proposal is not None
+        root = self.workspace.root
+        scratch = Path(tempfile.mkdtemp(prefix="fixloop-candidate-"))
+        try:
+            tree = scratch / "tree"
+            await asyncio.to_thread(
+                shutil.copytree, root, tree, symlinks=True, ignore=shutil.ignore_patterns(".git")
+            )
+            try:
+                applied = apply(candidate.proposal, tree)
+            except EditFormatError as exc:
+                return replace(candidate, dropped=f"does not apply: {exc.problems[0]}", problem=exc)
+            if not applied.files:
+                return replace(candidate, dropped="changes no file")
+            diff = tree_diff(root, tree, applied.files)
+            examined = await self.verify(n, tree, applied.files, diff, candidate.k)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+        return replace(candidate, touched=applied.files, diff=diff, verification=examined)
+
+    async def run(self, n: int, completions: Sequence[Completion]) -> list[Candidate]:
+        """Every candidate screened, the usable ones verified concurrently, each in the
+        trail (`iterations/NN/candidates/K/`) and as an event."""
+        screened = self.screen(completions)
+        usable = [c for c in screened if not c.dropped]
+        done = await asyncio.gather(*(self.verified(n, c) for c in usable))
+        by_k = {c.k: c for c in done}
+        every = [by_k.get(c.k, c) for c in screened]
+        for candidate in every:
+            self.record(n, candidate)
+        return every
+
+    def record(self, n: int, candidate: Candidate) -> None:
+        where = f"candidates/{candidate.k}"
+        if candidate.proposal is not None:
+            edits: dict[str, object] = {
+                "proposal": candidate.proposal.model_dump(),
+                "held_back": candidate.held_back,
+            }
+            self.journal.json(n, f"{where}/edits.json", edits)
+        if candidate.diff:
+            self.journal.text(n, f"{where}/patch.diff", candidate.diff)
+        event = candidate.event(n)
+        self.journal.json(n, f"{where}/verdict.json", event)
+        self.journal.emit(event)
+
+
+def best_choice(candidates: Sequence[Candidate]) -> Choice | None:
+    """The ranking's pick among the verified: verified ok > most tests passing > fewest
+    failures > smallest diff; a suspicious pass only when nothing else was verified."""
+    verified = [c for c in candidates if c.verification is not None]
+    honest = [c for c in verified if c.verification and not suspicious(c.verification)]
+    pool = honest or verified
+    if not pool:
+        return None
+    best = max(pool, key=rank)
+    return Choice(decision="pick", k=best.k, why=why_best(best, len(verified)))
+
+
+def rank(candidate: Candidate) -> tuple[int, int, int, int, int]:
+    assert candidate.verification is not None
+    judgement = candidate.verification.judgement
+    tests = judgement.tests
+    passed = tests.passed if tests else -1
+    failing = tests.failed + tests.errors if tests else 1 << 30
+    ok = judgement.verdict is Verdict.OK
+    return (int(ok), passed, -failing, -diff_size(candidate.diff), -candidate.k)
+
+
+def why_best(best: Candidate, verified: int) -> str:
+    assert best.verification is not None
+    judgement = best.verification.judgement
+    if verified == 1:
+        return "the only candidate verified"
+    if judgement.verdict is Verdict.OK:
+        return f"verified ok, the smallest diff of the ok ones ({diff_size(best.diff)} lines)"
+    tests = judgement.tests
+    if tests is not None:
+        return f"the most tests passing ({tests.passed}), then the fewest failing"
+    return f"the best of {verified} verified ({judgement.verdict.value})"
+
+
+def suspicious(verification: Verification) -> bool:
+    return verification.judgement.verdict is Verdict.SUSPICIOUS_PASS
+
+
+def changes_nothing(proposal: Proposal, root: Path) -> bool:
+    """Whether applying the proposal would leave every file as it is: no edits, whole files
+    sent back as they are, or a search equal to its replacement."""
+    for edit in proposal.edits:
+        if edit.content is not None:
+            if not same_text(root / edit.path, edit.content):
+                return False
+        elif edit.search != edit.replace:
+            return False
+    return True
+
+
+def edits_key(proposal: Proposal) -> tuple[object, ...]:
+    """Two answers that make the same edits are one candidate."""
+    return tuple(
+        sorted(
+            (e.path, _normal(e.content), _normal(e.search), _normal(e.replace))
+            for e in proposal.edits
+        )
+    )
+
+
+def tree_diff(before: Path, after: Path, paths: Sequence[str]) -> str:
+    """A unified diff of `paths` between two trees, in git's a/ b/ form."""
+    chunks: list[str] = []
+    for path in sorted(paths):
+        old, new = _lines(before / path), _lines(after / path)
+        chunks += difflib.unified_diff(
+            old, new, f"a/{path}" if old else "/dev/null", f"b/{path}" if new else "/dev/null"
+        )
+    return "".join(line if line.endswith("\n") else f"{line}\n" for line in chunks)
+
+
+def diff_size(diff: str) -> int:
+    """Lines added or removed."""
+    return sum(
+        1 for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _normal(text: str | None) -> str | None:
+    return None if text is None else text.replace("\r\n", "\n").rstrip("\n")

@@ -1,0 +1,111 @@
+"""Issue 17's levers end to end: the real CLI process, the scripted model server over HTTP
+(through litellm), the real gVisor sandbox and real git. Candidates verified side by side, a
+re-asked unchanged answer, and the escalation model after a stall."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+import pytest
+
+from engine.project.run_directory import read_events
+from tests.e2e.test_headless import (
+    EXAMPLE,
+    assert_trail_agrees,
+    branch_commits,
+    checkout_state,
+    comment,
+    core_edit,
+    fixloop,
+)
+from tests.model_server import ScriptedModelServer, reply
+from tests.projects import MEAN_FIX, TOP_FIX, answer, committed_copy
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    """The buggy example as the user's checkout, which no run may change."""
+    root = committed_copy(EXAMPLE, tmp_path, "the buggy example")
+    before = checkout_state(root)
+    yield root
+    assert checkout_state(root) == before, "the run changed the user's checkout"
+
+
+WRONG = answer("fix the mean only", MEAN_FIX)
+UNCHANGED = answer("the regex is fine", core_edit("WORD = re.compile", "WORD = re.compile"))
+RIGHT = answer("fix the mean and top_words", MEAN_FIX, TOP_FIX)
+
+
+def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    # The three requests are concurrent: which candidate gets which answer may vary, the
+    # outcome may not.
+    model_server.script(reply(WRONG), reply(UNCHANGED), reply(RIGHT))
+    done, result = fixloop(model_server, project, "--candidates", "3")
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    assert [it["status"] for it in result["iterations"]] == ["ok"]
+    assert model_server.count == 3
+    temperatures = sorted(str(r.body.get("temperature")) for r in model_server.requests)
+    assert temperatures == ["0.0", "0.8", "0.8"]
+    # One commit on the branch, the right one.
+    assert branch_commits(project, result)[0] == "fixloop[iter 1/4]: fix the mean and top_words"
+    repo = git.Repo(project)
+    assert len(list(repo.iter_commits(f"{result['branch']}", max_count=5))) == 2  # + baseline
+    # All three in the trail, with their verdicts.
+    trail = Path(result["run_dir"]) / "iterations" / "01" / "candidates"
+    verdicts = {int(k.name): json.loads((k / "verdict.json").read_text()) for k in trail.iterdir()}
+    assert sorted(verdicts) == [0, 1, 2]
+    outcome = sorted(v["verdict"] or v["dropped"] for v in verdicts.values())
+    assert outcome == ["changes no file", "failing", "ok"]
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    chosen = [e for e in events if e.type == "CandidateChosen"]
+    assert len(chosen) == 1
+    assert verdicts[chosen[0].k]["verdict"] == "ok"
+    assert_trail_agrees(result)
+
+
+def test_an_unchanged_answer_is_asked_again_in_the_same_iteration(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(UNCHANGED), reply(RIGHT))
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 0, done.stderr
+    assert (result["status"], len(result["iterations"])) == ("ok", 1)
+    assert model_server.count == 2
+    again = model_server.requests[1].body
+    assert again["temperature"] == 0.7
+    assert "Your last answer changed nothing" in again["messages"][-1]["content"]
+    assert_trail_agrees(result)
+
+
+def test_the_escalation_model_takes_over_after_a_stall(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("document the regex", comment("words are letters"))),
+        reply(answer("document it more", comment("and apostrophes"))),
+        reply(RIGHT),
+    )
+    done, result = fixloop(
+        model_server,
+        project,
+        "--escalate-model",
+        "openai/stronger",
+        "--no-restart-on-stall",
+        "--max-iters",
+        "5",
+    )
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "ok"
+    assert [r.body["model"] for r in model_server.requests] == ["scripted", "scripted", "stronger"]
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    changed = [(e.kind, e.model) for e in events if e.type == "StrategyChanged"]
+    assert changed == [("escalate", "openai/stronger")]
+    assert_trail_agrees(result)

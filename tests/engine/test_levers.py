@@ -1,0 +1,207 @@
+"""The loop's levers for a small model (issue 17), step by step without gVisor: an answer that
+changes nothing asked once more, a stall answered by a restart from the baseline and by the
+escalation model, and several candidates verified side by side with one committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+
+from engine.run.loop import RESTART_NOTE
+from tests.engine.test_loop import (
+    BROKEN,
+    FIXED,
+    RUN_ID,
+    ScriptedGate,
+    ScriptedModel,
+    TreeSandbox,
+    answer,
+    events,
+    run_loop,
+)
+
+pytestmark = pytest.mark.usefixtures("git_as_tester")
+
+
+class Stronger(ScriptedModel):
+    model = "stronger"
+
+
+def of_type(result: object, kind: str) -> list[dict[str, object]]:
+    return [e for e in events(result) if e["type"] == kind]  # type: ignore[arg-type]
+
+
+def iteration_dir(result: object, n: int) -> Path:
+    return Path(result.run_dir) / "iterations" / f"{n:02d}"  # type: ignore[attr-defined]
+
+
+# -- no-op recovery ----------------------------------------------------------------------------
+
+
+async def test_an_answer_that_changes_nothing_is_asked_again_within_the_iteration(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    # Told in one line, asked once more at a higher temperature, both answers counted.
+    assert "Your last answer changed nothing (app.py came back exactly as it was)" in (
+        model.prompt(2)
+    )
+    assert model.sampling == [(None, None), (0.7, None)]
+    assert result.iterations[0].tokens == 2 * model.tokens
+    reasked = of_type(result, "AnswerReasked")
+    assert [(e["n"], e["temperature"]) for e in reasked] == [(1, 0.7)]
+    assert (iteration_dir(result, 1) / "unchanged-response.txt").read_text() == model_answer(BROKEN)
+
+
+async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path: Path) -> None:
+    model = ScriptedModel(*[answer(("app.py", BROKEN))] * 4)
+    result = await run_loop(tmp_path, model)
+    # Two iterations of two requests each: one re-ask per iteration, then the idle guard.
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert len(model.prompts) == 4
+    assert len(of_type(result, "AnswerReasked")) == 2
+
+
+async def test_without_noop_retry_an_unchanged_answer_costs_the_iteration(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, noop_retry=False)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    assert of_type(result, "AnswerReasked") == []
+
+
+def model_answer(content: str) -> str:
+    return answer(("app.py", content))
+
+
+# -- a stall: restart from the baseline, escalate --------------------------------------------
+
+
+async def test_a_stall_restarts_from_the_baseline_once_and_asks_for_the_wrong_assumption(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        answer(("notes.txt", "one\n")),
+        answer(("notes.txt", "two\n")),
+        answer(("app.py", FIXED)),
+    )
+    result = await run_loop(tmp_path, model)
+    assert result.status.value == "ok"
+    assert [r.status for r in result.iterations] == ["failing", "failing", "ok"]
+    changed = of_type(result, "StrategyChanged")
+    assert [(e["n"], e["kind"]) for e in changed] == [(2, "restart")]
+    # The restart is a commit of its own that takes notes.txt away again...
+    repo = git.Repo(tmp_path / "project")
+    restart = [e for e in of_type(result, "Committed") if "after a stall" in str(e["message"])]
+    assert len(restart) == 1
+    assert "notes.txt" not in repo.git.ls_tree("-r", "--name-only", restart[0]["sha"])
+    # ...and the third prompt asks for the wrong assumption first, with the baseline's failure.
+    third = model.prompt(3)
+    assert RESTART_NOTE in third
+    assert "assert VALUE = 1 == 2" in third
+    assert (iteration_dir(result, 2) / "stage-test-after-restart.json").is_file()
+
+
+async def test_a_second_stall_after_the_restart_ends_the_run(tmp_path: Path) -> None:
+    model = ScriptedModel(*[answer(("notes.txt", f"{n}\n")) for n in range(1, 5)])
+    result = await run_loop(tmp_path, model)
+    assert result.status.value == "stalled"
+    assert len(of_type(result, "StrategyChanged")) == 1
+
+
+async def test_the_escalation_model_takes_over_after_a_stall(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
+    stronger = Stronger(answer(("app.py", FIXED)))
+    result = await run_loop(
+        tmp_path, model, escalation=stronger, restart_on_stall=False, max_iterations=9
+    )
+    assert result.status.value == "ok"
+    assert (len(model.prompts), len(stronger.prompts)) == (2, 1)
+    requested = [(e["n"], e["model"]) for e in of_type(result, "ModelRequested")]
+    assert requested == [(1, "scripted"), (2, "scripted"), (3, "stronger")]
+    changed = of_type(result, "StrategyChanged")
+    assert [(e["kind"], e["model"]) for e in changed] == [("escalate", "stronger")]
+
+
+async def test_the_escalation_model_answers_the_last_iteration(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")))
+    stronger = Stronger(answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, escalation=stronger, max_iterations=2)
+    assert result.status.value == "ok"
+    changed = of_type(result, "StrategyChanged")
+    assert [(e["n"], e["kind"], e["reason"]) for e in changed] == [
+        (2, "escalate", "the last iteration")
+    ]
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+async def test_three_candidates_wrong_unchanged_right_commit_the_right_one(tmp_path: Path) -> None:
+    sandbox = TreeSandbox()
+    model = ScriptedModel(
+        answer(("app.py", "VALUE = 3\n")), answer(("app.py", BROKEN)), answer(("app.py", FIXED))
+    )
+    result = await run_loop(tmp_path, model, sandbox=sandbox, candidates=3)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    # Three requests, the first greedy, the others sampled with their own seeds.
+    assert model.sampling == [(None, None), (0.8, 1), (0.8, 2)]
+    # The baseline, then the two candidates that change something; the chosen one is not
+    # verified a second time.
+    assert sandbox.jobs == 3
+    verified = {e["k"]: e for e in of_type(result, "CandidateVerified")}
+    assert (verified[0]["verdict"], verified[1]["dropped"], verified[2]["verdict"]) == (
+        "failing",
+        "changes no file",
+        "ok",
+    )
+    chosen = of_type(result, "CandidateChosen")
+    assert [(e["k"], e["by"]) for e in chosen] == [(2, "policy")]
+    # One commit on the branch: candidate 2's.
+    repo = git.Repo(tmp_path / "project")
+    assert repo.commit(f"fixloop/{RUN_ID}").message.startswith("fixloop[iter 1/")
+    tip = repo.commit(f"fixloop/{RUN_ID}")
+    assert tip.parents[0].hexsha == of_type(result, "RunStarted")[0]["baseline"]
+    assert repo.git.show(f"{tip.hexsha}:app.py") + "\n" == FIXED
+    # Every candidate is in the trail.
+    trail = iteration_dir(result, 1) / "candidates"
+    assert sorted(p.name for p in trail.iterdir()) == ["0", "1", "2"]
+    assert (trail / "0" / "stage-test.json").is_file()
+    assert "+VALUE = 2" in (trail / "2" / "patch.diff").read_text()
+    assert json.loads((trail / "1" / "verdict.json").read_text())["dropped"] == "changes no file"
+    assert (iteration_dir(result, 1) / "stage-test.json").is_file()
+
+
+async def test_the_person_picks_a_candidate_that_is_not_the_best(tmp_path: Path) -> None:
+    gate = ScriptedGate(pick=0)
+    model = ScriptedModel(
+        answer(("app.py", "VALUE = 3\n")),
+        answer(("app.py", FIXED)),
+        answer(("app.py", FIXED)),  # the same as candidate 1: not verified twice
+        answer(("app.py", FIXED)),
+    )
+    result = await run_loop(tmp_path, model, gate=gate, candidates=3, max_iterations=1)
+    assert [c.k for c in gate.choices[0]] == [0, 1]
+    dropped = {e["k"]: e["dropped"] for e in of_type(result, "CandidateVerified")}
+    assert dropped[2] == "the same as candidate 1"
+    assert of_type(result, "CandidateChosen")[0]["by"] == "person"
+    assert result.iterations[0].status == "failing"
+    repo = git.Repo(tmp_path / "project")
+    assert repo.git.show(f"fixloop/{RUN_ID}:app.py") == "VALUE = 3"
+
+
+async def test_no_usable_candidate_costs_the_iteration_with_the_first_problem(
+    tmp_path: Path,
+) -> None:
+    fixed = answer(("app.py", FIXED))
+    model = ScriptedModel("no edits here", "nor here", fixed, fixed)
+    result = await run_loop(tmp_path, model, candidates=2)
+    assert [r.status for r in result.iterations] == ["format_error", "ok"]
+    assert "Your answer could not be used" in model.prompt(3)
+    dropped = [e["dropped"] for e in of_type(result, "CandidateVerified")]
+    assert all(str(d).startswith("unusable: ") for d in dropped[:2])
+    assert dropped[3] == "the same as candidate 0"

@@ -18,7 +18,10 @@ from engine.model.client import ModelError
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings, load_settings
 from engine.run.events import (
+    AnswerReasked,
     BaseEvent,
+    CandidateChosen,
+    CandidateVerified,
     Committed,
     GuardTripped,
     IterationStarted,
@@ -30,6 +33,7 @@ from engine.run.events import (
     RunFinished,
     RunStarted,
     SpecPrepared,
+    StrategyChanged,
     TestEditsRefused,
     TestsLatched,
 )
@@ -38,6 +42,7 @@ from engine.run.gate import PolicyGate
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resolve_spec, resume_run, start_run
+from tui.lever_lines import chosen_line, reasked_line, strategy_line, verified_line
 
 RUN_FLAGS = (
     "task",
@@ -195,6 +200,7 @@ class ProgressPrinter:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.max_n = 0
+        self.candidates: dict[int, int] = {}  # candidates seen per iteration, for "2 of 3"
 
     def emit(self, event: BaseEvent) -> None:
         line = self.line(event)
@@ -232,7 +238,20 @@ class ProgressPrinter:
             return f"{label} verified: {event.verdict} ({counts}; {event.error_class})"
         if isinstance(event, GuardTripped):
             return f"{prefix} {event.guard}: {event.detail}"
-        return self.spec_line(event, prefix)
+        return self.lever_line(event, prefix) or self.spec_line(event, prefix)
+
+    def lever_line(self, event: BaseEvent, prefix: str) -> str | None:
+        """A re-asked answer, each candidate, the chosen one, a change of strategy."""
+        if isinstance(event, AnswerReasked):
+            return f"{prefix} {reasked_line(event)} at temperature {event.temperature:g}"
+        if isinstance(event, CandidateVerified):
+            self.candidates[event.n] = self.candidates.get(event.n, 0) + 1
+            return f"{prefix} {verified_line(event)}"
+        if isinstance(event, CandidateChosen):
+            return f"{prefix} {chosen_line(event, self.candidates.get(event.n, 0))}"
+        if isinstance(event, StrategyChanged):
+            return f"{prefix} {strategy_line(event)}"
+        return None
 
     def spec_line(self, event: BaseEvent, prefix: str) -> str | None:
         if isinstance(event, SpecPrepared):

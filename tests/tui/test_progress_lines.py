@@ -1,0 +1,84 @@
+"""The headless printer's line for each of issue 17's events: a re-asked answer, each candidate
+(verified or dropped), the chosen one, a change of strategy; the events as the loop emits them."""
+
+from __future__ import annotations
+
+import io
+
+from engine.run.events import (
+    AnswerReasked,
+    BaseEvent,
+    CandidateChosen,
+    CandidateVerified,
+    IterationStarted,
+    StrategyChanged,
+)
+from tui.headless import ProgressPrinter
+
+TESTS = {"collected": 5, "passed": 4, "failed": 1, "errors": 0, "skipped": 0}
+
+
+def printed(*events: BaseEvent) -> list[str]:
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream)
+    for event in [IterationStarted(n=1, max_n=4), *events]:
+        printer.emit(event)
+    return stream.getvalue().splitlines()
+
+
+def test_a_reasked_answer_is_one_line_with_its_temperature() -> None:
+    event = AnswerReasked(n=1, reason="the answer changed no file", temperature=0.7)
+    assert printed(event) == [
+        "fixloop: [1/4] the answer changed no file: asked again at temperature 0.7"
+    ]
+
+
+def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:
+    lines = printed(
+        CandidateVerified(
+            n=1,
+            k=0,
+            verdict="failing",
+            tests=TESTS,
+            files=["textstats/core.py"],
+            diff_lines=2,
+            summary="1 of 5 tests failing",
+        ),
+        CandidateVerified(n=1, k=1, dropped="changes no file"),
+        CandidateVerified(
+            n=1,
+            k=2,
+            verdict="ok",
+            tests={**TESTS, "passed": 5, "failed": 0},
+            files=["a.py", "b.py"],
+        ),
+        CandidateChosen(n=1, k=2, why="verified ok, the smallest diff of the ok ones (4 lines)"),
+    )
+    assert lines == [
+        "fixloop: [1/4] candidate 0: failing (4 passed, 1 failed) · textstats/core.py",
+        "fixloop: [1/4] candidate 1 dropped: changes no file",
+        "fixloop: [1/4] candidate 2: ok (5 passed, 0 failed) · a.py, b.py",
+        "fixloop: [1/4] candidate 2 of 3 chosen: verified ok, the smallest diff of the ok ones"
+        " (4 lines)",
+    ]
+
+
+def test_a_choice_by_the_person_says_so() -> None:
+    chosen = CandidateChosen(n=1, k=1, why="chosen by you", by="person")
+    assert printed(chosen) == ["fixloop: [1/4] candidate 1 chosen by you"]
+
+
+def test_a_restart_and_an_escalation_are_one_line_each() -> None:
+    restart = StrategyChanged(
+        n=3,
+        kind="restart",
+        reason="the same error 2 times in a row: the code is back as it was at the start",
+    )
+    escalate = StrategyChanged(
+        n=4, kind="escalate", reason="the last iteration", model="openai/stronger"
+    )
+    assert printed(restart, escalate) == [
+        "fixloop: [3/4] restarted from the baseline: the same error 2 times in a row:"
+        " the code is back as it was at the start",
+        "fixloop: [4/4] escalated to openai/stronger: the last iteration",
+    ]

@@ -1,0 +1,42 @@
+"""Issue 17's levers in one short line each, said the same by the app's history pane and the
+headless printer: an answer asked again, a verified (or dropped) candidate, the chosen one, a
+change of strategy. No Textual here: the headless printer imports it."""
+
+from __future__ import annotations
+
+from engine.run.events import AnswerReasked, CandidateChosen, CandidateVerified, StrategyChanged
+
+
+def reasked_line(event: AnswerReasked) -> str:
+    """`the answer changed no file: asked again`."""
+    return f"{event.reason or 'the answer changed nothing'}: asked again"
+
+
+def verified_line(event: CandidateVerified) -> str:
+    """`candidate 1: failing (4 passed, 1 failed) · textstats/core.py`, or why it was dropped
+    before any sandbox ran."""
+    if event.dropped:
+        return f"candidate {event.k} dropped: {event.dropped}"
+    tests = event.tests or {}
+    counts = (
+        f"{tests.get('passed', 0)} passed, {tests.get('failed', 0) + tests.get('errors', 0)} failed"
+        if tests
+        else "no test report"
+    )
+    files = ", ".join(event.files) or "no file"
+    return f"candidate {event.k}: {event.verdict.replace('_', ' ')} ({counts}) · {files}"
+
+
+def chosen_line(event: CandidateChosen, of: int = 0) -> str:
+    """`candidate 2 of 3 chosen: <the ranking's why>`, or `candidate 2 of 3 chosen by you`."""
+    which = f"candidate {event.k}" + (f" of {of}" if of else "")
+    if event.why.endswith("by you"):  # "chosen by you", "edited by you"
+        return f"{which} {event.why}"
+    return f"{which} chosen: {event.why}" if event.why else f"{which} chosen"
+
+
+def strategy_line(event: StrategyChanged) -> str:
+    """`restarted from the baseline: <reason>` or `escalated to <model>: <reason>`."""
+    if event.kind == "escalate":
+        return f"escalated to {event.model or 'the escalation model'}: {event.reason}"
+    return f"restarted from the baseline: {event.reason}"

@@ -25,11 +25,12 @@ from textual.widgets import DataTable, Log, Static, TextArea
 from engine.project.paths import run_path, runs_dir, worktree_path
 from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
-from engine.run.events import Event, ReviewResolved, RunStarted
+from engine.run.events import CandidateChosen, Event, ReviewResolved, RunStarted
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
 from tui.app import FixloopApp
+from tui.screens.candidates import CandidatesScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen
@@ -428,6 +429,62 @@ async def test_edit_then_approve_commits_the_persons_own_version(
     assert branch_subjects(project, end.outcome.branch)[0] == "fixloop[iter 1/4]: edited by you"
     resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
     assert [(e.decision, e.note) for e in resolved] == [("edit", "edited by you")]
+
+
+# Three answers for `--candidates 3`, asked at once (which candidate gets which may vary): the
+# ranking's best is RIGHT (ok, the smallest diff); ALT is green too, with a bigger diff.
+RIGHT = answer("fix the mean and top_words", MEAN_FIX, TOP_FIX)
+ALT = answer(
+    "sum the lengths with map and divide exactly; return n words",
+    {**MEAN_FIX, "replace": "# exact, not floor\n    return sum(map(len, found)) / len(found)"},
+    TOP_FIX,
+)
+WRONG = answer("fix the mean only", MEAN_FIX)
+
+
+@sandboxed
+async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is_committed(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(RIGHT), reply(ALT), reply(WRONG))
+    app = make_app(model_server, project, candidates=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_screen(pilot, CandidatesScreen)
+        views = screen.request.candidates
+        assert sorted(v.verdict for v in views) == ["failing", "ok", "ok"]
+        alt = next(v for v in views if v.explanation.startswith("sum the lengths"))
+        assert screen.request.best.k != alt.k  # the policy would have taken another
+        await pilot.press(str(alt.k))
+        assert "+    return sum(map(len, found)) / len(found)" in screen.diff_text()
+        await pilot.press("enter")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert end.outcome.reason == "verified green on iteration 1"
+    assert model_server.count == 3
+    repo = git.Repo(project)
+    branch = end.outcome.branch
+    assert branch_subjects(project, branch)[0] == (
+        "fixloop[iter 1/4]: sum the lengths with map and divide exactly; return n words"
+    )
+    committed = repo.git.diff(f"{branch}~1", branch, "--", "textstats/core.py")
+    # What was committed is what the person picked, line for line.
+    assert changed_lines(committed) == changed_lines(alt.diff)
+    chosen = [e for e in run_events(app) if isinstance(e, CandidateChosen)]
+    assert [(e.k, e.why, e.by) for e in chosen] == [(alt.k, "chosen by you", "person")]
+    assert history_levers(app) == [f"1 · candidate {alt.k} of 3 chosen by you"]
+
+
+def changed_lines(diff: str) -> list[str]:
+    """A diff's added and removed lines, without its file headers."""
+    return [
+        line
+        for line in diff.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    ]
+
+
+def history_levers(app: FixloopApp) -> list[str]:
+    return str(app.main.query_one("#levers", Static).render()).splitlines()
 
 
 @sandboxed

@@ -24,7 +24,10 @@ from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
 from engine.run.artifacts import CodeFile, IterationArtifacts
 from engine.run.events import (
+    AnswerReasked,
     BaseEvent,
+    CandidateChosen,
+    CandidateVerified,
     Committed,
     EditsApplied,
     IterationStarted,
@@ -38,6 +41,7 @@ from engine.run.events import (
     RunStarted,
     StageFinished,
     StageStarted,
+    StrategyChanged,
 )
 from engine.run.finish import Finished
 from engine.run.gate import CandidateView, Choice
@@ -407,11 +411,11 @@ def candidate(
 
 
 def candidates_request() -> CandidatesRequest:
-    """Iteration 1's three verified candidates: the ranking's best, another green one, and a
-    pass that skips a test."""
+    """Iteration 1's three verified candidates, numbered from 0 as in the trail: the ranking's
+    best, another green one, and a pass that skips a test."""
     verified = [
         candidate(
-            1,
+            0,
             "ok",
             TestCounts(collected=5, passed=5),
             [MEAN_EDIT, TOP_EDIT],
@@ -420,7 +424,7 @@ def candidates_request() -> CandidatesRequest:
             summary="tests: 5 passed",
         ),
         candidate(
-            2,
+            1,
             "ok",
             TestCounts(collected=5, passed=5),
             [MAP_EDIT, TOP_EDIT],
@@ -429,7 +433,7 @@ def candidates_request() -> CandidatesRequest:
             summary="tests: 5 passed",
         ),
         candidate(
-            3,
+            2,
             "suspicious_pass",
             TestCounts(collected=5, passed=4, skipped=1),
             [MEAN_EDIT, Edit(path="tests/test_core.py", content=TEST_SKIPPED)],
@@ -441,7 +445,9 @@ def candidates_request() -> CandidatesRequest:
     ]
     views = [view for view, _ in verified]
     previews = {view.k: preview for view, preview in verified}
-    best = Choice(decision="pick", k=1, why="the best: verified ok, smallest diff")
+    best = Choice(
+        decision="pick", k=0, why="verified ok, the smallest diff of the ok ones (4 lines)"
+    )
     return CandidatesRequest(
         n=1, max_n=4, candidates=views, best=best, previews=previews, future=Future()
     )
@@ -528,6 +534,61 @@ def test_main_screen_with_a_rejected_proposal(snap_compare: SnapCompare) -> None
     assert snap_compare(app, terminal_size=BIG, run_before=run_before)
 
 
+def levers_run() -> list[BaseEvent]:
+    """Three candidates in iteration 1 (the person picks 1), a re-asked answer in iteration 2
+    that fails the same way: the stronger model takes over and the run restarts; iteration 3
+    waits for its review."""
+    first = started()[0]
+    assert isinstance(first, RunStarted)
+    config = {**first.config, "candidates": 3}
+    t = T0 + 1.5
+    tests = counts(4, 1)
+    chosen = "fixloop[iter 1/4]: sum the lengths with map; divide exactly"
+    return [
+        first.model_copy(update={"config": config}),
+        *started()[1:],
+        IterationStarted(ts=t, n=1, max_n=4),
+        *[ModelRequested(ts=t, n=1, model="openai/gpt-4o-mini", candidate=k) for k in range(3)],
+        *[
+            ModelResponded(ts=t + 2, n=1, prompt_tokens=790, completion_tokens=58, candidate=k)
+            for k in range(3)
+        ],
+        CandidateVerified(ts=t + 4, n=1, k=0, verdict="failing", tests=tests, files=CORE_PY),
+        CandidateVerified(ts=t + 4, n=1, k=1, verdict="failing", tests=tests, files=CORE_PY),
+        CandidateVerified(ts=t + 4, n=1, k=2, dropped="changes no file"),
+        CandidateChosen(ts=t + 6, n=1, k=1, why="chosen by you", by="person"),
+        *applied(1, t + 6.1, CORE_PY, SHA_1, chosen)[1:],
+        *verification(1, t + 6.3, 1, "failing", tests),
+        *iteration(2, t + 8, "divide exactly", CORE_PY)[:3],
+        AnswerReasked(ts=t + 10, n=2, reason="the answer changed no file", temperature=0.7),
+        *iteration(2, t + 10, "divide exactly", CORE_PY)[1:],
+        *applied(2, t + 14, CORE_PY, SHA_2, "divide exactly"),
+        *verification(2, t + 14.3, 1, "failing", tests),
+        StrategyChanged(
+            ts=t + 15.4,
+            n=2,
+            kind="escalate",
+            reason="stalled: the same error 2 times in a row",
+            model="openai/gpt-4o",
+        ),
+        StrategyChanged(
+            ts=t + 15.5,
+            n=2,
+            kind="restart",
+            reason="the same error 2 times in a row: the code is back as it was at the start",
+        ),
+        # Waiting for a review: no spinner in the header, so the frame does not depend on time.
+        *iteration(3, t + 17, "the mean is exact; return n words", CORE_PY),
+    ]
+
+
+@pytest.mark.parametrize("size", [SMALL, BIG], ids=["80x24", "120x40"])
+def test_main_screen_shows_the_levers(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    run_before = showing(levers_run(), select=2)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
 def test_main_screen_shows_the_next_file_after_f(snap_compare: SnapCompare) -> None:
     app = app_in("light")
     run_before = showing(finished_run(), select=1)
@@ -586,7 +647,7 @@ def test_candidates_modal_writing_a_note_on_a_doubtful_one(snap_compare: SnapCom
     app = app_in("light")
     screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
     run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
-    press = ["3", "n", *"why skip it?"]
+    press = ["2", "n", *"why skip it?"]
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=press)
 
 

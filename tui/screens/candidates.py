@@ -1,6 +1,7 @@
 """The candidates modal (step mode, `--candidates N`): an iteration's verified candidates side by
 side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked) and the
-selected one's diff; pick it `enter`, edit it `e`, send a note with it `n`, or abort `x`."""
+selected one's diff; select with the arrows or a candidate's number (as in the trail), pick it
+`enter`, edit it `e`, send a note with it `n`, or abort `x`."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from tui.widgets.diff import diff_content
 from tui.widgets.history import status_colour
 
 CHOSEN_BY_YOU = "chosen by you"
-MAX_KEYS = 8  # 1-8 select a candidate
 FILES_WIDTH = 20  # what the files column may take of an 80-column table
 COLUMNS = ("#", "verdict", "tests", "files", "diff", "")
 GIT_HEADERS = ("diff --git ", "index ")
@@ -85,7 +85,8 @@ class CandidatesScreen(ModalScreen[Choice]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "move(1)", "select", key_display="↑↓"),
         Binding("up", "move(-1)", "select", show=False),
-        *(Binding(str(i), f"select({i - 1})", show=False) for i in range(1, MAX_KEYS + 1)),
+        # A candidate's number (as in the trail: iterations/NN/candidates/K/) selects it.
+        *(Binding(str(k), f"select_number({k})", show=False) for k in range(10)),
         # Priority: the table's own enter would only highlight the row.
         Binding("enter", "pick", "pick", priority=True),
         Binding("e", "edit", "edit"),
@@ -111,7 +112,8 @@ class CandidatesScreen(ModalScreen[Choice]):
             dialog.border_title = (
                 f"iteration {request.n}/{request.max_n} · {many} candidates verified: pick one"
             )
-            dialog.border_subtitle = f"↑↓ or 1-{min(many, MAX_KEYS)}: select"
+            numbers = [c.k for c in request.candidates]
+            dialog.border_subtitle = f"↑↓ or {min(numbers)}-{max(numbers)}: select"
             table: DataTable[str | Text] = DataTable(
                 id="candidates-table", cursor_type="row", zebra_stripes=True
             )
@@ -238,6 +240,10 @@ class CandidatesScreen(ModalScreen[Choice]):
     def action_select(self, index: int) -> None:
         if 0 <= index < len(self.request.candidates):
             self.table.move_cursor(row=index)  # the highlight moves `selected`
+
+    def action_select_number(self, k: int) -> None:
+        if any(c.k == k for c in self.request.candidates):
+            self.action_select(self._index_of(k))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

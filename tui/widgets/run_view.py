@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.run.events import (
+    AnswerReasked,
     BaseEvent,
+    CandidateChosen,
+    CandidateVerified,
     Committed,
     EditsApplied,
     GuardTripped,
@@ -28,11 +31,15 @@ from engine.run.events import (
     SpecPrepared,
     StageFinished,
     StageStarted,
+    StrategyChanged,
     TestEditsRefused,
 )
+from tui.lever_lines import chosen_line, reasked_line, strategy_line
 
 # An iteration in one of these is still under way.
-IN_PROGRESS = frozenset({"verifying", "asking", "answered", "review", "applying", "pass review"})
+IN_PROGRESS = frozenset(
+    {"verifying", "asking", "answered", "candidates", "review", "applying", "pass review"}
+)
 
 
 @dataclass
@@ -79,6 +86,8 @@ class IterationView:
     comment: str = ""  # what the person told the model with their decision
     model_text: str = ""  # streamed while the model answers
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
+    candidates: int = 0  # candidates verified or dropped so far (`--candidates N`)
+    levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
 
     @property
     def duration_s(self) -> float:
@@ -106,6 +115,7 @@ class RunView:
     status: str = ""  # empty while the run is live
     reason: str = ""
     final_commit: str | None = None
+    candidates: int = 1  # answers asked per iteration
     tokens: int = 0
     cost_usd: float = 0.0
     duration_s: float = 0.0
@@ -168,6 +178,7 @@ class RunView:
         self.max_tokens = budget.get("max_tokens")
         self.max_cost_usd = budget.get("max_cost_usd")
         self.named_files = list(event.config.get("files") or [])
+        self.candidates = int(event.config.get("candidates") or 1)
         self.iterations[0] = IterationView(n=0, status="verifying", started=event.ts)
 
     def _update(self, it: IterationView, event: BaseEvent) -> None:
@@ -175,10 +186,10 @@ class RunView:
             it.status, it.model_text, it.retry = "asking", "", ""
         elif isinstance(event, ModelRetrying):
             it.retry, it.model_text = event.said, ""
-        elif isinstance(event, ModelResponded):
+        elif isinstance(event, ModelResponded):  # an iteration may ask more than once
             it.status, it.retry = "answered", ""
-            it.tokens = event.prompt_tokens + event.completion_tokens
-            it.cost_usd = event.cost_usd
+            it.tokens += event.prompt_tokens + event.completion_tokens
+            it.cost_usd += event.cost_usd
             self.tokens = sum(i.tokens for i in self.iterations.values())
             self.cost_usd = sum(i.cost_usd for i in self.iterations.values())
         elif isinstance(event, ProposalReady):
@@ -217,7 +228,22 @@ class RunView:
         elif isinstance(event, GuardTripped):
             it.guard = f"{event.guard}: {event.detail}"
         else:
+            self._lever_update(it, event)
             self._spec_update(it, event)
+
+    def _lever_update(self, it: IterationView, event: BaseEvent) -> None:
+        """Issue 17's levers: a re-asked answer, the candidates, a change of strategy."""
+        if isinstance(event, AnswerReasked):
+            it.levers.append(reasked_line(event))
+        elif isinstance(event, CandidateVerified):
+            it.candidates += 1
+            if it.candidates >= self.candidates:
+                it.status = "candidates"  # all in: one is being chosen
+        elif isinstance(event, CandidateChosen):
+            it.status = "applying"
+            it.levers.append(chosen_line(event, it.candidates))
+        elif isinstance(event, StrategyChanged):
+            it.levers.append(strategy_line(event))
 
     def _spec_update(self, it: IterationView, event: BaseEvent) -> None:
         """Spec mode's own events: the examples written, refused test edits, references."""

@@ -102,6 +102,7 @@ def _notes(it: IterationView) -> Content | None:
         lines.append(
             Content.styled("verified green: every stage passed, honestly.", "$text-success")
         )
+    lines.extend(Content.styled(line, "$text-accent") for line in it.levers)
     if it.guard:
         lines.append(Content.styled(f"guard tripped: {it.guard}", "bold $text-error"))
     return Content("\n").join(lines) if lines else None

@@ -40,8 +40,12 @@ def activity_of(view: RunView, streamed: int = 0) -> Activity:
     if latest.status == "asking":
         got = f" ({streamed:,} characters so far)" if streamed else ""
         return Activity(f"the model is answering{got}", busy=True)
+    if latest.status == "answered" and view.candidates > 1:
+        return Activity(f"verifying {view.candidates} candidates side by side", busy=True)
     if latest.status == "answered":
         return Activity("reading the answer", busy=True)
+    if latest.status == "candidates":
+        return Activity("choosing among the candidates")
     if latest.status == "review":
         return Activity("waiting for your review of the proposal")
     if latest.status == "pass review":

@@ -1,5 +1,7 @@
 """The history pane: a table of the run's iterations (status, tests, error class, tokens,
-cost, time). Highlighting a row posts `HistoryPane.Selected`; the screen moves every pane."""
+cost, time), and beneath it the latest changes of course (an answer asked again, the candidate
+chosen, a restart or an escalation), one line each. Highlighting a row posts
+`HistoryPane.Selected`; the screen moves every pane."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from tui.widgets.run_view import IterationView, RunView
 
@@ -41,6 +44,7 @@ STATUS_COLOURS = {
     "rejected": "warning",
 }
 NOTE_WIDTH = 30  # how much of the person's note the table shows (the feedback pane has it all)
+LEVER_LINES = 3  # the latest changes of course shown (each iteration's are in the feedback pane)
 
 
 def status_colour(status: str) -> str:
@@ -76,6 +80,10 @@ class HistoryPane(Vertical):
 
     DEFAULT_CSS = """
     HistoryPane > DataTable { height: 1fr; scrollbar-size: 1 1; }
+    HistoryPane > #levers {
+        height: auto; max-height: 3; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    HistoryPane > #levers.empty { display: none; }
     """
 
     class Selected(Message):
@@ -96,6 +104,7 @@ class HistoryPane(Vertical):
         for label, key in COLUMNS:
             table.add_column(label, key=key)
         yield table
+        yield Static(id="levers", classes="empty")
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show(self._view))
@@ -121,6 +130,17 @@ class HistoryPane(Vertical):
             else:
                 table.add_row(*cells, key=key)
         self.border_subtitle = f"{view.current_n}/{view.max_iterations}" if view.run_id else ""
+        self._show_levers(view)
+
+    def _show_levers(self, view: RunView) -> None:
+        said = [
+            Content.assemble((f"{it.n} · ", "$text-muted"), line)
+            for _, it in sorted(view.iterations.items())
+            for line in it.levers
+        ][-LEVER_LINES:]
+        levers = self.query_one("#levers", Static)
+        levers.set_class(not said, "empty")
+        levers.update(Content("\n").join(said))
 
     def select(self, n: int) -> None:
         """Move the cursor to iteration n (the screen's choice, not the person's)."""

@@ -460,6 +460,7 @@ async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is
         end = await end_of_run(pilot)
         assert end.outcome.status == "ok"
         assert end.outcome.reason == "verified green on iteration 1"
+        assert history_levers(app) == [f"1 · candidate {alt.k} of 3 chosen by you"]
     assert model_server.count == 3
     repo = git.Repo(project)
     branch = end.outcome.branch
@@ -471,7 +472,6 @@ async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is
     assert changed_lines(committed) == changed_lines(alt.diff)
     chosen = [e for e in run_events(app) if isinstance(e, CandidateChosen)]
     assert [(e.k, e.why, e.by) for e in chosen] == [(alt.k, "chosen by you", "person")]
-    assert history_levers(app) == [f"1 · candidate {alt.k} of 3 chosen by you"]
 
 
 def changed_lines(diff: str) -> list[str]:

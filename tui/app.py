@@ -10,9 +10,7 @@ stop, abort and quit (tui/app_quit.py); its palette is tui/commands.py.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -49,7 +47,7 @@ from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
-from tui.screens.quit import QuitScreen, resume_command
+from tui.screens.quit import QuitScreen
 from tui.screens.replay import ReplayScreen, artifact_loader
 from tui.screens.review import ReviewScreen
 from tui.screens.runs import RunsScreen
@@ -432,30 +430,3 @@ def _resolve(request: Any, review: Any) -> None:
     """A modal's answer to the engine (a modal closed without one decides nothing)."""
     if review is not None:
         request.resolve(review)
-
-
-# -- the command line's entry --------------------------------------------------------------------
-
-
-def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
-    """`fixloop-tui [PATH] [flags]` (or `watch`): settings as for headless, then the app; its
-    exit code."""
-    from tui.headless import settings_from_args
-
-    prepared = settings_from_args(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, settings = prepared
-    app = FixloopApp(project, settings, task=settings.task, watch=watch)
-    app.run()
-    if app.stopped:
-        resume = resume_command(app.stopped, str(project))
-        print(f"fixloop: stopped — resume with: {resume}", file=sys.stderr)
-    elif app.outcome is not None:
-        line = f"fixloop: {app.outcome.status_text} — {app.outcome.reason}"
-        if app.finished is not None:
-            line += f"; {app.finished.detail}"
-        elif app.outcome.decidable:
-            line += f"; the result stays on branch {app.outcome.branch}"
-        print(line, file=sys.stderr)
-    return app.exit_status

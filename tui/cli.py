@@ -258,14 +258,14 @@ def main(argv: list[str] | None = None) -> int:
             return build_image_command(args, parser)
         if args.command == "run":
             if not args.headless:
-                from tui.app import run_app
+                from tui.interactive import run_app
 
                 return run_app(args)
             from tui.headless import run_headless
 
             return run_headless(args)
         if args.command == "watch":
-            from tui.app import run_app
+            from tui.interactive import run_app
 
             return run_app(args, watch=True)
         if args.command == "demo":

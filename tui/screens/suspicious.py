@@ -17,6 +17,7 @@ from textual.widgets import Button, Footer, Static, TextArea
 
 from engine.run.gate import PassReview
 from tui.gate import PassReviewRequest
+from tui.screens.review import dialog_button
 from tui.widgets.diff import diff_content
 
 
@@ -54,27 +55,9 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
                 box.border_title = "your note to the model (ctrl+s rejects with it, esc: back)"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
             with Horizontal(classes="buttons"):
-                yield Button(
-                    Content("accept [a]"),
-                    id="accept",
-                    variant="warning",
-                    compact=True,
-                    action="screen.accept",
-                )
-                yield Button(
-                    Content("reject [r]"),
-                    id="reject",
-                    variant="primary",
-                    compact=True,
-                    action="screen.reject",
-                )
-                yield Button(
-                    Content("reject with a note [n]"),
-                    id="open_note",
-                    variant="default",
-                    compact=True,
-                    action="screen.open_note",
-                )
+                yield dialog_button("accept [a]", "accept", "warning")
+                yield dialog_button("reject [r]", "reject", "primary")
+                yield dialog_button("reject with a note [n]", "open_note", "default")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

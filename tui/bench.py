@@ -36,7 +36,7 @@ from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, SuiteError, load_suite
 from engine.model.client import ModelClient, load_litellm
 from engine.project.settings import ConfigError, Settings
-from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
+from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from engine.verify.checkout import open_configured_sandbox
 from sandbox import FixloopError, choose_backend
@@ -192,6 +192,9 @@ def bench_command(args: argparse.Namespace) -> int:
     except FixloopError as exc:  # the model, the sandbox, or a run that could not start
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
+    except KeyboardInterrupt:
+        print("bench: interrupted (ctrl+c)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         if args.keep:
             print(f"bench: task repositories and audit trails kept in {workdir}", file=sys.stderr)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.model_server import ScriptedModelServer, reply
+from tests.model_server import ScriptedModelServer, reply, status
 
 REPO = Path(__file__).parents[2]
 KEY = "sk-test-bench-0123456789"
@@ -173,6 +173,23 @@ def test_json_has_per_task_runs_and_scores(
     score = result["scores"]["raw"]
     assert (score["tasks"], score["pass_at_1"], score["pass_after_round"]) == (2, 0.5, [0.5])
     assert not (tmp_path / ".fixloop").exists()  # nothing in the home directory
+
+
+def test_a_model_that_refuses_the_key_stops_the_bench(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model_server.script(status(401))
+    done = bench(model_server, tmp_path, "--keep")
+    assert done.returncode == 6, done.stderr
+    assert model_server.count == 1  # no retry, and no second task asked the same dead model
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("fixloop-tui:")]
+    assert error.startswith("fixloop-tui: error: ")
+    assert "401" in error
+    assert "Traceback" not in done.stderr
+    kept = Path(done.stderr.split("audit trails kept in ")[1].split()[0])
+    [trail] = kept.glob("*/.fixloop/runs/*/events.jsonl")
+    assert '"status":"error"' in trail.read_text().replace(" ", "")
+    shutil.rmtree(kept)
 
 
 def test_an_unknown_arm_is_a_usage_error(tmp_path: Path) -> None:

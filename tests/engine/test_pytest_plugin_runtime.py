@@ -234,3 +234,58 @@ def test_a_passing_session_reports_no_runtime_values(tmp_path: Path) -> None:
     session = run_pytest(project)
     assert session.exit_code == 0
     assert "runtime" not in json.dumps(session.payload)
+
+
+def test_a_comprehensions_hidden_iterator_is_not_a_local(tmp_path: Path) -> None:
+    project = write_project(
+        tmp_path,
+        {
+            "src/__init__.py": "",
+            "src/prices.py": (
+                "def totals(prices):\n"
+                "    return [amount * 2 for name, amount in prices.items() if name.upper()]\n"
+            ),
+            "tests/test_prices.py": (
+                "from src.prices import totals\n"
+                "\n"
+                "\n"
+                "def test_totals():\n"
+                "    assert totals({'tea': None}) == []\n"
+            ),
+        },
+    )
+    runtime = runtime_of(run_pytest(project), "test_totals")
+    assert runtime.frame.file == "src/prices.py"
+    assert "name" in values(runtime)
+    assert all(name.isidentifier() for name in values(runtime))
+
+
+def test_a_fake_in_the_tests_is_passed_over_for_the_code_under_test(tmp_path: Path) -> None:
+    project = write_project(
+        tmp_path,
+        {
+            "src/__init__.py": "",
+            "src/shop.py": (
+                "def checkout(cart, pay):\n"
+                "    total = sum(cart.values())\n"
+                "    return pay(total * 100)\n"
+            ),
+            "tests/__init__.py": "",
+            "tests/fakes.py": (
+                "def refusing_card(cents):\n"
+                "    limit = 500\n"
+                "    raise ValueError(f'{cents} is over {limit}')\n"
+            ),
+            "tests/test_shop.py": (
+                "from src.shop import checkout\n"
+                "from tests.fakes import refusing_card\n"
+                "\n"
+                "\n"
+                "def test_checkout():\n"
+                "    assert checkout({'tea': 2}, refusing_card) is None\n"
+            ),
+        },
+    )
+    runtime = runtime_of(run_pytest(project), "test_checkout")
+    assert (runtime.frame.file, runtime.frame.function) == ("src/shop.py", "checkout")
+    assert values(runtime)["total"] == "2"

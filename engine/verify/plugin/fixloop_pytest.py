@@ -159,10 +159,12 @@ class SessionRecorder:
         test_file = self.relative(str(item.path))
 
         def is_test_file(path: str) -> bool:
-            name = os.path.basename(path)
-            if self.relative(path) == test_file or name == "conftest.py":
+            relative = self.relative(path)
+            name = relative.rsplit("/", 1)[-1]
+            if relative == test_file or name == "conftest.py":
                 return True
-            return name.startswith("test_") or name.endswith("_test.py")
+            in_tests = not {"tests", "test"}.isdisjoint(relative.split("/")[:-1])
+            return in_tests or name.startswith("test_") or name.endswith("_test.py")
 
         found = failing_frame(tb, self.in_project, is_test_file)
         if found is None:

@@ -63,8 +63,9 @@ def value_repr(value: object) -> str:
 
 
 def _shown(name: str) -> bool:
-    """Not a dunder and not an assert-rewrite temporary (`@py_assert1`)."""
-    return not name.startswith("@") and not (name.startswith("__") and name.endswith("__"))
+    """A name the code wrote: not a dunder, an assert-rewrite temporary (`@py_assert1`) or a
+    comprehension's hidden iterator (`.0`)."""
+    return name.isidentifier() and not (name.startswith("__") and name.endswith("__"))
 
 
 def _noise(value: object) -> bool:

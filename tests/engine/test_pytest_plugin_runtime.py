@@ -88,6 +88,36 @@ def test_an_assert_in_the_test_takes_the_test_frame_without_its_imports(tmp_path
     assert values(runtime) == {"n": "127", "count": "3"}
 
 
+def test_code_is_not_state_and_addresses_are_left_out(tmp_path: Path) -> None:
+    project = write_project(
+        tmp_path,
+        {
+            "src/__init__.py": "",
+            "src/primes.py": (
+                "import random\n"
+                "\n"
+                "\n"
+                "def largest_prime(numbers):\n"
+                "    def is_prime(n):\n"
+                "        return n > 1 and all(n % d for d in range(2, n))\n"
+                "\n"
+                "    rng = random.Random(0)\n"
+                "    return max(n for n in numbers if is_prime(n))\n"
+            ),
+            "tests/test_primes.py": (
+                "from src.primes import largest_prime\n"
+                "\n"
+                "\n"
+                "def test_no_primes():\n"
+                "    assert largest_prime([4, 6]) is None\n"
+            ),
+        },
+    )
+    runtime = runtime_of(run_pytest(project), "test_no_primes")
+    assert runtime.frame.function == "largest_prime"
+    assert values(runtime) == {"numbers": "[4, 6]", "rng": "<random.Random object>"}
+
+
 def test_a_failing_repr_says_so_and_the_session_goes_on(tmp_path: Path) -> None:
     project = write_project(
         tmp_path,

@@ -169,8 +169,8 @@ class SessionRecorder:
         found = failing_frame(tb, self.in_project, is_test_file)
         if found is None:
             return None
-        frame, line, in_test = found
-        values, omitted = frame_values(frame, skip_noise=in_test)
+        frame, line = found
+        values, omitted = frame_values(frame)
         if not values:
             return None
         where = RawFrame(frame.f_code.co_filename, line, frame.f_code.co_name)

@@ -6,6 +6,7 @@ plugin (stdlib only); it never raises, whatever the values' reprs do.
 from __future__ import annotations
 
 import builtins
+import re
 import reprlib
 import time
 import types
@@ -19,7 +20,7 @@ CUT = "..."
 REPR_FAILED = "<repr failed>"
 # A slow __repr__ cannot be interrupted safely; past this, the remaining names are skipped.
 TIME_BUDGET_S = 0.5
-# In the test function's own frame these are the imports and helpers it uses, not state.
+# Imported or nested functions, modules and classes are code, not state.
 NOISE_TYPES = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -27,6 +28,8 @@ NOISE_TYPES = (
     types.ModuleType,
     type,
 )
+# `<Random object at 0x55d0...>`: the address tells the model nothing and changes every run.
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 class _CappedRepr(reprlib.Repr):
@@ -55,9 +58,9 @@ def cut(text: str, limit: int = VALUE_CHARS) -> str:
 
 
 def value_repr(value: object) -> str:
-    """The value's repr, capped; "<repr failed>" when its repr raises."""
+    """The value's repr, capped, without memory addresses; "<repr failed>" when it raises."""
     try:
-        return cut(_REPR.repr(value))
+        return cut(ADDRESS.sub("", _REPR.repr(value)))
     except Exception:
         return REPR_FAILED
 
@@ -69,19 +72,23 @@ def _shown(name: str) -> bool:
 
 
 def _noise(value: object) -> bool:
-    if isinstance(value, NOISE_TYPES):
-        return True
-    module = getattr(type(value), "__module__", "") or ""
-    return module.split(".")[0] in ("_pytest", "pytest")  # fixtures such as capsys
+    """Code rather than state, or a pytest fixture's object (`capsys`)."""
+    try:
+        if isinstance(value, NOISE_TYPES):  # may ask a proxy's __class__, which may raise
+            return True
+        module = getattr(type(value), "__module__", "") or ""
+    except Exception:
+        return False
+    return module.split(".")[0] in ("_pytest", "pytest")
 
 
-def frame_values(frame: FrameType, *, skip_noise: bool) -> tuple[list[dict[str, str]], int]:
-    """Up to MAX_NAMES (name, repr) pairs of the frame's locals, in the frame's own order
+def frame_values(frame: FrameType) -> tuple[list[dict[str, str]], int]:
+    """Up to MAX_NAMES (name, repr) pairs of the frame's state, in the frame's own order
     (arguments first), and how many more there were."""
     names: list[tuple[str, Any]] = [
         (name, value)
         for name, value in dict(frame.f_locals).items()
-        if _shown(name) and not (skip_noise and _noise(value))
+        if _shown(name) and not _noise(value)
     ]
     values: list[dict[str, str]] = []
     deadline = time.monotonic() + TIME_BUDGET_S
@@ -96,17 +103,13 @@ def failing_frame(
     tb: TracebackType | None,
     in_project: Callable[[str], bool],
     is_test_file: Callable[[str], bool],
-) -> tuple[FrameType, int, bool] | None:
-    """(frame, line, is a test frame) of the deepest project frame of the traceback: the
-    last one outside the tests (the code under test), else the last one in them."""
+) -> tuple[FrameType, int] | None:
+    """(frame, line) of the deepest project frame of the traceback: the last one outside
+    the tests (the code under test), else the last one in them."""
     entries: list[tuple[FrameType, int]] = []
     while tb is not None:
         entries.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     project = [(f, line) for f, line in entries if in_project(f.f_code.co_filename)]
     code = [(f, line) for f, line in project if not is_test_file(f.f_code.co_filename)]
-    if code:
-        return code[-1][0], code[-1][1], False
-    if project:
-        return project[-1][0], project[-1][1], True
-    return None
+    return code[-1] if code else project[-1] if project else None

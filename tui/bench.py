@@ -1,5 +1,5 @@
-"""`fixloop-tui bench`: run a task suite through the test-and-repair loop and print the
-pass-rate-per-round table (and plot) for each feedback arm.
+"""`fixloop-tui bench`: run a task suite through the real loop (`start_run`, once per task
+and arm, in throwaway git repositories) and print the pass-rate-per-round table and plot.
 
 Progress goes to stderr; stdout gets the table and the chart, or with `--json` exactly one
 JSON object. Bad input is one line and exit 2; a model or sandbox that fails mid-run, exit 6.
@@ -10,39 +10,55 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
+import textwrap
 import time
 import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
-from bench.suite.harness import Evaluator
-from bench.suite.prompts import ARMS, Arm
+from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, ArmError, describe, parse_arms
 from bench.suite.report import render, write_png
-from bench.suite.runner import (
-    AttemptFinished,
+from bench.suite.results import (
+    ArmFinished,
     BenchConfig,
     BenchEvent,
     BenchRun,
-    BenchRunner,
     ItemFinished,
     ItemStarted,
     Preparing,
+    RoundVerified,
 )
+from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
-from bench.suite.tasks import SuiteError, load_suite
-from engine.model.client import ModelClient, ModelError, load_litellm
+from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from engine.model.client import ModelClient, load_litellm
 from engine.project.settings import ConfigError, Settings
-from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
+from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
-from sandbox import open_sandbox
+from engine.verify.checkout import open_configured_sandbox
+from sandbox import FixloopError, choose_backend
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "arms (run options of the loop):\n" + "\n".join(
+        textwrap.fill(
+            describe(name), 79, initial_indent=f"  {name:<9} ", subsequent_indent=" " * 12
+        )
+        for name in ARMS
+    )
     parser.add_argument(
         "--suite", default="humaneval", help="humaneval (default), examples, or a DIR of *.jsonl"
     )
-    parser.add_argument("--mode", choices=["generate", "repair"], default="generate")
+    parser.add_argument(
+        "--mode",
+        choices=["generate", "repair"],
+        default="generate",
+        help="generate: complete each prompt (default); repair: fix a seeded mutant of each task",
+    )
     parser.add_argument("--model", help="any litellm model name; default: the embedded one")
     parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
@@ -51,26 +67,38 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=2,
         metavar="K",
-        help="repair rounds after the first answer (default 2)",
+        help="repair rounds after the first answer (default 2): the loop gets K + 1 iterations",
     )
     parser.add_argument("--limit", type=int, metavar="N", help="tasks to run (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="which tasks (default 0)")
-    parser.add_argument(
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--arms",
+        metavar="A,B",
+        help=f"arms to compare, comma-separated (default {','.join(DEFAULT_ARMS)}; see below)",
+    )
+    chosen.add_argument(
         "--feedback",
-        choices=[*ARMS, "both"],
-        default="packet",
-        help="packet: fixloop's repair packet (default); raw: the raw test log; both: A/B",
+        choices=list(FEEDBACK_ARMS),
+        help="the older way to name arms: packet = today, raw = raw, both = today,raw",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also write the chart as a PNG")
-    parser.add_argument("--sandbox", choices=["gvisor", "unsafe-local"], default="gvisor")
+    parser.add_argument(
+        "--sandbox", choices=["gvisor", "docker", "auto", "unsafe-local"], default="gvisor"
+    )
     parser.add_argument(
         "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the task repositories and their runs' audit trails (default: removed)",
     )
 
 
 class BenchProgress:
-    """A progress line per attempt and a bar per finished task, on stderr."""
+    """A line per round and per finished run, a bar per finished task, on stderr."""
 
     def __init__(self, stream: TextIO, width: int = 20) -> None:
         self.stream = stream
@@ -87,12 +115,16 @@ class BenchProgress:
             return event.detail
         if isinstance(event, ItemStarted):
             return f"{self.bar(event.index - 1, event.total)} {event.item_id} ..."
-        if isinstance(event, AttemptFinished):
-            a = event.attempt
-            tokens = a.prompt_tokens + a.completion_tokens
+        if isinstance(event, RoundVerified):
             return (
-                f"  {event.item_id} [{event.arm}] round {a.round}: {a.status} ({a.summary}); "
-                f"{tokens} tokens, model {a.model_s:.0f}s, tests {a.verify_s:.1f}s"
+                f"  {event.item_id} [{event.arm}] round {event.round}: {event.verdict}"
+                f" ({event.detail})"
+            )
+        if isinstance(event, ArmFinished):
+            r = event.result
+            return (
+                f"  {event.item_id} [{r.arm}] {r.status}: {r.reason}; "
+                f"{r.spend.prompt_tokens:,} prompt tokens, {r.wall_s:.1f}s"
             )
         if isinstance(event, ItemFinished):
             done = ", ".join(
@@ -115,20 +147,27 @@ def _fail(message: str) -> int:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    if args.max_iters < 0:
-        return _fail("--max-iters must be 0 or more (repair rounds after the first answer)")
+    if args.max_iters < 0 or args.max_iters > 99:
+        return _fail("--max-iters must be 0 to 99 (repair rounds after the first answer)")
     if args.limit is not None and args.limit < 1:
         return _fail("--limit must be 1 or more")
     if args.plot is not None and not args.plot.resolve().parent.is_dir():
         return _fail(f"--plot {args.plot}: its directory does not exist")
     try:
+        arms = (
+            parse_arms(args.arms) if args.arms else list(FEEDBACK_ARMS[args.feedback or "packet"])
+        )
         tasks = load_suite(args.suite)
-        settings = Settings(model=args.model, model_path=args.model_path, api_base=args.api_base)
+        settings = Settings(
+            model=args.model,
+            model_path=args.model_path,
+            api_base=args.api_base,
+            sandbox=args.sandbox,
+        )
         model = resolve_model(settings)
         check_model(model, settings)
-    except (SuiteError, ConfigError) as exc:
+    except (ArmError, SuiteError, ConfigError) as exc:
         return _fail(str(exc))
-    arms: list[Arm] = list(ARMS) if args.feedback == "both" else [args.feedback]
     config = BenchConfig(
         suite=args.suite,
         mode=args.mode,
@@ -142,15 +181,25 @@ def bench_command(args: argparse.Namespace) -> int:
     client = make_client(model, settings)
     if args.sandbox == "unsafe-local":
         print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
+    workdir = Path(tempfile.mkdtemp(prefix="fixloop-bench-"))
+    workdir.chmod(0o755)  # the sandbox runs as nobody and must reach the task repositories
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
             run = asyncio.run(
-                run_bench(config, tasks, client, args.sandbox, BenchProgress(sys.stderr))
+                run_bench(config, tasks, client, settings, workdir, BenchProgress(sys.stderr))
             )
-    except ModelError as exc:
+    except FixloopError as exc:  # the model, the sandbox, or a run that could not start
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
+    except KeyboardInterrupt:
+        print("bench: interrupted (ctrl+c)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if args.keep:
+            print(f"bench: task repositories and audit trails kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     scores = score(run)
     if args.plot is not None:
         title = (
@@ -168,20 +217,20 @@ def bench_command(args: argparse.Namespace) -> int:
 
 async def run_bench(
     config: BenchConfig,
-    tasks: list[Any],
+    tasks: list[BenchTask],
     client: ModelClient,
-    backend: Any,
+    settings: Settings,
+    workdir: Path,
     listener: BenchProgress,
 ) -> BenchRun:
-    sandbox = open_sandbox(backend, pool_size=1 if backend == "gvisor" else 0)
+    """Every run shares one sandbox backend, kept warm: as many ready sandboxes as the widest
+    arm verifies at once (two at least, one replacing the other while the model thinks)."""
+    backend = choose_backend(settings.sandbox, docker_url=settings.docker_url)
+    widest = max((ARMS[arm].candidates or 1) for arm in config.arms)
+    sandbox = open_configured_sandbox(settings, backend, warm=max(2, widest))
     try:
-        evaluator = Evaluator(
-            sandbox,
-            timeout_s=config.exec_timeout_s,
-            model=config.model,
-            packet_cap=config.packet_cap,
-        )
-        return await BenchRunner(config, client, evaluator, listener).run(tasks)
+        runner = BenchRunner(config, client, sandbox, workdir, settings=settings, listener=listener)
+        return await runner.run(tasks)
     finally:
         await sandbox.close()
 

@@ -204,11 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="run a task suite and print pass rate per repair round",
-        description="Run a suite (HumanEval, the bundled examples, or a DIR of tasks): each "
-        "task's answer is tested in the sandbox and, on failure, repaired with feedback for up "
-        "to K rounds. Prints pass@1, pass after each round, rounds to pass, tokens, cost and "
-        "time per feedback arm. Exit: 0 done, 2 usage, 6 infrastructure.",
+        help="run a task suite through the loop and print pass rate per repair round",
+        description="Run a suite (HumanEval, the bundled examples, or a DIR of tasks) through\n"
+        "the real loop, as `run --headless` does: each task is a throwaway git repository\n"
+        "(solution.py and its hidden tests), once per arm. Prints pass after each round,\n"
+        "prompt tokens per fix and wall time per task, per arm.\n"
+        "Exit: 0 done, 2 usage, 6 infrastructure.",
     )
     from tui.bench import add_bench_arguments
 

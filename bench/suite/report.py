@@ -1,12 +1,14 @@
-"""A bench run for people: the table (plain text, at most 100 columns), the per-task
-outcomes, a terminal bar chart of pass rate per round, and the same as a PNG."""
+"""A bench run for people: the table (plain text, at most 100 columns), each arm's options
+and endings, the per-task outcomes, a terminal bar chart of pass rate per round, and the
+same as a PNG."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.suite.runner import BenchRun
+from bench.suite.arms import ARMS, describe
+from bench.suite.results import BenchRun
 from bench.suite.scoring import ArmScore
 from sandbox.errors import FixloopError
 
@@ -45,62 +47,91 @@ def heading(run: BenchRun) -> str:
         suite = "…" + suite[-(room - 1) :]
     lines = [
         first.format(suite),
-        f"seed {config.seed}, {limit}, up to {config.max_rounds} repair rounds",
+        f"seed {config.seed}, {limit}, up to {config.max_rounds} repair rounds, through the loop",
         f"{run.started} on {run.machine.get('cpu', '?')} ({run.machine.get('cores', '?')} cores)",
     ]
     return "\n".join(line[:WIDTH] for line in lines)
 
 
+def _optional(value: float | None, form: str) -> str:
+    return "-" if value is None else format(value, form)
+
+
 def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
     """One column per arm, one row per measure."""
-    rounds = run.config.max_rounds
     rows: list[tuple[str, list[str]]] = [
         ("tasks", [str(s.tasks) for s in scores]),
-        ("pass@1 (one-shot)", [_percent(s.pass_at_1) for s in scores]),
+        ("pass@1 (round 0)", [_percent(s.pass_at_1) for s in scores]),
     ]
-    for r in range(1, rounds + 1):
+    for r in range(1, run.config.max_rounds + 1):
         rows.append((f"pass after round {r}", [_percent(s.pass_after_round[r]) for s in scores]))
     rows += [
-        (
-            "mean rounds to pass",
-            [
-                f"{s.mean_rounds_to_pass:.2f}" if s.mean_rounds_to_pass is not None else "-"
-                for s in scores
-            ],
-        ),
+        ("mean rounds to pass", [_optional(s.mean_rounds_to_pass, ".2f") for s in scores]),
         ("model calls", [str(s.model_calls) for s in scores]),
         ("prompt tokens", [f"{s.prompt_tokens:,}" for s in scores]),
+        ("prompt tokens per fix", [_optional(s.prompt_tokens_per_fix, ",.0f") for s in scores]),
         ("completion tokens", [f"{s.completion_tokens:,}" for s in scores]),
-        (
-            "feedback tokens/prompt",
-            [
-                f"{s.mean_feedback_tokens:.0f}" if s.mean_feedback_tokens is not None else "-"
-                for s in scores
-            ],
-        ),
         ("cost (USD)", [f"{s.cost_usd:.4f}" for s in scores]),
+        (
+            "wall time per task",
+            [duration(s.wall_s_per_task) if s.wall_s_per_task is not None else "-" for s in scores],
+        ),
         ("wall time", [duration(s.wall_s) for s in scores]),
     ]
-    width = max(10, *(len(s.arm) for s in scores), *(len(v) for _, vs in rows for v in vs))
-    lines = [f"{'':{LABEL}}" + "".join(f"  {s.arm:>{width}}" for s in scores)]
-    lines += [
-        f"{label:{LABEL}}" + "".join(f"  {v:>{width}}" for v in values) for label, values in rows
-    ]
-    return "\n".join(line.rstrip() for line in lines)
+    columns = []
+    for i, s in enumerate(scores):
+        values = [row_values[i] for _, row_values in rows]
+        columns.append((s.arm, values, max(10, len(s.arm), *(len(v) for v in values))))
+    # Arms that do not fit beside each other go on in another block below.
+    blocks: list[list[tuple[str, list[str], int]]] = [[]]
+    for column in columns:
+        used = LABEL + sum(2 + w for _, _, w in blocks[-1])
+        if blocks[-1] and used + 2 + column[2] > WIDTH:
+            blocks.append([])
+        blocks[-1].append(column)
+    texts = []
+    for block in blocks:
+        lines = [f"{'':{LABEL}}" + "".join(f"  {arm:>{w}}" for arm, _, w in block)]
+        lines += [
+            f"{label:{LABEL}}" + "".join(f"  {values[r]:>{w}}" for _, values, w in block)
+            for r, (label, _) in enumerate(rows)
+        ]
+        texts.append("\n".join(line.rstrip() for line in lines))
+    return "\n\n".join(texts)
+
+
+def arms_and_endings(scores: Sequence[ArmScore]) -> str:
+    """Each arm's options, and how its runs ended."""
+    lines = []
+    for s in scores:
+        options = describe(s.arm) if s.arm in ARMS else "?"
+        ended = ", ".join(f"{status} {count}" for status, count in s.endings.items())
+        lines.append(f"{s.arm}: {options}"[:WIDTH])
+        lines.append(f"  runs ended: {ended or '-'}"[:WIDTH])
+    return "\n".join(lines)
 
 
 def outcomes(run: BenchRun) -> str:
-    """Per task and arm: the round that passed (r0 = one-shot), or "-" for never."""
+    """Per task and arm: the round from which it passed (r0 = the first answer), or "-"."""
     arms = run.config.arms
-    lines = [f"{'task':{ID_CHARS}}" + "".join(f"  {arm:>7}" for arm in arms)]
+    widths = [max(4, len(arm)) for arm in arms]
+    room = WIDTH - sum(2 + w for w in widths)
+    ids = max([4, *(len(item.item_id) for item in run.items)])
+    id_chars = max(12, min(ID_CHARS, ids, room))
+    lines = [
+        f"{'task':{id_chars}}" + "".join(f"  {a:>{w}}" for a, w in zip(arms, widths, strict=True))
+    ]
     for item in run.items:
-        name = item.item_id if len(item.item_id) <= ID_CHARS else item.item_id[: ID_CHARS - 1] + "…"
+        name = item.item_id if len(item.item_id) <= id_chars else item.item_id[: id_chars - 1] + "…"
         cells = []
         for arm in arms:
             result = item.arms.get(arm)
             passed = result.passed_round if result else None
             cells.append(f"r{passed}" if passed is not None else "-")
-        lines.append(f"{name:{ID_CHARS}}" + "".join(f"  {c:>7}" for c in cells))
+        lines.append(
+            f"{name:{id_chars}}"
+            + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
+        )
     for skipped in run.skipped:
         lines.append(f"skipped {skipped.task_id}: {skipped.reason}"[:WIDTH])
     return "\n".join(line.rstrip() for line in lines)
@@ -113,6 +144,7 @@ def render(run: BenchRun, scores: Sequence[ArmScore]) -> str:
             [
                 heading(run),
                 table(run, scores),
+                arms_and_endings(scores),
                 outcomes(run),
                 terminal_plot(scores, run.config.max_rounds),
             ]
@@ -123,7 +155,7 @@ def render(run: BenchRun, scores: Sequence[ArmScore]) -> str:
 
 def terminal_plot(scores: Sequence[ArmScore], rounds: int) -> str:
     """Pass rate by round as horizontal bars, one per arm, 0-100% over BAR characters."""
-    lines = ["pass rate by round (cumulative; r0 = one-shot)"]
+    lines = ["pass rate by round (cumulative; r0 = the first answer)"]
     name = max(len(s.arm) for s in scores) if scores else 0
     for r in range(rounds + 1):
         for index, s in enumerate(scores):
@@ -160,7 +192,7 @@ def write_png(scores: Sequence[ArmScore], rounds: int, path: Path, title: str) -
             markersize=size,
             label=f"{s.arm} ({s.tasks} tasks)",
         )
-    axes.set_xticks(xs, [f"r{x}" if x else "r0\n(one-shot)" for x in xs])
+    axes.set_xticks(xs, [f"r{x}" if x else "r0\n(first answer)" for x in xs])
     axes.set_ylim(-3, 103)  # a line at 0% or 100% stays clear of the frame
     axes.set_yticks(range(0, 101, 20))
     axes.set_xlabel("repair round")

@@ -1,170 +1,86 @@
-"""A bench run: for each task, an answer, the hidden tests in the sandbox, and on failure up
-to K rounds of repair with feedback, once per feedback arm.
+"""A bench run: each item (a task; in repair mode, a seeded mutant of it) becomes a throwaway
+git repository, and each arm runs the real loop on it (`start_run`, as `fixloop-tui run
+--headless` does) with one model client and one warm sandbox shared by every run.
 
-Round 0 is the one-shot attempt and has no feedback (`generate`: complete the prompt;
-`repair`: fix a mutant, told only that its tests fail), so it is the same prompt for every
-arm: when several arms run together it is asked once and each arm goes on from that answer.
-Rounds 1..K show the current file and the feedback: fixloop's repair packet (`packet`) or the
-tail of the raw pytest log and "please fix it" (`raw`).
+Round r is the loop's iteration r + 1: round 0 is the first answer, rounds 1..K the repairs
+(`max_iters` = K + 1). Each run's audit trail stays in its repository's `.fixloop/`.
 """
 
 from __future__ import annotations
 
-import os
-import platform
+import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from bench.suite import prompts
-from bench.suite.harness import (
-    RAW_LOG_CHARS,
-    SOLUTION,
-    Evaluation,
-    Evaluator,
-    assemble,
-    extract_code,
-)
+from bench.suite.arms import arm_settings
+from bench.suite.harness import SOLUTION, TEST_CMD, Evaluator, task_repo, task_text
 from bench.suite.mutants import Mutant, reference_program, seeded_mutants
-from bench.suite.prompts import Arm
+from bench.suite.results import (
+    ArmFinished,
+    ArmResult,
+    BenchConfig,
+    BenchEvent,
+    BenchItem,
+    BenchRun,
+    ItemFinished,
+    ItemResult,
+    ItemStarted,
+    Listener,
+    Preparing,
+    RoundVerified,
+    SkippedTask,
+    Spend,
+    arm_result,
+    machine,
+)
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
-from engine.feedback.packet import DEFAULT_CAP
-from engine.model.client import Message, ModelClient, ModelError
-from engine.run.guards import StallDetector
+from engine.model.client import ModelClient
+from engine.project.settings import Settings
+from engine.run.events import BaseEvent, ModelResponded, PacketReady, ProposalReady
+from engine.run.gate import PolicyGate
+from engine.run.guards import RunStatus
+from engine.run.start import start_run
+from sandbox import Sandbox
+from sandbox.errors import FixloopError
 
-Mode = Literal["generate", "repair"]
-AttemptStatus = Literal["passed", "failed", "no_code", "truncated"]
 # Mutants tried per task before giving up on it; a hanging mutant is never kept.
 MAX_MUTANT_TRIES = 12
 
 
-def _default_arms() -> list[Arm]:
-    return ["packet"]
+class BenchStopped(FixloopError):
+    """A run ended in error before the model answered once: the rest would end the same way."""
 
 
-class BenchConfig(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class RunWatch:
+    """Hears one run's events: sums its model spend and tells the listener each round."""
 
-    suite: str
-    mode: Mode = "generate"
-    model: str
-    arms: list[Arm] = Field(default_factory=_default_arms, min_length=1)
-    max_rounds: int = Field(default=2, ge=0, description="repair rounds after round 0 (K)")
-    limit: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    exec_timeout_s: float = Field(default=30.0, gt=0)
-    mutants_per_task: int = Field(default=1, ge=1)
-    packet_cap: int = DEFAULT_CAP
-    raw_log_chars: int = RAW_LOG_CHARS
+    def __init__(self, item_id: str, arm: str, listener: Listener) -> None:
+        self.item_id, self.arm, self.listener = item_id, arm, listener
+        self.spend = Spend()
 
+    def emit(self, event: BaseEvent) -> None:
+        if isinstance(event, ModelResponded):
+            spend = self.spend
+            spend.model_calls += 1
+            spend.prompt_tokens += event.prompt_tokens
+            spend.completion_tokens += event.completion_tokens
+            spend.cost_usd += event.cost_usd
+        elif isinstance(event, PacketReady) and event.n >= 1:
+            tests = event.tests or {}
+            detail = f"{tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed"
+            self.said(event.n, event.verdict, detail if tests else event.error_class)
+        elif isinstance(event, ProposalReady) and event.format_error:
+            self.said(event.n, "format_error", event.format_error.splitlines()[0])
 
-class BenchItem(BaseModel):
-    """What the model is asked to get right: a task, and in repair mode the mutant."""
-
-    model_config = ConfigDict(frozen=True)
-
-    item_id: str
-    task: BenchTask
-    mutant: Mutant | None = None
-
-
-class Attempt(BaseModel):
-    round: int
-    status: AttemptStatus
-    summary: str
-    error_class: str = ""
-    tests_passed: int | None = None
-    tests_collected: int | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    model_s: float = 0.0
-    verify_s: float = 0.0
-    feedback_tokens: int = 0  # the feedback paragraph of this attempt's prompt
-    shared: bool = False  # a round 0 asked once for several arms
-    answer: str = ""
-
-
-class ArmResult(BaseModel):
-    arm: Arm
-    attempts: list[Attempt]
-    passed_round: int | None  # the round whose answer passed, None if none did
-    wall_s: float  # round 0 included, as if the arm had run alone
-
-
-class ItemResult(BaseModel):
-    item_id: str
-    task_id: str
-    mutant: str | None = None
-    arms: dict[Arm, ArmResult]
-
-
-class SkippedTask(BaseModel):
-    task_id: str
-    reason: str
-
-
-class BenchRun(BaseModel):
-    """Everything a run did, as `--json` prints it (with the scores added)."""
-
-    config: BenchConfig
-    started: str
-    machine: dict[str, str]
-    duration_s: float
-    items: list[ItemResult]
-    skipped: list[SkippedTask] = Field(default_factory=list)
-
-
-# --- progress --------------------------------------------------------------------------------
-
-
-class ItemStarted(BaseModel):
-    type: Literal["ItemStarted"] = "ItemStarted"
-    index: int
-    total: int
-    item_id: str
-
-
-class AttemptFinished(BaseModel):
-    type: Literal["AttemptFinished"] = "AttemptFinished"
-    item_id: str
-    arm: str  # "packet", "raw", or "all" for a shared round 0
-    attempt: Attempt
-
-
-class ItemFinished(BaseModel):
-    type: Literal["ItemFinished"] = "ItemFinished"
-    index: int
-    total: int
-    result: ItemResult
-
-
-class Preparing(BaseModel):
-    type: Literal["Preparing"] = "Preparing"
-    detail: str
-
-
-BenchEvent = ItemStarted | AttemptFinished | ItemFinished | Preparing
-Listener = Callable[[BenchEvent], None]
-
-
-# --- the run ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _State:
-    """Where one arm stands on one item after an attempt."""
-
-    program: str  # the file shown in the next prompt
-    tested: str | None  # the last program that ran against the tests
-    evaluation: Evaluation | None
-    attempt: Attempt
-    stall: StallDetector = field(default_factory=StallDetector)
+    def said(self, n: int, verdict: str, detail: str) -> None:
+        self.listener(
+            RoundVerified(
+                item_id=self.item_id, arm=self.arm, round=n - 1, verdict=verdict, detail=detail
+            )
+        )
 
 
 class BenchRunner:
@@ -172,12 +88,27 @@ class BenchRunner:
         self,
         config: BenchConfig,
         model: ModelClient,
-        evaluator: Evaluator,
+        sandbox: Sandbox,
+        workdir: Path,
+        *,
+        settings: Settings | None = None,
         listener: Listener | None = None,
     ) -> None:
-        self.config = config
-        self.model = model
-        self.evaluator = evaluator
+        """`workdir` gets one repository per item and arm; `settings` carries what every run
+        shares (the model's endpoint, the sandbox backend), the bench sets the rest."""
+        self.config, self.model, self.sandbox = config, model, sandbox
+        self.workdir = workdir
+        self.base = (settings or Settings()).model_copy(
+            update={
+                "model": config.model,
+                "test_cmd": TEST_CMD,
+                "files": [SOLUTION],
+                "max_iters": config.max_rounds + 1,
+                "exec_timeout": config.exec_timeout_s,
+                "approve": "auto",
+            }
+        )
+        self.evaluator = Evaluator(sandbox, timeout_s=config.exec_timeout_s)
         self.listener = listener
 
     async def run(self, tasks: Sequence[BenchTask]) -> BenchRun:
@@ -187,7 +118,7 @@ class BenchRunner:
         results = []
         for index, item in enumerate(items, start=1):
             self.emit(ItemStarted(index=index, total=len(items), item_id=item.item_id))
-            result = await self.run_item(item)
+            result = await self.run_item(index, item)
             results.append(result)
             self.emit(ItemFinished(index=index, total=len(items), result=result))
         return BenchRun(
@@ -197,6 +128,7 @@ class BenchRunner:
             duration_s=time.monotonic() - started,
             items=results,
             skipped=skipped,
+            trails=str(self.workdir),
         )
 
     async def items(self, tasks: Sequence[BenchTask]) -> tuple[list[BenchItem], list[SkippedTask]]:
@@ -240,37 +172,8 @@ class BenchRunner:
                 kept.append(mutant)
         return kept, "" if kept else "none of its mutants fails the tests without hanging"
 
-    async def run_item(self, item: BenchItem) -> ItemResult:
-        started = time.monotonic()
-        shared = len(self.config.arms) > 1
-        first = await self.first_round(item, shared)
-        first_s = time.monotonic() - started
-        self.emit(
-            AttemptFinished(
-                item_id=item.item_id,
-                arm="all" if shared else self.config.arms[0],
-                attempt=first.attempt,
-            )
-        )
-        arms = {}
-        for arm in self.config.arms:
-            arm_started = time.monotonic()
-            state = _State(first.program, first.tested, first.evaluation, first.attempt)
-            state.stall.observe(first.evaluation.signature if first.evaluation else "", [SOLUTION])
-            attempts = [first.attempt]
-            for round in range(1, self.config.max_rounds + 1):
-                if attempts[-1].status == "passed":
-                    break
-                state = await self.repair_round(item, arm, round, state)
-                attempts.append(state.attempt)
-                self.emit(AttemptFinished(item_id=item.item_id, arm=arm, attempt=state.attempt))
-            passed = next((a.round for a in attempts if a.status == "passed"), None)
-            arms[arm] = ArmResult(
-                arm=arm,
-                attempts=attempts,
-                passed_round=passed,
-                wall_s=first_s + time.monotonic() - arm_started,
-            )
+    async def run_item(self, index: int, item: BenchItem) -> ItemResult:
+        arms = {arm: await self.run_arm(index, item, arm) for arm in self.config.arms}
         return ItemResult(
             item_id=item.item_id,
             task_id=item.task.task_id,
@@ -278,123 +181,30 @@ class BenchRunner:
             arms=arms,
         )
 
-    async def first_round(self, item: BenchItem, shared: bool) -> _State:
-        if item.mutant is None:
-            messages, program = prompts.generate(item.task), item.task.prompt
-        else:
-            messages, program = prompts.repair(item.task, item.mutant.program), item.mutant.program
-        state = await self.attempt(item, 0, messages, program, tested=None, previous=None)
-        state.attempt = state.attempt.model_copy(update={"shared": shared})
-        return state
-
-    async def repair_round(self, item: BenchItem, arm: Arm, round: int, state: _State) -> _State:
-        text = self.feedback(arm, state)
-        messages = prompts.feedback(item.task, state.program, text)
-        new = await self.attempt(
-            item, round, messages, state.program, tested=state.tested, previous=state.evaluation
+    async def run_arm(self, index: int, item: BenchItem, arm: str) -> ArmResult:
+        """The loop on a fresh repository of the item, with the arm's options."""
+        program = item.mutant.program if item.mutant else item.task.prompt
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", item.item_id).strip("-")
+        root = task_repo(self.workdir / f"{index:03d}-{slug}-{arm}", item.task, program)
+        settings = arm_settings(arm, self.base).model_copy(
+            update={"task": task_text(item.task, self.config.mode)}
         )
-        new.attempt = new.attempt.model_copy(
-            update={"feedback_tokens": self.evaluator.tokens(text)}
+        watch = RunWatch(item.item_id, arm, self.emit)
+        started = time.monotonic()
+        result = await start_run(
+            root,
+            settings,
+            gate=PolicyGate(),
+            sinks=[watch],
+            model_client=self.model,
+            sandbox=self.sandbox,
         )
-        new.stall = state.stall
-        if new.evaluation is not None and new.evaluation is not state.evaluation:
-            new.stall.observe(new.evaluation.signature, [SOLUTION])
-        return new
-
-    def feedback(self, arm: Arm, state: _State) -> str:
-        """What the tests said about the last attempt, as this arm tells it."""
-        if state.attempt.status == "no_code":
-            return prompts.NO_CODE
-        if state.attempt.status == "truncated":
-            return prompts.TRUNCATED
-        evaluation = state.evaluation
-        assert evaluation is not None  # a tested attempt always has one
-        if arm == "raw":
-            return prompts.raw_feedback(evaluation.raw_log)
-        if evaluation.packet is None:  # no packet (e.g. an env failure): say what was found
-            return f"Verification failed: {evaluation.summary}."
-        note = state.stall.note()
-        packet = (
-            evaluation.packet.model_copy(update={"repeat_note": note})
-            if note
-            else evaluation.packet
-        )
-        return self.evaluator.render(packet)
-
-    async def attempt(
-        self,
-        item: BenchItem,
-        round: int,
-        messages: list[Message],
-        program: str,
-        *,
-        tested: str | None,
-        previous: Evaluation | None,
-    ) -> _State:
-        """Ask, extract the file, test it: one attempt."""
-        try:
-            completion = await self.model.complete(messages)
-        except ModelError as exc:
-            if "finish_reason length" not in str(exc):  # a model that stays down ends the run
-                raise
-            attempt = Attempt(round=round, status="truncated", summary="answer cut off")
-            return _State(program, tested, previous, attempt)
-        usage = completion.usage
-        spent: dict[str, Any] = {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost_usd": usage.cost_usd,
-            "model_s": completion.duration_s,
-            "answer": completion.text,
-        }
-        code = extract_code(completion.text, item.task.entry_point)
-        if code is None:
-            attempt = Attempt(
-                round=round, status="no_code", summary="no code in the answer", **spent
-            )
-            return _State(program, tested, previous, attempt)
-        candidate = assemble(item.task, code)
-        evaluation = await self.evaluator.evaluate(
-            item.task,
-            candidate,
-            # The packet counts attempts from 1: round 0 is attempt 1 of K + 1.
-            round=round + 1,
-            max_rounds=self.config.max_rounds + 1,
-            previous=previous,
-            last_program=tested if tested is not None else program,
-        )
-        tests = evaluation.tests
-        attempt = Attempt(
-            round=round,
-            status="passed" if evaluation.passed else "failed",
-            summary=evaluation.summary,
-            error_class="" if evaluation.passed else evaluation.error_class,
-            tests_passed=tests.passed if tests else None,
-            tests_collected=tests.collected if tests else None,
-            verify_s=evaluation.duration_s,
-            **spent,
-        )
-        return _State(candidate, candidate, evaluation, attempt)
+        if result.status is RunStatus.ERROR and watch.spend.model_calls == 0:
+            raise BenchStopped(result.reason)
+        done = arm_result(arm, result, watch.spend, time.monotonic() - started)
+        self.emit(ArmFinished(item_id=item.item_id, result=done))
+        return done
 
     def emit(self, event: BenchEvent) -> None:
         if self.listener is not None:
             self.listener(event)
-
-
-def machine() -> dict[str, str]:
-    """What the numbers were measured on."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            cpu = next(
-                (line.split(":", 1)[1].strip() for line in info if line.startswith("model name")),
-                cpu,
-            )
-    except OSError:
-        pass
-    return {
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cores": str(os.cpu_count() or 0),
-        "python": platform.python_version(),
-    }

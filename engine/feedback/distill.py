@@ -105,6 +105,7 @@ def _test_failure(case: TestCase) -> Failure:
         actual=case.actual,
         exception=exception,
         frame=frame,
+        runtime=case.runtime,
         captured=case.captured,
     )
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.feedback.tokens import approximate_tokens
-from engine.verify.results import Diagnostic, Frame
+from engine.verify.results import Diagnostic, Frame, RuntimeValues
 
 DEFAULT_CAP = 2000
 INSTRUCTIONS = (
@@ -24,6 +24,9 @@ INSTRUCTIONS = (
 VALUE_CHARS = 400
 MESSAGE_CHARS = 600
 EXCERPT_CHARS = 1500
+# The runtime line: the first names of the failing frame's locals, each value capped.
+RUNTIME_NAMES = 8
+RUNTIME_VALUE_CHARS = 80
 
 TokenCounter = Callable[[str], int]
 
@@ -42,6 +45,7 @@ class Failure(BaseModel):
     actual: str | None = None
     exception: str | None = None  # "Type: message"
     frame: Frame | None = None  # the last frame inside the project
+    runtime: RuntimeValues | None = None  # the locals where it failed (redacted)
     captured: str = ""
     excerpt: str = ""  # the generic parser's excerpt, when nothing better is known
 
@@ -83,8 +87,10 @@ class RepairPacket(BaseModel):
         budget = cap - count(head + tail) - 8
         first_full: str | None = None
         if self.failures:
-            for limit in (EXCERPT_CHARS, 600, 200, 0):
-                first_full = _failure_in_full(self.failures[0], limit)
+            # Output shrinks first, then the runtime line goes, then the failure is clipped.
+            tries = [(limit, True) for limit in (EXCERPT_CHARS, 600, 200, 0)] + [(0, False)]
+            for limit, runtime in tries:
+                first_full = _failure_in_full(self.failures[0], limit, runtime=runtime)
                 if count(first_full) <= budget:
                     break
             else:
@@ -111,6 +117,11 @@ class RepairPacket(BaseModel):
         if count(text) > cap:  # the fixed parts alone exceed a tiny cap
             text = _clip(text, cap * 3)
         return text
+
+    def without_runtime_values(self) -> RepairPacket:
+        """The packet with no failure's local variables (runtime values turned off)."""
+        failures = [f.model_copy(update={"runtime": None}) for f in self.failures]
+        return self.model_copy(update={"failures": failures})
 
     def _head(self) -> str:
         title = "Verification failed"
@@ -142,7 +153,7 @@ def _where(file: str, line: int) -> str:
     return f"{file}:{line}" if file and line else file
 
 
-def _failure_in_full(failure: Failure, excerpt_chars: int) -> str:
+def _failure_in_full(failure: Failure, excerpt_chars: int, *, runtime: bool = True) -> str:
     location = _where(failure.file, failure.line)
     lines = [f"{failure.kind.upper()}: {failure.test}" + (f" ({location})" if location else "")]
     if failure.assertion:
@@ -158,11 +169,31 @@ def _failure_in_full(failure: Failure, excerpt_chars: int) -> str:
         function = f" in {frame.function}" if frame.function else ""
         source = f": {frame.source.strip()}" if frame.source.strip() else ""
         lines.append(f"  at {where}{function}{_clip(source, MESSAGE_CHARS)}")
+    if failure.runtime is not None and failure.runtime.values and runtime:
+        lines.append(f"  {runtime_line(failure.runtime)}")
     if failure.captured and excerpt_chars:
         lines.append("  output:\n" + _indent(_clip(failure.captured, excerpt_chars // 2)))
     if failure.excerpt and excerpt_chars:
         lines.append("  output excerpt:\n" + _indent(_clip(failure.excerpt, excerpt_chars)))
     return "\n".join(lines)
+
+
+def runtime_line(runtime: RuntimeValues) -> str:
+    """ "locals at src/bits.py:5 in bitcount: n = 127, count = 3" (at most RUNTIME_NAMES)."""
+    frame = runtime.frame
+    function = f" in {frame.function}" if frame.function else ""
+    shown = runtime.values[:RUNTIME_NAMES]
+    pairs = [f"{v.name} = {_cut(v.value, RUNTIME_VALUE_CHARS)}" for v in shown]
+    more = runtime.omitted + len(runtime.values) - len(shown)
+    if more:
+        pairs.append(f"(and {more} more)")
+    return f"locals at {_where(frame.file, frame.line)}{function}: {', '.join(pairs)}"
+
+
+def _cut(text: str, chars: int) -> str:
+    """One line of at most `chars` characters, ending in "..." where cut."""
+    text = " ".join(text.split("\n"))
+    return text if len(text) <= chars else text[: chars - 3] + "..."
 
 
 def _indent(text: str) -> str:

@@ -230,7 +230,14 @@ class IterationChecker:
     ) -> Verification:
         """The verification with its packet rendered, once, and written to the trail."""
         cap, model = self.config.packet_cap, self.config.model
-        result = rendered(examined, cap=cap, model=model, repeat_note=repeat_note, notes=notes)
+        result = rendered(
+            examined,
+            cap=cap,
+            model=model,
+            repeat_note=repeat_note,
+            notes=notes,
+            runtime_values=self.config.runtime_values,
+        )
         if self.config.feedback == "raw" and result.packet is not None:
             # The packet stays in the trail; the model is told the output instead.
             text = raw_feedback(result.stages, cap, lambda t: count_tokens(t, model), notes)

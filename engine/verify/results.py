@@ -8,8 +8,11 @@ in-sandbox pytest plugin (`engine/verify/plugin/fixloop_pytest.py`).
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.model.redact import redact_variable
 
 
 class StageKind(StrEnum):
@@ -31,6 +34,35 @@ class Frame(BaseModel):
     source: str = ""
 
 
+class LocalValue(BaseModel):
+    """One local variable at a failure: its name and its repr (capped by the plugin).
+
+    The value is redacted as it is read, so nothing downstream (the trail's stage files,
+    the packet, the prompt) ever holds a secret-looking value."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    value: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _redacted(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("value"), str):
+            return {**data, "value": redact_variable(str(data.get("name", "")), data["value"])}
+        return data
+
+
+class RuntimeValues(BaseModel):
+    """The local variables of a failure's deepest project frame, as the plugin caught them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    frame: Frame
+    values: list[LocalValue] = Field(default_factory=list)
+    omitted: int = 0  # locals left out by the plugin's cap
+
+
 class TestCase(BaseModel):
     """One test that did not simply pass (failed, errored, skipped, xfailed or xpassed)."""
 
@@ -50,6 +82,7 @@ class TestCase(BaseModel):
     exception_message: str | None = None
     test_frame: Frame | None = None  # where the failure surfaced in the test file
     frame: Frame | None = None  # the last traceback frame inside the project
+    runtime: RuntimeValues | None = None  # the first failure's locals, where it failed
     captured: str = ""
     skip_reason: str | None = None
 

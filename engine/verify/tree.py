@@ -138,11 +138,15 @@ def rendered(
     model: str | None = None,
     repeat_note: str | None = None,
     notes: Sequence[str] = (),
+    runtime_values: bool = True,
 ) -> Verification:
-    """The verification with its packet's text, the repeat note and `notes` added to it."""
+    """The verification with its packet's text, the repeat note and `notes` added to it;
+    without the failing frame's local variables unless `runtime_values`."""
     packet = verification.packet
     if packet is None:
         return verification
+    if not runtime_values:
+        packet = packet.without_runtime_values()
     if repeat_note or notes:
         packet = packet.model_copy(
             update={"repeat_note": repeat_note, "notes": [*packet.notes, *notes]}

@@ -1,9 +1,10 @@
 """`fixloop-tui bench` end to end: the real CLI process, the scripted model server over HTTP
-(through litellm) and the real gVisor sandbox, on a two-task suite in a directory."""
+(through litellm), the real loop and the real gVisor sandbox, on a two-task suite."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.model_server import ScriptedModelServer, reply
+from tests.model_server import ScriptedModelServer, reply, status
 
 REPO = Path(__file__).parents[2]
 KEY = "sk-test-bench-0123456789"
@@ -41,7 +42,11 @@ TASKS = [
 
 
 def code(body: str, name: str = "add", args: str = "a, b") -> Any:
-    return reply(f"solution.py\n```python\ndef {name}({args}):\n    {body}\n```\n", usage=USAGE)
+    """An answer in the json edit format (the loop's, for a hosted model): solution.py whole."""
+    program = f"def {name}({args}):\n    {body}\n"
+    edits = [{"path": "solution.py", "content": program}]
+    answer = json.dumps({"explanation": f"{name}: {body}", "edits": edits})
+    return reply(f"```json\n{answer}\n```", usage=USAGE)
 
 
 def bench(
@@ -76,76 +81,76 @@ def bench(
 
 
 def user_prompt(server: ScriptedModelServer, n: int) -> str:
-    return str(server.requests[n].body["messages"][1]["content"])
+    return str(server.requests[n].body["messages"][-1]["content"])
 
 
-def test_both_arms_on_two_tasks_one_fixed_in_round_2_one_never(
+def test_two_arms_on_two_tasks_through_the_loop(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     model_server.script(
-        # t/1: a one-shot answer shared by both arms, then each arm's two repair rounds
+        # t/1, arm today: wrong, then fixed in round 1
         code("return a - b"),
-        code("return a * b"),  # packet, round 1: right for (2, 2) only
-        code("return a + b"),  # packet, round 2: fixed
-        code("return a * b"),  # raw, round 1
-        code("return b - a"),  # raw, round 2: never fixed
-        # t/2: wrong every time
-        code("return x", "negate", "x"),
-        code("return x + 0", "negate", "x"),
-        code("return abs(x)", "negate", "x"),
-        code("return x * 1", "negate", "x"),
-        code("return x // 1", "negate", "x"),
+        code("return a + b"),
+        # t/1, arm raw: wrong twice
+        code("return a - b"),
+        code("return a * b"),
+        # t/2: right at once, in both arms
+        code("return -x", "negate", "x"),
+        code("return -x", "negate", "x"),
     )
     plot = tmp_path / "bench.png"
     done = bench(
-        model_server, tmp_path, "--feedback", "both", "--max-iters", "2", "--plot", str(plot)
+        model_server,
+        tmp_path,
+        "--arms",
+        "today,raw",
+        "--max-iters",
+        "1",
+        "--plot",
+        str(plot),
+        "--keep",
     )
     assert done.returncode == 0, done.stderr
-    assert model_server.count == 10  # round 0 asked once for both arms
+    assert model_server.count == 6  # every arm asks for itself: the loop runs once per arm
     table = done.stdout
-    expected_rows = [
-        ["tasks", "2", "2"],
-        ["pass@1", "(one-shot)", "0.0%", "0.0%"],
-        ["pass", "after", "round", "1", "0.0%", "0.0%"],
-        ["pass", "after", "round", "2", "50.0%", "0.0%"],
-        ["mean", "rounds", "to", "pass", "2.00", "-"],
-        ["model", "calls", "6", "6"],
-        ["prompt", "tokens", "600", "600"],
-        ["completion", "tokens", "60", "60"],
-    ]
     rows = [line.split() for line in table.splitlines()]
-    for row in expected_rows:
+    for row in [
+        ["tasks", "2", "2"],
+        ["pass@1", "(round", "0)", "50.0%", "50.0%"],
+        ["pass", "after", "round", "1", "100.0%", "50.0%"],
+        ["model", "calls", "3", "3"],
+        ["prompt", "tokens", "per", "fix", "150", "300"],
+        ["t/1", "r1", "-"],
+        ["t/2", "r0", "r0"],
+    ]:
         assert row in rows, f"{row} not in the table:\n{table}"
-    assert ["t/1", "r2", "-"] in rows
-    assert ["t/2", "-", "-"] in rows
-    assert any(line.startswith(" r2 packet |" + "█" * 20) for line in table.splitlines())
+    assert "  runs ended: exhausted 1, ok 1" in table
     assert max(len(line) for line in table.splitlines()) <= 100
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "[##########..........] 1/2 t/1: packet r2, raw failed" in done.stderr
+    assert "[##########..........] 1/2 t/1: today r1, raw failed" in done.stderr
+    assert "  t/1 [raw] round 1: failing (1 passed, 1 failed)" in done.stderr
 
-    # What each arm was told after the one-shot answer failed: the same file, other feedback.
-    packet, raw = user_prompt(model_server, 1), user_prompt(model_server, 3)
-    for prompt in (packet, raw):
-        assert "def add(a, b):\n    return a - b" in prompt
-    assert "Verification failed (iteration 1/3): 2 of 2 tests failing" in packet
-    assert "expected: `3`" in packet
-    assert "actual:   `-1`" in packet
-    assert "Test output:" not in packet
-    assert "Test output:\n```\n" in raw
-    assert "\n```\nPlease fix it.\n\n" in raw
-    for prompt in (packet, raw):
-        assert prompt.endswith(
-            "Reply with the whole corrected solution.py in one fenced python code block."
-        )
-    assert "FAILED test_solution.py::test_add_1" in raw
-    assert "Verification failed" not in raw
-    # The packet's second round knows what the first changed.
-    assert "Progress: 1 test now passes that failed before; 1 still fails." in user_prompt(
-        model_server, 2
-    )
+    # What each arm was told about the same wrong first answer.
+    today, raw = user_prompt(model_server, 1), user_prompt(model_server, 3)
+    assert "expected: `3`\n  actual:   `-1`" in today
+    assert "Please fix it." not in today
+    assert "FAILED test_solution.py::test_add_1" in raw  # pytest's own words
+    assert raw.rstrip().endswith("Please fix it.")
+    assert "expected: `3`" not in raw
+
+    # --keep: every run's audit trail is where the bench said.
+    kept = Path(done.stderr.split("audit trails kept in ")[1].split()[0])
+    trails = sorted(kept.glob("*/.fixloop/runs/*/events.jsonl"))
+    assert [p.parts[-5] for p in trails] == [
+        "001-t-1-raw",
+        "001-t-1-today",
+        "002-t-2-raw",
+        "002-t-2-today",
+    ]
+    shutil.rmtree(kept)
 
 
-def test_json_has_per_task_rows_and_scores(
+def test_json_has_per_task_runs_and_scores(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     model_server.script(code("return a + b"), code("return x", "negate", "x"))
@@ -159,10 +164,62 @@ def test_json_has_per_task_rows_and_scores(
     assert [item["item_id"] for item in result["items"]] == ["t/1", "t/2"]
     first, second = (item["arms"]["raw"] for item in result["items"])
     assert (first["passed_round"], second["passed_round"]) == (0, None)
-    assert [a["status"] for a in second["attempts"]] == ["failed"]
-    assert second["attempts"][0]["summary"] == "1 of 1 tests failing"
+    assert (first["status"], second["status"]) == ("ok", "exhausted")
+    assert second["rounds"] == ["failing"]
+    assert second["spend"]["prompt_tokens"] == 100
+    assert second["run_dir"].startswith(result["trails"])
+    assert "/.fixloop/runs/" in second["run_dir"]
+    assert not Path(result["trails"]).exists()  # no --keep: the task repositories are gone
     score = result["scores"]["raw"]
     assert (score["tasks"], score["pass_at_1"], score["pass_after_round"]) == (2, 0.5, [0.5])
+    assert not (tmp_path / ".fixloop").exists()  # nothing in the home directory
+
+
+def test_a_model_that_refuses_the_key_stops_the_bench(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model_server.script(status(401))
+    done = bench(model_server, tmp_path, "--keep")
+    assert done.returncode == 6, done.stderr
+    assert model_server.count == 1  # no retry, and no second task asked the same dead model
+    [error] = [line for line in done.stderr.splitlines() if line.startswith("fixloop-tui:")]
+    assert error.startswith("fixloop-tui: error: ")
+    assert "401" in error
+    assert "Traceback" not in done.stderr
+    kept = Path(done.stderr.split("audit trails kept in ")[1].split()[0])
+    [trail] = kept.glob("*/.fixloop/runs/*/events.jsonl")
+    assert '"status":"error"' in trail.read_text().replace(" ", "")
+    shutil.rmtree(kept)
+
+
+def test_an_unknown_arm_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "bench", "--arms", "today,fast"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("fixloop-tui: error: unknown arm 'fast' (known: today, raw,")
+
+
+def test_the_help_lists_the_arms(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "bench", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert "--arms A,B" in done.stdout
+    assert "  raw       today + raw feedback\n" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
 
 
 def test_an_unknown_suite_is_a_usage_error(

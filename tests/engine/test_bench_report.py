@@ -1,18 +1,23 @@
-"""The bench's harness files, scores, table and plots, from handcrafted results."""
+"""The bench's task files and repositories, its arms, rounds from a run's result, scores,
+table and plots, from handcrafted results."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import git
 import pytest
 
-from bench.suite.harness import assemble, extract_code, hidden_tests, raw_log
+from bench.suite.arms import TODAY, ArmError, arm_settings, parse_arms
+from bench.suite.harness import SOLUTION, TEST_FILE, hidden_tests, task_repo
 from bench.suite.report import duration, render, table, terminal_plot, write_png
-from bench.suite.runner import ArmResult, Attempt, BenchConfig, BenchRun, ItemResult
+from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
 from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, load_suite
-from engine.verify.results import StageKind, StageResult
+from engine.project.settings import Settings
+from engine.run.guards import RunStatus
+from engine.run.outcome import IterationRecord, RunResult
 
 TASK = BenchTask(
     task_id="t/add",
@@ -63,97 +68,107 @@ def test_every_humaneval_test_module_parses() -> None:
         ast.parse(hidden_tests(subject))
 
 
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [
-        (
-            "Here:\n```python\ndef add(a, b):\n    return a + b\n```\n",
-            "def add(a, b):\n    return a + b\n",
-        ),
-        (
-            "```python\nimport os\n```\nsolution.py\n```python\ndef add(a, b):\n    return 1\n```",
-            "def add(a, b):\n    return 1\n",
-        ),
-        ("```\n    return a + b\n```", "    return a + b\n"),
-        ("def add(a, b):\n    return b + a\n", "def add(a, b):\n    return b + a\n"),
-        ("I would add the numbers.", None),
-        ("```python\ndef add(a, b):\n    return a +", None),  # cut off: the fence never closes
-    ],
-)
-def test_the_code_is_found_in_the_answer(answer: str, expected: str | None) -> None:
-    assert extract_code(answer, "add") == expected
+def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:
+    root = task_repo(tmp_path / "task", TASK, TASK.prompt)
+    repo = git.Repo(root)
+    assert not repo.is_dirty(untracked_files=True)
+    assert sorted(repo.git.ls_files().split()) == [SOLUTION, TEST_FILE]
+    assert (root / SOLUTION).read_text() == TASK.prompt
+    assert (root / TEST_FILE).read_text() == hidden_tests(TASK)
 
 
-def test_a_whole_function_gets_the_prompts_imports_and_helpers_it_left_out() -> None:
-    program = assemble(TASK, "def add(a: int, b: int) -> int:\n    return helper(a) + b\n")
-    assert program == (
-        "from typing import List\n"
-        "def helper(x):\n    return x\n\n\n"
-        "def add(a: int, b: int) -> int:\n    return helper(a) + b\n"
+# --- arms ------------------------------------------------------------------------------------
+
+
+def test_arms_are_named_presets_of_run_options() -> None:
+    base = Settings(model="openai/x", api_base="http://127.0.0.1:1/v1")
+    today, raw, full = (arm_settings(name, base) for name in ("today", "raw", "all"))
+    assert (today.feedback, today.candidates, today.prompt_profile) == ("packet", 1, "full")
+    assert (today.runtime_values, today.noop_retry, today.restart_on_stall) == (False,) * 3
+    assert raw == today.model_copy(update={"feedback": "raw"})  # the naive arm differs only there
+    assert (full.candidates, full.prompt_profile) == (3, "small")
+    assert (full.runtime_values, full.noop_retry, full.restart_on_stall) == (True,) * 3
+    assert today.api_base == base.api_base
+    assert arm_settings("defaults", base) == base
+
+
+def test_arms_are_parsed_in_order_once_each() -> None:
+    assert parse_arms("raw, today,raw") == ["raw", "today"]
+    with pytest.raises(ArmError, match="unknown arm 'fast' \\(known: today, raw, small"):
+        parse_arms("today,fast")
+    assert TODAY.candidates == 1
+
+
+# --- rounds from a run's result --------------------------------------------------------------
+
+
+def run_result(status: RunStatus, *verdicts: str) -> RunResult:
+    return RunResult(
+        run_id="r",
+        status=status,
+        reason="",
+        iterations=[IterationRecord(n=n, status=v) for n, v in enumerate(verdicts, start=1)],
+        branch="",
+        final_commit=None,
+        run_dir="/tmp/x/.fixloop/runs/r",
+        report=None,
+        tokens=0,
+        cost_usd=0.0,
+        duration_s=1.0,
     )
 
 
-def test_a_function_body_completes_the_prompt() -> None:
-    assert assemble(TASK, "    return a + b\n") == TASK.prompt + "    return a + b\n"
-    assert assemble(TASK, "return a + b\n") == TASK.prompt + "    return a + b\n"
-
-
-def test_the_raw_log_keeps_the_tail() -> None:
-    stage = StageResult(
-        name="tests",
-        kind=StageKind.TESTS,
-        cmd="pytest",
-        exit_code=1,
-        duration_ms=1,
-        stdout="head\n" + "x" * 50 + "\nFAILED test_solution.py::test_add_1\n",
-        stderr="",
+def test_round_r_is_iteration_r_plus_1() -> None:
+    fixed = arm_result("today", run_result(RunStatus.OK, "failing", "no_change", "ok"), Spend(), 1)
+    assert (fixed.rounds, fixed.passed_round) == (["failing", "no_change", "ok"], 2)
+    assert fixed.run_dir == "/tmp/x/.fixloop/runs/r"
+    stalled = arm_result("today", run_result(RunStatus.STALLED, "failing", "failing"), Spend(), 1)
+    assert (stalled.status, stalled.passed_round) == ("stalled", None)
+    doubted = arm_result(
+        "today", run_result(RunStatus.SUSPICIOUS_PASS, "suspicious_pass"), Spend(), 1
     )
-    log = raw_log([stage], chars=40)
-    assert log.startswith("...\n")
-    assert log.endswith("FAILED test_solution.py::test_add_1")
-    assert "head" not in log
+    assert doubted.passed_round is None
+    green = arm_result("today", run_result(RunStatus.OK), Spend(), 1)  # green before any answer
+    assert green.passed_round == 0
 
 
 # --- scores ----------------------------------------------------------------------------------
 
 
-def attempt(
-    round: int, passed: bool, *, tokens: tuple[int, int] = (100, 20), feedback: int = 0
-) -> Attempt:
-    return Attempt(
-        round=round,
-        status="passed" if passed else "failed",
-        summary="",
-        prompt_tokens=tokens[0],
-        completion_tokens=tokens[1],
-        cost_usd=0.001,
-        feedback_tokens=feedback,
+def arm(name: str, passes_in: int | None, rounds: int = 2, wall: float = 10.0) -> ArmResult:
+    last = rounds if passes_in is None else passes_in
+    calls = last + 1
+    per_call = 100 if name == "today" else 60
+    return ArmResult(
+        arm=name,
+        status="ok" if passes_in is not None else "exhausted",
+        rounds=["ok" if r == passes_in else "failing" for r in range(calls)],
+        passed_round=passes_in,
+        spend=Spend(
+            model_calls=calls,
+            prompt_tokens=per_call * calls,
+            completion_tokens=20 * calls,
+            cost_usd=0.001 * calls,
+        ),
+        wall_s=wall,
+        run_dir=f"/tmp/bench/{name}/.fixloop/runs/r",
     )
 
 
-def arm(name: str, passes_in: int | None, rounds: int = 2, wall: float = 10.0) -> ArmResult:
-    last = rounds if passes_in is None else passes_in
-    attempts = [
-        attempt(r, r == passes_in, feedback=0 if r == 0 else (50 if name == "packet" else 300))
-        for r in range(last + 1)
-    ]
-    return ArmResult(arm=name, attempts=attempts, passed_round=passes_in, wall_s=wall)  # type: ignore[arg-type]
-
-
 def handcrafted_run() -> BenchRun:
-    """Four tasks, two repair rounds: packet passes 1 in r0, 1 in r1, 1 in r2; raw 1 in r0 only."""
+    """Four tasks, two repair rounds: today passes 1 in r0, 1 in r1, 1 in r2; raw 1 in r0 only."""
     outcomes = {"t/1": (0, 0), "t/2": (1, None), "t/3": (2, None), "t/4": (None, None)}
     items = [
         ItemResult(
             item_id=task_id,
             task_id=task_id,
-            arms={"packet": arm("packet", packet), "raw": arm("raw", raw, wall=20.0)},
+            arms={"today": arm("today", today), "raw": arm("raw", raw, wall=20.0)},
         )
-        for task_id, (packet, raw) in outcomes.items()
+        for task_id, (today, raw) in outcomes.items()
     ]
     return BenchRun(
         config=BenchConfig(
-            suite="DIR", model="openai/scripted", arms=["packet", "raw"], max_rounds=2, limit=4
+            suite="DIR", model="openai/scripted", arms=["today", "raw"], max_rounds=2, limit=4
         ),
         started="2026-01-02T03:04:05+00:00",
         machine={"cpu": "Test CPU", "cores": "2"},
@@ -163,41 +178,45 @@ def handcrafted_run() -> BenchRun:
 
 
 def test_scores_count_cumulative_passes_per_round() -> None:
-    packet, raw = score(handcrafted_run())
-    assert packet.tasks == raw.tasks == 4
-    assert packet.pass_after_round == [0.25, 0.5, 0.75]
+    today, raw = score(handcrafted_run())
+    assert today.tasks == raw.tasks == 4
+    assert today.pass_after_round == [0.25, 0.5, 0.75]
     assert raw.pass_after_round == [0.25, 0.25, 0.25]
-    assert packet.pass_at_1 == raw.pass_at_1 == 0.25
-    assert packet.mean_rounds_to_pass == 1.0  # (0 + 1 + 2) / 3
+    assert today.pass_at_1 == raw.pass_at_1 == 0.25
+    assert today.mean_rounds_to_pass == 1.0  # (0 + 1 + 2) / 3
     assert raw.mean_rounds_to_pass == 0.0
-    # attempts: packet 1 + 2 + 3 + 3 = 9, raw 1 + 3 + 3 + 3 = 10
-    assert (packet.model_calls, raw.model_calls) == (9, 10)
-    assert (packet.prompt_tokens, packet.completion_tokens) == (900, 180)
-    assert packet.cost_usd == pytest.approx(0.009)
-    assert (packet.wall_s, raw.wall_s) == (40.0, 80.0)
-    assert (packet.mean_feedback_tokens, raw.mean_feedback_tokens) == (50, 300)
+    # calls: today 1 + 2 + 3 + 3 = 9, raw 1 + 3 + 3 + 3 = 10
+    assert (today.model_calls, raw.model_calls) == (9, 10)
+    assert (today.prompt_tokens, today.completion_tokens) == (900, 180)
+    assert (today.prompt_tokens_per_fix, raw.prompt_tokens_per_fix) == (300, 600)
+    assert today.cost_usd == pytest.approx(0.009)
+    assert (today.wall_s, raw.wall_s) == (40.0, 80.0)
+    assert (today.wall_s_per_task, raw.wall_s_per_task) == (10.0, 20.0)
+    assert today.endings == {"ok": 3, "exhausted": 1}
 
 
-def test_no_pass_at_all_has_no_mean_rounds() -> None:
+def test_no_pass_at_all_has_no_mean_rounds_nor_tokens_per_fix() -> None:
     run = handcrafted_run()
     run.items = [run.items[-1]]
-    packet, _ = score(run)
-    assert packet.pass_after_round == [0.0, 0.0, 0.0]
-    assert packet.mean_rounds_to_pass is None
+    today, _ = score(run)
+    assert today.pass_after_round == [0.0, 0.0, 0.0]
+    assert today.mean_rounds_to_pass is None
+    assert today.prompt_tokens_per_fix is None
 
 
 GOLDEN_TABLE = """\
-                              packet         raw
+                               today         raw
 tasks                              4           4
-pass@1 (one-shot)              25.0%       25.0%
+pass@1 (round 0)               25.0%       25.0%
 pass after round 1             50.0%       25.0%
 pass after round 2             75.0%       25.0%
 mean rounds to pass             1.00        0.00
 model calls                        9          10
-prompt tokens                    900       1,000
+prompt tokens                    900         600
+prompt tokens per fix            300         600
 completion tokens                180         200
-feedback tokens/prompt            50         300
 cost (USD)                    0.0090      0.0100
+wall time per task               10s         20s
 wall time                        40s       1m20s"""
 
 
@@ -212,11 +231,24 @@ def test_the_whole_report_fits_100_columns() -> None:
     assert GOLDEN_TABLE in text
     assert text.startswith(
         "fixloop bench: generate on DIR, model openai/scripted\n"
-        "seed 0, limit 4, up to 2 repair rounds\n"
+        "seed 0, limit 4, up to 2 repair rounds, through the loop\n"
         "2026-01-02T03:04:05+00:00 on Test CPU (2 cores)\n"
     )
+    assert "raw: today + raw feedback\n" in text
+    assert "  runs ended: ok 3, exhausted 1" in text
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_every_arm_at_once_still_fits_100_columns() -> None:
+    run = handcrafted_run()
+    names = ["today", "raw", "small", "noop", "runtime", "cand3", "all", "defaults"]
+    long_id = "HumanEval/123#const+1-17"
+    run.items = [ItemResult(item_id=long_id, task_id="x", arms={n: arm(n, 1) for n in names})]
+    run.config = run.config.model_copy(update={"arms": names})
+    text = render(run, score(run))
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert [long_id, *["r1"] * 8] in [line.split() for line in text.splitlines()]
 
 
 def test_a_long_suite_path_is_shortened_from_the_left() -> None:
@@ -244,9 +276,9 @@ def test_the_terminal_plot_draws_a_bar_per_arm_and_round() -> None:
     plot = terminal_plot(score(run), rounds=2)
     lines = plot.splitlines()
     assert len(lines) == 1 + 3 * 2
-    assert lines[1] == " r0 packet |" + "█" * 10 + " " * 30 + "|  25.0%"
-    assert lines[5] == " r2 packet |" + "█" * 30 + " " * 10 + "|  75.0%"
-    assert lines[6] == "    raw    |" + "█" * 10 + " " * 30 + "|  25.0%"
+    assert lines[1] == " r0 today |" + "█" * 10 + " " * 30 + "|  25.0%"
+    assert lines[5] == " r2 today |" + "█" * 30 + " " * 10 + "|  75.0%"
+    assert lines[6] == "    raw   |" + "█" * 10 + " " * 30 + "|  25.0%"
 
 
 def test_the_png_is_written(tmp_path: Path) -> None:

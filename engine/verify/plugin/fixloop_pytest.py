@@ -10,7 +10,8 @@ the report's "internal_error" field.
 
 Its helpers are sibling modules in the same directory, mounted with it on PYTHONPATH (and
 copied beside it into a built image's site-packages): `fixloop_pytest_source` (text, frames,
-statements) and `fixloop_pytest_fit` (fitting the report into its byte budget).
+statements), `fixloop_pytest_fit` (fitting the report into its byte budget) and
+`fixloop_pytest_runtime` (the first failure's local variables).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import pytest
 from fixloop_pytest_fit import fit_report
+from fixloop_pytest_runtime import failing_frame, frame_values
 from fixloop_pytest_source import (
     SOURCE_CHARS,
     RawFrame,
@@ -110,6 +112,7 @@ class SessionRecorder:
         self.details: dict[tuple[str, str], dict[str, Any]] = {}  # (nodeid, when) -> failure
         self.collect_details: dict[str, dict[str, Any]] = {}
         self.comparison: Comparison | None = None
+        self.runtime_taken = False  # only the first failure's locals are captured
         self.internal_errors: list[str] = []
         self.emitted = False
         self._relative: dict[str, str] = {}
@@ -149,6 +152,33 @@ class SessionRecorder:
 
     def project_frame(self, frames: list[RawFrame]) -> RawFrame | None:
         return next((f for f in reversed(frames) if self.in_project(f.path)), None)
+
+    def runtime_values(self, item: pytest.Item, tb: TracebackType | None) -> dict[str, Any] | None:
+        """The locals of the failure's deepest project frame (the code under test before the
+        test itself), read now, while the traceback still holds them."""
+        test_file = self.relative(str(item.path))
+
+        def is_test_file(path: str) -> bool:
+            relative = self.relative(path)
+            name = relative.rsplit("/", 1)[-1]
+            if relative == test_file or name == "conftest.py":
+                return True
+            in_tests = not {"tests", "test"}.isdisjoint(relative.split("/")[:-1])
+            return in_tests or name.startswith("test_") or name.endswith("_test.py")
+
+        found = failing_frame(tb, self.in_project, is_test_file)
+        if found is None:
+            return None
+        frame, line = found
+        values, omitted = frame_values(frame)
+        if not values:
+            return None
+        where = RawFrame(frame.f_code.co_filename, line, frame.f_code.co_name)
+        return {
+            "frame": self.frame_json(where),
+            "values": values,
+            "omitted": omitted,
+        }
 
     # -- hooks: collection
 
@@ -228,7 +258,13 @@ class SessionRecorder:
             return
         with self.guard("runtest_makereport"):
             report = outcome.get_result()
-            self.details[(report.nodeid, report.when)] = self.describe_failure(item, call)
+            details = self.describe_failure(item, call)
+            self.details[(report.nodeid, report.when)] = details
+            if report.failed and not self.runtime_taken:  # not an xfail: a failure to show
+                self.runtime_taken = True
+                runtime = self.runtime_values(item, call.excinfo.tb)
+                if runtime is not None:
+                    details["runtime"] = runtime
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         with self.guard("runtest_logreport"):

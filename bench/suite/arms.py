@@ -1,0 +1,117 @@
+"""The bench's arms: named presets of the loop's run options, so one bench run compares the
+real loop with and without each lever (issue 17) on the same tasks and seed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.project.settings import Settings
+from sandbox.errors import FixloopError
+
+
+class ArmError(FixloopError):
+    """An unknown arm name; the message lists the known ones."""
+
+
+class ArmOptions(BaseModel):
+    """The run options an arm sets; None leaves the setting as a user would get it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    feedback: Literal["packet", "raw"] | None = None
+    candidates: int | None = None
+    prompt_profile: Literal["auto", "small", "full"] | None = None
+    runtime_values: bool | None = None
+    noop_retry: bool | None = None
+    restart_on_stall: bool | None = None
+
+
+# The loop as it was before issue 17's levers: every lever off, one answer, the full prompt.
+TODAY = ArmOptions(
+    feedback="packet",
+    candidates=1,
+    prompt_profile="full",
+    runtime_values=False,
+    noop_retry=False,
+    restart_on_stall=False,
+)
+
+
+def _today_with(**levers: object) -> ArmOptions:
+    return TODAY.model_copy(update=levers)
+
+
+ARMS: dict[str, ArmOptions] = {
+    "today": TODAY,
+    "raw": _today_with(feedback="raw"),  # the naive loop: the raw test output, "please fix it"
+    "small": _today_with(prompt_profile="small"),
+    "noop": _today_with(noop_retry=True),
+    "runtime": _today_with(runtime_values=True),
+    "cand3": _today_with(candidates=3),
+    "all": ArmOptions(
+        feedback="packet",
+        candidates=3,
+        prompt_profile="small",
+        runtime_values=True,
+        noop_retry=True,
+        restart_on_stall=True,
+    ),
+    "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
+}
+DEFAULT_ARMS = ("today",)
+# `--feedback`, the flag arms replaced, still names its old choices.
+FEEDBACK_ARMS: dict[str, tuple[str, ...]] = {
+    "packet": ("today",),
+    "raw": ("raw",),
+    "both": ("today", "raw"),
+}
+
+
+def parse_arms(text: str) -> list[str]:
+    """`today,raw` as arm names, in order, each once; ArmError names an unknown one."""
+    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise ArmError(f"--arms needs at least one arm ({', '.join(ARMS)})")
+    for name in names:
+        if name not in ARMS:
+            raise ArmError(f"unknown arm {name!r} (known: {', '.join(ARMS)})")
+    return names
+
+
+def arm_settings(name: str, base: Settings) -> Settings:
+    """`base` with the arm's run options set."""
+    return base.model_copy(update=ARMS[name].model_dump(exclude_none=True))
+
+
+def describe(name: str) -> str:
+    """The arm's options in a few words, for the help and the report: `today` in full, the
+    others by how they differ from it."""
+    options = ARMS[name].model_dump(exclude_none=True)
+    if not options:
+        return "the run's own defaults for the model (no option set)"
+    if name != "today":
+        today = TODAY.model_dump()
+        options = {key: value for key, value in options.items() if today[key] != value}
+    words = [_said(key, value) for key, value in options.items() if not isinstance(value, bool)]
+    for state in (True, False):
+        switched = [_WORDS[key] for key, value in options.items() if value is state]
+        if switched:
+            words.append(f"{', '.join(switched)} {'on' if state else 'off'}")
+    return ("" if name == "today" else "today + ") + ", ".join(words)
+
+
+_WORDS = {
+    "runtime_values": "runtime values",
+    "noop_retry": "no-op retry",
+    "restart_on_stall": "restart on stall",
+}
+
+
+def _said(key: str, value: object) -> str:
+    if key == "feedback":
+        return f"{value} feedback"
+    if key == "candidates":
+        return f"{value} candidate{'s' if value != 1 else ''}"
+    return f"{value} prompt"

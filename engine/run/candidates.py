@@ -105,7 +105,7 @@ class Candidates:
         decodes them together); only the first one streams to the screen."""
 
         async def one(k: int) -> Completion:
-            temperature = None if k == 0 else CANDIDATE_TEMPERATURE
+            temperature = None if k == 1 else CANDIDATE_TEMPERATURE
             self.journal.emit(
                 ModelRequested(
                     n=n,
@@ -117,14 +117,15 @@ class Candidates:
             )
             completion = await model.complete(
                 messages,
-                on_text=on_text if k == 0 else None,
+                on_text=on_text if k == 1 else None,
                 temperature=temperature,
-                seed=None if k == 0 else k,
+                seed=None if k == 1 else k - 1,
             )
             self.journal.responded(n, completion, candidate=k)
             return completion
 
-        return list(await asyncio.gather(*(one(k) for k in range(self.config.candidates))))
+        count = self.config.candidates
+        return list(await asyncio.gather(*(one(k) for k in range(1, count + 1))))
 
     def screen(self, completions: Sequence[Completion]) -> list[Candidate]:
         """Each answer parsed and its pinned test edits held back; unusable, unchanged and
@@ -132,7 +133,7 @@ class Candidates:
         seen: dict[tuple[object, ...], int] = {}
         screened = []
         root = self.workspace.root
-        for k, completion in enumerate(completions):
+        for k, completion in enumerate(completions, start=1):
             candidate = Candidate(k, completion)
             try:
                 proposal = self.mode.parse(completion.text)

@@ -42,7 +42,7 @@ class ModelRequested(BaseEvent):
     n: int
     model: str
     prompt_tokens: int = 0
-    candidate: int = 0  # which of the iteration's answers (0: the first, or the only one)
+    candidate: int = 0  # which of the iteration's candidates, from 1 (0: not one of several)
     temperature: float | None = None  # None: the client's own (greedy)
 
 

@@ -57,7 +57,7 @@ class Journal:
                 duration_s=completion.duration_s,
                 finish_reason=completion.finish_reason,
                 attempts=completion.attempts,
-                candidate=candidate or 0,
+                candidate=candidate or 0,  # 0: the iteration's only answer
             )
         )
 

@@ -61,7 +61,7 @@ def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
     # All three in the trail, with their verdicts.
     trail = Path(result["run_dir"]) / "iterations" / "01" / "candidates"
     verdicts = {int(k.name): json.loads((k / "verdict.json").read_text()) for k in trail.iterdir()}
-    assert sorted(verdicts) == [0, 1, 2]
+    assert sorted(verdicts) == [1, 2, 3]
     outcome = sorted(v["verdict"] or v["dropped"] for v in verdicts.values())
     assert outcome == ["changes no file", "failing", "ok"]
     events = read_events(Path(result["run_dir"]) / "events.jsonl")

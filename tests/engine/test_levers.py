@@ -154,13 +154,13 @@ async def test_three_candidates_wrong_unchanged_right_commit_the_right_one(tmp_p
     # verified a second time.
     assert sandbox.jobs == 3
     verified = {e["k"]: e for e in of_type(result, "CandidateVerified")}
-    assert (verified[0]["verdict"], verified[1]["dropped"], verified[2]["verdict"]) == (
+    assert (verified[1]["verdict"], verified[2]["dropped"], verified[3]["verdict"]) == (
         "failing",
         "changes no file",
         "ok",
     )
     chosen = of_type(result, "CandidateChosen")
-    assert [(e["k"], e["by"]) for e in chosen] == [(2, "policy")]
+    assert [(e["k"], e["by"]) for e in chosen] == [(3, "policy")]
     # One commit on the branch: candidate 2's.
     repo = git.Repo(tmp_path / "project")
     assert repo.commit(f"fixloop/{RUN_ID}").message.startswith("fixloop[iter 1/")
@@ -169,25 +169,25 @@ async def test_three_candidates_wrong_unchanged_right_commit_the_right_one(tmp_p
     assert repo.git.show(f"{tip.hexsha}:app.py") + "\n" == FIXED
     # Every candidate is in the trail.
     trail = iteration_dir(result, 1) / "candidates"
-    assert sorted(p.name for p in trail.iterdir()) == ["0", "1", "2"]
-    assert (trail / "0" / "stage-test.json").is_file()
-    assert "+VALUE = 2" in (trail / "2" / "patch.diff").read_text()
-    assert json.loads((trail / "1" / "verdict.json").read_text())["dropped"] == "changes no file"
+    assert sorted(p.name for p in trail.iterdir()) == ["1", "2", "3"]
+    assert (trail / "1" / "stage-test.json").is_file()
+    assert "+VALUE = 2" in (trail / "3" / "patch.diff").read_text()
+    assert json.loads((trail / "2" / "verdict.json").read_text())["dropped"] == "changes no file"
     assert (iteration_dir(result, 1) / "stage-test.json").is_file()
 
 
 async def test_the_person_picks_a_candidate_that_is_not_the_best(tmp_path: Path) -> None:
-    gate = ScriptedGate(pick=0)
+    gate = ScriptedGate(pick=1)
     model = ScriptedModel(
         answer(("app.py", "VALUE = 3\n")),
         answer(("app.py", FIXED)),
-        answer(("app.py", FIXED)),  # the same as candidate 1: not verified twice
+        answer(("app.py", FIXED)),  # the same as candidate 2: not verified twice
         answer(("app.py", FIXED)),
     )
     result = await run_loop(tmp_path, model, gate=gate, candidates=3, max_iterations=1)
-    assert [c.k for c in gate.choices[0]] == [0, 1]
+    assert [c.k for c in gate.choices[0]] == [1, 2]
     dropped = {e["k"]: e["dropped"] for e in of_type(result, "CandidateVerified")}
-    assert dropped[2] == "the same as candidate 1"
+    assert dropped[3] == "the same as candidate 2"
     assert of_type(result, "CandidateChosen")[0]["by"] == "person"
     assert result.iterations[0].status == "failing"
     repo = git.Repo(tmp_path / "project")
@@ -204,4 +204,4 @@ async def test_no_usable_candidate_costs_the_iteration_with_the_first_problem(
     assert "Your answer could not be used" in model.prompt(3)
     dropped = [e["dropped"] for e in of_type(result, "CandidateVerified")]
     assert all(str(d).startswith("unusable: ") for d in dropped[:2])
-    assert dropped[3] == "the same as candidate 0"
+    assert dropped[3] == "the same as candidate 1"

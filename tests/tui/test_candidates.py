@@ -52,7 +52,7 @@ async def test_the_modal_opens_on_the_rankings_best() -> None:
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:
         screen = await candidates_shown(pilot, candidates_request())
-        assert screen.candidate.k == 0
+        assert screen.candidate.k == 1
         assert "+    return counts.most_common(n)" in screen.diff_text()
 
 
@@ -62,12 +62,12 @@ async def test_down_then_enter_picks_the_second_candidate() -> None:
         request = candidates_request()
         screen = await candidates_shown(pilot, request)
         await pilot.press("down")
-        assert screen.candidate.k == 1
+        assert screen.candidate.k == 2
         assert "+    return sum(map(len, found)) / len(found)" in screen.diff_text()
         await pilot.press("enter")
         await pilot.pause()
         assert app.screen is app.main
-    assert chosen(request) == Choice(decision="pick", k=1, why="chosen by you", by="person")
+    assert chosen(request) == Choice(decision="pick", k=2, why="chosen by you", by="person")
 
 
 async def test_a_candidates_number_selects_it() -> None:
@@ -75,14 +75,14 @@ async def test_a_candidates_number_selects_it() -> None:
     async with app.run_test(size=SMALL) as pilot:
         request = candidates_request()
         screen = await candidates_shown(pilot, request)
-        await pilot.press("2")
-        assert screen.candidate.k == 2
+        await pilot.press("3")
+        assert screen.candidate.k == 3
         assert "+@pytest.mark.skip" in screen.diff_text()
         notice = str(screen.query_one("#notice").render())
         assert "doubtful: test file tests/test_core.py was modified" in notice
-        await pilot.press("9", "up", "enter")  # there is no 9: 2 stays, then up to 1
+        await pilot.press("9", "up", "enter")  # there is no 9: 3 stays, then up to 2
         await pilot.pause()
-    assert chosen(request).k == 1
+    assert chosen(request).k == 2
 
 
 async def test_x_aborts_the_run() -> None:
@@ -120,7 +120,7 @@ async def test_e_edits_the_selected_candidate_and_enter_commits_the_edit() -> No
     choice = chosen(request)
     assert (choice.decision, choice.k, choice.why, choice.by) == (
         "edit",
-        1,
+        2,
         "edited by you",
         "person",
     )
@@ -144,7 +144,7 @@ async def test_escape_leaves_the_editor_and_the_candidate_as_it_was() -> None:
             await pilot.pause(0.01)
         await pilot.press("enter")
         await pilot.pause()
-    assert chosen(request) == Choice(decision="pick", k=0, why="chosen by you", by="person")
+    assert chosen(request) == Choice(decision="pick", k=1, why="chosen by you", by="person")
 
 
 async def test_n_writes_a_note_and_ctrl_s_picks_with_it() -> None:
@@ -159,7 +159,7 @@ async def test_n_writes_a_note_and_ctrl_s_picks_with_it() -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
     assert chosen(request) == Choice(
-        decision="pick", k=1, why="chosen by you", comment="keep map\nit reads better", by="person"
+        decision="pick", k=2, why="chosen by you", comment="keep map\nit reads better", by="person"
     )
 
 
@@ -175,7 +175,7 @@ async def test_escape_closes_the_note_and_it_goes_with_the_next_pick() -> None:
         assert "your note: fine" in str(screen.query_one("#notice").render())
         await pilot.press("enter")
         await pilot.pause()
-    assert (chosen(request).k, chosen(request).comment) == (0, "fine")
+    assert (chosen(request).k, chosen(request).comment) == (1, "fine")
 
 
 async def test_the_end_of_the_run_closes_an_open_choice() -> None:

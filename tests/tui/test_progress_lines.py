@@ -37,28 +37,28 @@ def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_th
     lines = printed(
         CandidateVerified(
             n=1,
-            k=0,
+            k=1,
             verdict="failing",
             tests=TESTS,
             files=["textstats/core.py"],
             diff_lines=2,
             summary="1 of 5 tests failing",
         ),
-        CandidateVerified(n=1, k=1, dropped="changes no file"),
+        CandidateVerified(n=1, k=2, dropped="changes no file"),
         CandidateVerified(
             n=1,
-            k=2,
+            k=3,
             verdict="ok",
             tests={**TESTS, "passed": 5, "failed": 0},
             files=["a.py", "b.py"],
         ),
-        CandidateChosen(n=1, k=2, why="verified ok, the smallest diff of the ok ones (4 lines)"),
+        CandidateChosen(n=1, k=3, why="verified ok, the smallest diff of the ok ones (4 lines)"),
     )
     assert lines == [
-        "fixloop: [1/4] candidate 0: failing (4 passed, 1 failed) · textstats/core.py",
-        "fixloop: [1/4] candidate 1 dropped: changes no file",
-        "fixloop: [1/4] candidate 2: ok (5 passed, 0 failed) · a.py, b.py",
-        "fixloop: [1/4] candidate 2 of 3 chosen: verified ok, the smallest diff of the ok ones"
+        "fixloop: [1/4] candidate 1: failing (4 passed, 1 failed) · textstats/core.py",
+        "fixloop: [1/4] candidate 2 dropped: changes no file",
+        "fixloop: [1/4] candidate 3: ok (5 passed, 0 failed) · a.py, b.py",
+        "fixloop: [1/4] candidate 3 of 3 chosen: verified ok, the smallest diff of the ok ones"
         " (4 lines)",
     ]
 

@@ -411,11 +411,11 @@ def candidate(
 
 
 def candidates_request() -> CandidatesRequest:
-    """Iteration 1's three verified candidates, numbered from 0 as in the trail: the ranking's
+    """Iteration 1's three verified candidates, numbered from 1 as in the trail: the ranking's
     best, another green one, and a pass that skips a test."""
     verified = [
         candidate(
-            0,
+            1,
             "ok",
             TestCounts(collected=5, passed=5),
             [MEAN_EDIT, TOP_EDIT],
@@ -424,7 +424,7 @@ def candidates_request() -> CandidatesRequest:
             summary="tests: 5 passed",
         ),
         candidate(
-            1,
+            2,
             "ok",
             TestCounts(collected=5, passed=5),
             [MAP_EDIT, TOP_EDIT],
@@ -433,7 +433,7 @@ def candidates_request() -> CandidatesRequest:
             summary="tests: 5 passed",
         ),
         candidate(
-            2,
+            3,
             "suspicious_pass",
             TestCounts(collected=5, passed=4, skipped=1),
             [MEAN_EDIT, Edit(path="tests/test_core.py", content=TEST_SKIPPED)],
@@ -446,7 +446,7 @@ def candidates_request() -> CandidatesRequest:
     views = [view for view, _ in verified]
     previews = {view.k: preview for view, preview in verified}
     best = Choice(
-        decision="pick", k=0, why="verified ok, the smallest diff of the ok ones (4 lines)"
+        decision="pick", k=1, why="verified ok, the smallest diff of the ok ones (4 lines)"
     )
     return CandidatesRequest(
         n=1, max_n=4, candidates=views, best=best, previews=previews, future=Future()
@@ -548,15 +548,15 @@ def levers_run() -> list[BaseEvent]:
         first.model_copy(update={"config": config}),
         *started()[1:],
         IterationStarted(ts=t, n=1, max_n=4),
-        *[ModelRequested(ts=t, n=1, model="openai/gpt-4o-mini", candidate=k) for k in range(3)],
+        *[ModelRequested(ts=t, n=1, model="openai/gpt-4o-mini", candidate=k) for k in (1, 2, 3)],
         *[
             ModelResponded(ts=t + 2, n=1, prompt_tokens=790, completion_tokens=58, candidate=k)
-            for k in range(3)
+            for k in (1, 2, 3)
         ],
-        CandidateVerified(ts=t + 4, n=1, k=0, verdict="failing", tests=tests, files=CORE_PY),
         CandidateVerified(ts=t + 4, n=1, k=1, verdict="failing", tests=tests, files=CORE_PY),
-        CandidateVerified(ts=t + 4, n=1, k=2, dropped="changes no file"),
-        CandidateChosen(ts=t + 6, n=1, k=1, why="chosen by you", by="person"),
+        CandidateVerified(ts=t + 4, n=1, k=2, verdict="failing", tests=tests, files=CORE_PY),
+        CandidateVerified(ts=t + 4, n=1, k=3, dropped="changes no file"),
+        CandidateChosen(ts=t + 6, n=1, k=2, why="chosen by you", by="person"),
         *applied(1, t + 6.1, CORE_PY, SHA_1, chosen)[1:],
         *verification(1, t + 6.3, 1, "failing", tests),
         *iteration(2, t + 8, "divide exactly", CORE_PY)[:3],
@@ -647,7 +647,7 @@ def test_candidates_modal_writing_a_note_on_a_doubtful_one(snap_compare: SnapCom
     app = app_in("light")
     screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
     run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
-    press = ["2", "n", *"why skip it?"]
+    press = ["3", "n", *"why skip it?"]
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=press)
 
 

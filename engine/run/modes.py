@@ -6,12 +6,13 @@ verification and a resume add. `RepairMode` repairs a red project; `SpecMode` bu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
+from engine.feedback.small_prompt import small_messages
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -85,6 +86,7 @@ class RepairMode:
             config.files,
             config.edit_format,
             pointers=config.feedback == "packet",  # raw feedback: nothing distilled
+            profile=config.prompt_profile,
         )
 
     def parse(self, text: str) -> Proposal:
@@ -122,11 +124,24 @@ def repair_messages(
     shown: Callable[[list[str]], list[str]] = list,
     *,
     pointers: bool = True,
+    profile: Literal["small", "full"] = "full",
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), the definitions the failure calls (`pointers`),
-    and the notes."""
+    and the notes. The small profile: the code first, no test file, nothing shown twice."""
     packet = current.packet
+    if profile == "small":
+        return small_messages(
+            root,
+            packet,
+            current.packet_text,
+            task,
+            named,
+            edit_format,
+            notes,
+            shown,
+            pointers=pointers,
+        )
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
     called = prompts.called_definitions(root, packet, paths) if pointers else []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -95,11 +96,17 @@ async def one_run(server: ScriptedModelServer, case: str, profile: str, scratch:
 
 
 def exact_tokens(messages: list[Message]) -> int:
-    """The embedded model's own prompt count: one token asked, its usage read."""
-    from engine.model.client import LiteLLMClient
+    """The embedded model's own prompt count: one token asked, llama.cpp's timings read."""
+    from engine.model.client import LiteLLMClient, ModelError
+    from engine.model.local.server import last_timings
 
     client = LiteLLMClient(LOCAL_MODEL, max_tokens=1, timeout_s=600)
-    return asyncio.run(client.complete(messages)).usage.prompt_tokens
+    # Truncated at the one token asked for (an error to the client): the prompt was read.
+    with contextlib.suppress(ModelError):
+        asyncio.run(client.complete(messages))
+    timings = last_timings()
+    assert timings is not None, "the embedded model did not answer"
+    return timings.prompt_tokens
 
 
 def main() -> None:

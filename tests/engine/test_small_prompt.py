@@ -101,9 +101,9 @@ def test_raw_feedback_keeps_the_small_shape_and_adds_no_distilled_pointer() -> N
 
 def test_the_json_format_ends_with_its_shape_naming_the_real_file() -> None:
     told = told_small("arity_error", edit_format="json")
-    assert told.endswith("Write newlines inside strings as \\n."), (
-        "the json instructions end the message"
-    )
+    last = told.rsplit("\n\n", 1)[1]
+    assert last.startswith("Answer with one JSON object")
+    assert last.endswith("Write newlines inside strings as \\n.")
     assert '{"path": "receipts/__init__.py", "search":' in told
 
 

@@ -6,7 +6,8 @@ to send back; no test file, and no function shown twice.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.edits.instructions import reply_line
@@ -23,7 +24,13 @@ FILES_BUDGET_CHARS = 8_000
 TEST_LINES = 12  # the failing test function, or its last lines up to the failing one
 
 
-def small_messages(
+@dataclass(frozen=True)
+class SmallPrompt:
+    messages: list[Message]
+    reply_paths: list[str]  # the files the reply line asks to have back
+
+
+def small_prompt(
     root: Path,
     packet: RepairPacket | None,
     told: str,
@@ -31,13 +38,12 @@ def small_messages(
     named: Sequence[str],
     edit_format: EditFormat,
     notes: Sequence[str] = (),
-    shown: Callable[[list[str]], list[str]] = list,
     *,
     pointers: bool = True,
-) -> list[Message]:
+) -> SmallPrompt:
     """The small profile's messages. `told` is what the model is told of the failure (the
     rendered packet, or the raw output's tail); `pointers` as in the full profile."""
-    paths = shown(code_paths(root, prompts.relevant_paths(root, packet, named=list(named)), named))
+    paths = code_paths(root, prompts.relevant_paths(root, packet, named=list(named)), named)
     files = prompts.load_files(
         root,
         paths,
@@ -54,11 +60,13 @@ def small_messages(
     parts += list(notes)
     if task.strip() and task.strip() != prompts.DEFAULT_TASK:
         parts.append(f"Task: {task.strip()}")
-    parts.append(reply_line(edit_format, [f.path for f in files if not f.read_only]))
-    return [
+    editable = [f.path for f in files if not f.read_only]
+    parts.append(reply_line(edit_format, editable))
+    messages = [
         Message(role="system", content=SYSTEM),
         Message(role="user", content="\n\n".join(parts)),
     ]
+    return SmallPrompt(messages=messages, reply_paths=editable)
 
 
 def code_paths(root: Path, paths: Sequence[str], named: Sequence[str]) -> list[str]:

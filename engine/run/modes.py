@@ -6,13 +6,13 @@ verification and a resume add. `RepairMode` repairs a red project; `SpecMode` bu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
-from engine.feedback.small_prompt import small_messages
+from engine.feedback.small_prompt import small_prompt
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -69,6 +69,7 @@ class RepairMode:
     def __init__(self, config: RunConfig, workspace: Workspace) -> None:
         self.config = config
         self.workspace = workspace
+        self.asked_for: list[str] = []  # the files the last small prompt asked to have back
 
     async def begin(self, checker: IterationChecker) -> Verification:
         return await checker.baseline()
@@ -78,6 +79,20 @@ class RepairMode:
 
     def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
         config = self.config
+        pointers = config.feedback == "packet"  # raw feedback: nothing distilled
+        if config.prompt_profile == "small":
+            prompt = small_prompt(
+                self.workspace.root,
+                current.packet,
+                current.packet_text,
+                config.task,
+                config.files,
+                config.edit_format,
+                notes,
+                pointers=pointers,
+            )
+            self.asked_for = prompt.reply_paths
+            return prompt.messages
         return repair_messages(
             self.workspace.root,
             current,
@@ -85,12 +100,13 @@ class RepairMode:
             config.task,
             config.files,
             config.edit_format,
-            pointers=config.feedback == "packet",  # raw feedback: nothing distilled
-            profile=config.prompt_profile,
+            pointers=pointers,
         )
 
     def parse(self, text: str) -> Proposal:
-        proposal = parse(text, self.config.edit_format)
+        # Asked for one file, a small model often sends its block without the path line.
+        sole = self.asked_for[0] if len(self.asked_for) == 1 else None
+        proposal = parse(text, self.config.edit_format, lone_block_path=sole)
         refuse_dropped_definitions(proposal, self.config.edit_format, self.workspace.root)
         return proposal
 
@@ -124,24 +140,11 @@ def repair_messages(
     shown: Callable[[list[str]], list[str]] = list,
     *,
     pointers: bool = True,
-    profile: Literal["small", "full"] = "full",
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), the definitions the failure calls (`pointers`),
-    and the notes. The small profile: the code first, no test file, nothing shown twice."""
+    and the notes."""
     packet = current.packet
-    if profile == "small":
-        return small_messages(
-            root,
-            packet,
-            current.packet_text,
-            task,
-            named,
-            edit_format,
-            notes,
-            shown,
-            pointers=pointers,
-        )
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
     called = prompts.called_definitions(root, packet, paths) if pointers else []

@@ -134,3 +134,22 @@ async def test_raw_feedback_under_the_small_profile_tells_the_output_after_the_c
         # The raw tail does not quote the assertion: the failing test's own lines stand in.
         assert "def test_double():\n    assert double(3) == 6\n```" in told
         assert "def test_two" not in told
+
+
+async def test_a_bare_block_is_taken_for_the_one_file_the_small_prompt_asked_for(
+    tmp_path: Path,
+) -> None:
+    """The embedded model, asked for calc.py, often sends the block without the path line."""
+    bare = f"```python\n{FIXED}```\n"
+    small = await run_loop(
+        tmp_path / "small", ScriptedModel(bare), edit_format="whole", prompt_profile="small"
+    )
+    assert [r.status for r in small.iterations] == ["ok"]
+    full = await run_loop(
+        tmp_path / "full",
+        ScriptedModel(bare),
+        edit_format="whole",
+        prompt_profile="full",
+        max_iterations=1,
+    )
+    assert [r.status for r in full.iterations] == ["format_error"]

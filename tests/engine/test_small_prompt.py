@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from engine.edits.parse import parse
-from engine.edits.proposal import EditFormat
+from engine.edits.proposal import EditFormat, EditFormatError
 from engine.feedback.distill import distill
 from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.raw import raw_feedback
-from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_messages
+from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_prompt
 from engine.feedback.tokens import approximate_tokens
 from engine.project.modules import project_modules
 from engine.project.settings import load_settings
@@ -51,9 +51,8 @@ def captured(case: str) -> tuple[StageResult, RepairPacket]:
 def told_small(case: str, *, raw: bool = False, edit_format: EditFormat = "whole") -> str:
     stage, packet = captured(case)
     told = raw_feedback([stage], 2000, approximate_tokens) if raw else packet.render()
-    messages = small_messages(
-        PROJECTS / case, packet, told, TASK, [], edit_format, pointers=not raw
-    )
+    prompt = small_prompt(PROJECTS / case, packet, told, TASK, [], edit_format, pointers=not raw)
+    messages = prompt.messages
     assert [m.role for m in messages] == ["system", "user"]
     assert messages[0].content == SYSTEM
     return messages[1].content
@@ -115,6 +114,24 @@ def test_an_answer_in_the_shape_asked_for_parses() -> None:
     assert [(e.path, e.content) for e in proposal.edits] == [(path, fixed)]
 
 
+LONE_BLOCK = "Here is the fix:\n```python\nX = 2\n```\n"
+
+
+def test_a_lone_block_without_its_path_is_the_one_file_asked_for() -> None:
+    proposal = parse(LONE_BLOCK, "whole", lone_block_path="calc/core.py")
+    assert [(e.path, e.content) for e in proposal.edits] == [("calc/core.py", "X = 2\n")]
+    assert proposal.explanation == "Here is the fix:"
+    with pytest.raises(EditFormatError, match="without its file path"):
+        parse(LONE_BLOCK, "whole")  # nothing asked for: the path is still required
+
+
+def test_a_block_with_its_own_path_or_a_second_block_keeps_the_rules() -> None:
+    named = parse("calc/other.py\n```python\nX = 2\n```\n", "whole", lone_block_path="a.py")
+    assert [e.path for e in named.edits] == ["calc/other.py"]
+    with pytest.raises(EditFormatError, match="without its file path"):
+        parse(LONE_BLOCK + LONE_BLOCK, "whole", lone_block_path="calc/core.py")
+
+
 def write_project(root: Path, code: str, test: str) -> None:
     (root / "calc").mkdir()
     (root / "tests").mkdir()
@@ -137,7 +154,7 @@ def test_a_long_failing_test_is_cut_to_its_lines_up_to_the_failing_one(tmp_path:
         exception="TypeError: boom",
     )
     packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
-    told = small_messages(tmp_path, packet, packet.render(), TASK, [], "whole")[1].content
+    told = small_prompt(tmp_path, packet, packet.render(), TASK, [], "whole").messages[1].content
     block = told.split("The failing test, ")[1].split("```python\n")[1].split("\n```")[0]
     lines = block.splitlines()
     assert len(lines) == TEST_LINES
@@ -161,23 +178,25 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
         actual="5",
     )
     packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
-    told = small_messages(tmp_path, packet, packet.render(), TASK, ["calc/__init__.py"], "whole")
-    text = told[1].content
+    named = ["calc/__init__.py"]
+    text = small_prompt(tmp_path, packet, packet.render(), TASK, named, "whole").messages[1].content
     assert "calc/__init__.py  (excerpt; line numbers on the left)" in text
     assert "The failing line calls double, defined at calc/__init__.py:123" in text
     small = tmp_path / "small"
     small.mkdir()
     write_project(small, "def double(x):\n    return x + 2\n", "")
-    text = small_messages(small, packet, packet.render(), TASK, ["calc/__init__.py"], "whole")
-    assert "The failing line calls" not in text[1].content
-    assert text[1].content.count("def double(x):") == 1
+    text = small_prompt(small, packet, packet.render(), TASK, named, "whole").messages[1].content
+    assert "The failing line calls" not in text
+    assert text.count("def double(x):") == 1
 
 
 def test_a_task_of_the_persons_own_is_said_before_the_reply_line() -> None:
     packet = captured("assertion_failure")[1]
     task = "The function in stats/__init__.py has a bug."
-    told = small_messages(PROJECTS / "assertion_failure", packet, "", task, [], "whole")
-    assert told[1].content.endswith(f"Task: {task}\n\nReply with stats/__init__.py {WHOLE_REPLY}")
+    prompt = small_prompt(PROJECTS / "assertion_failure", packet, "", task, [], "whole")
+    assert prompt.messages[1].content.endswith(
+        f"Task: {task}\n\nReply with stats/__init__.py {WHOLE_REPLY}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +214,8 @@ def test_the_example_shows_its_code_once_and_not_its_test_file(
 ) -> None:
     root, current = textstats
     full = repair_messages(root, current, [], TASK, [], "whole")[1].content
-    small = repair_messages(root, current, [], TASK, [], "whole", profile="small")[1].content
+    prompt = small_prompt(root, current.packet, current.packet_text, TASK, [], "whole")
+    small = prompt.messages[1].content
     # Today's prompt: the test file, the re-exporting __init__, the failing function twice.
     assert "def test_word_count_empty" in full
     assert full.count("def mean_word_length") == 2
@@ -208,3 +228,4 @@ def test_the_example_shows_its_code_once_and_not_its_test_file(
     assert in_order(small, "return counts.most_common(n - 1)", "Verification failed", "Reply")
     assert small.endswith(f"Reply with textstats/core.py {WHOLE_REPLY}")
     assert approximate_tokens(small) < approximate_tokens(full) * 0.6
+    assert prompt.reply_paths == ["textstats/core.py"]

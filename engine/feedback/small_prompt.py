@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from engine.edits.instructions import reply_line
 from engine.edits.proposal import EditFormat
@@ -24,8 +25,9 @@ FILES_BUDGET_CHARS = 8_000
 TEST_LINES = 12  # the failing test function, or its last lines up to the failing one
 
 
-@dataclass(frozen=True)
-class SmallPrompt:
+class SmallPrompt(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     messages: list[Message]
     reply_paths: list[str]  # the files the reply line asks to have back
 

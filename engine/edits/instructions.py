@@ -61,3 +61,20 @@ def shape_error(problems: list[str], format: EditFormat) -> EditFormatError:
     if format == "whole":  # no example block: small models copy it verbatim
         return EditFormatError(problems, _WHOLE_AGAIN)
     return EditFormatError(problems, f"Answer again in this shape:\n{_SHAPES[format]}")
+
+
+def reply_line(format: EditFormat, paths: list[str]) -> str:
+    """The small prompt's last line: what to send back. For `whole`, one sentence naming
+    the file when there is one (small models answer best to the concrete); for `json`, the
+    whole paragraph, since its shape cannot be told shorter."""
+    if format == "json":
+        return instructions("json", paths[0] if paths else None)
+    if len(paths) == 1:
+        return (
+            f"Reply with {paths[0]} alone on the first line, then a python code block "
+            "holding the whole corrected file."
+        )
+    return (
+        "Reply with the path of each file you fix alone on a line, then a python code block "
+        "holding the whole corrected file."
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.edits.instructions import shape_error
@@ -20,13 +20,15 @@ _EXPLANATION_CHARS = 200
 _STRAY_BRACES = 32  # bounds the rescans of an answer full of unmatched braces
 
 
-def parse(text: str, format: EditFormat) -> Proposal:
-    """Read the model's answer in `format`; an unusable answer is an `EditFormatError`."""
+def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) -> Proposal:
+    """Read the model's answer in `format`; an unusable answer is an `EditFormatError`.
+    `lone_block_path`: the file a `whole` answer of one block and no path line is taken
+    for, when the prompt asked for that one file back."""
     if not text.strip():
         raise shape_error(["your answer is empty"], format)
     if format == "json":
         return _parse_json(text)
-    return _parse_whole(text)
+    return _parse_whole(text, lone_block_path)
 
 
 def _parse_json(text: str) -> Proposal:
@@ -191,8 +193,10 @@ class _CodeBlock:
     above: str | None  # the prose line above, if any
 
 
-def _parse_whole(text: str) -> Proposal:
+def _parse_whole(text: str, lone_block_path: str | None = None) -> Proposal:
     blocks, prose, problems = _split_whole(text)
+    if lone_block_path and len(blocks) == 1 and _path_on_line(blocks[0].above or "") is None:
+        blocks = [replace(blocks[0], above=lone_block_path)]
     edits: list[Edit] = []
     path_lines: set[str] = set()
     for block in blocks:

@@ -12,6 +12,7 @@ from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
+from engine.feedback.small_prompt import small_prompt
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -72,6 +73,7 @@ class RepairMode:
     def __init__(self, config: RunConfig, workspace: Workspace) -> None:
         self.config = config
         self.workspace = workspace
+        self.asked_for: list[str] = []  # the files the last small prompt asked to have back
 
     async def begin(self, checker: IterationChecker) -> Verification:
         return await checker.baseline()
@@ -81,6 +83,20 @@ class RepairMode:
 
     def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
         config = self.config
+        pointers = config.feedback == "packet"  # raw feedback: nothing distilled
+        if config.prompt_profile == "small":
+            prompt = small_prompt(
+                self.workspace.root,
+                current.packet,
+                current.packet_text,
+                config.task,
+                config.files,
+                config.edit_format,
+                notes,
+                pointers=pointers,
+            )
+            self.asked_for = prompt.reply_paths
+            return prompt.messages
         return repair_messages(
             self.workspace.root,
             current,
@@ -88,11 +104,13 @@ class RepairMode:
             config.task,
             config.files,
             config.edit_format,
-            pointers=config.feedback == "packet",  # raw feedback: nothing distilled
+            pointers=pointers,
         )
 
     def parse(self, text: str) -> Proposal:
-        proposal = parse(text, self.config.edit_format)
+        # Asked for one file, a small model often sends its block without the path line.
+        sole = self.asked_for[0] if len(self.asked_for) == 1 else None
+        proposal = parse(text, self.config.edit_format, lone_block_path=sole)
         refuse_dropped_definitions(proposal, self.config.edit_format, self.workspace.root)
         return proposal
 

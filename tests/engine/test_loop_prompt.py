@@ -1,0 +1,155 @@
+"""What the loop sends the model under each prompt profile, over real git: a scripted model
+that keeps its prompts, and a sandbox whose one failing test calls the function under repair
+(the case where the full prompt shows that function twice)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+import pytest
+
+from engine.project.run_directory import RunDirectory
+from engine.project.workspace import Workspace
+from engine.run.loop import Deps, FixLoop
+from engine.run.outcome import RunConfig, RunResult
+from engine.verify.execute import Verifier
+from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
+from engine.verify.stages import Stage
+from sandbox import ExecRequest, ExecResult
+from tests.engine.test_loop import ScriptedGate, ScriptedModel, TreeSandbox, answer
+
+BROKEN = "def double(x):\n    return x + 2\n"
+WRONG = "def double(x):\n    return x + 3\n"
+FIXED = "def double(x):\n    return x * 2\n"
+# test_two passes with the bug: only test_double fails, and its file is not the prompt's.
+TESTS = (
+    "from calc import double\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
+    "def test_two():\n    assert double(2) == 4\n"
+)
+
+pytestmark = pytest.mark.usefixtures("git_as_tester")
+
+
+class DoublingSandbox(TreeSandbox):
+    """Green when calc.py doubles; else test_double fails on its assertion, quoting what
+    double(3) returned, so a different wrong answer fails differently."""
+
+    async def run(self, request: ExecRequest) -> ExecResult:
+        self.jobs += 1
+        code = (request.workdir / "calc.py").read_text()
+        green = code == FIXED
+        got = 3 + int(code.rsplit("+ ", 1)[1]) if "+ " in code else 0
+        nodeid = "tests/test_calc.py::test_double"
+        failed = TestCase(
+            nodeid=nodeid,
+            outcome="failed",
+            file="tests/test_calc.py",
+            line=5,
+            assertion="assert double(3) == 6",
+            exception_type="AssertionError",
+            exception_message=f"assert {got} == 6",
+            expected="6",
+            actual=str(got),
+        )
+        counts = TestCounts(collected=2, passed=2 if green else 1, failed=0 if green else 1)
+        report = PytestReport(
+            exitstatus=0 if green else 1,
+            counts=counts,
+            nodeids=[nodeid, "tests/test_calc.py::test_two"],
+            tests=[] if green else [failed],
+        )
+        stdout = "" if green else f"FAILED {nodeid} - assert {got} == 6"
+        return self.result(report, 0 if green else 1, stdout, request)
+
+
+async def run_loop(tmp_path: Path, model: ScriptedModel, **config: object) -> RunResult:
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text(BROKEN)
+    (root / "tests" / "test_calc.py").write_text(TESTS)
+    repo = git.Repo.init(root)
+    repo.git.add(A=True)
+    repo.index.commit("baseline")
+    run_id = "20260101-000000-prompt"
+    deps = Deps(
+        model=model,
+        verifier=Verifier(
+            DoublingSandbox(), [Stage(name="test", kind=StageKind.TESTS, cmd="pytest")]
+        ),
+        workspace=Workspace.create(root, run_id),
+        gate=ScriptedGate(),
+        run_dir=RunDirectory.create(root, run_id),
+        approval="step",
+        versions={"fixloop-tui": "test"},
+    )
+    settings = RunConfig.model_validate({"model": model.model, "no_progress_limit": 9, **config})
+    return await FixLoop(settings, deps).run()
+
+
+def two_tries() -> ScriptedModel:
+    return ScriptedModel(answer(("calc.py", WRONG)), answer(("calc.py", FIXED)))
+
+
+async def test_the_small_profile_sends_no_test_file_and_no_function_twice(tmp_path: Path) -> None:
+    model = two_tries()
+    result = await run_loop(tmp_path, model, prompt_profile="small")
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    for n, code in ((1, BROKEN), (2, WRONG)):
+        told = model.prompt(n)
+        assert told.startswith(f"calc.py\n```python\n{code}```")
+        assert "def test_two" not in told
+        assert told.count("def double(x):") == 1
+        assert "The failing line calls double" not in told
+        assert "failing line: assert double(3) == 6" in told
+        last = told.rsplit("\n\n", 1)[1]  # what to send back: the json shape, the real path
+        assert last.startswith("Answer with one JSON object")
+        assert '{"path": "calc.py", "search"' in last
+    assert model.prompts[0][0].content.startswith("You fix bugs in Python code")
+
+
+async def test_the_full_profile_is_todays_prompt(tmp_path: Path) -> None:
+    model = two_tries()
+    result = await run_loop(tmp_path, model, prompt_profile="full")
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    for n in (1, 2):
+        told = model.prompt(n)
+        assert told.startswith("Task: Make the failing tests pass.\n\nFiles:")
+        assert "def test_two" in told
+        assert told.count("def double(x):") == 2
+
+
+async def test_raw_feedback_under_the_small_profile_tells_the_output_after_the_code(
+    tmp_path: Path,
+) -> None:
+    model = two_tries()
+    result = await run_loop(tmp_path, model, prompt_profile="small", feedback="raw")
+    assert result.status.value == "ok"
+    for n, got in ((1, 5), (2, 6)):
+        told = model.prompt(n)
+        assert told.startswith("calc.py\n```python")
+        failed = f"FAILED tests/test_calc.py::test_double - assert {got} == 6"
+        assert f"$ pytest  (exit 1)\n{failed}\n\nPlease fix it." in told
+        assert "Verification failed" not in told
+        # The raw tail does not quote the assertion: the failing test's own lines stand in.
+        assert "def test_double():\n    assert double(3) == 6\n```" in told
+        assert "def test_two" not in told
+
+
+async def test_a_bare_block_is_taken_for_the_one_file_the_small_prompt_asked_for(
+    tmp_path: Path,
+) -> None:
+    """The embedded model, asked for calc.py, often sends the block without the path line."""
+    bare = f"```python\n{FIXED}```\n"
+    small = await run_loop(
+        tmp_path / "small", ScriptedModel(bare), edit_format="whole", prompt_profile="small"
+    )
+    assert [r.status for r in small.iterations] == ["ok"]
+    full = await run_loop(
+        tmp_path / "full",
+        ScriptedModel(bare),
+        edit_format="whole",
+        prompt_profile="full",
+        max_iterations=1,
+    )
+    assert [r.status for r in full.iterations] == ["format_error"]

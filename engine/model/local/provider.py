@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
 DEFAULT_MAX_TOKENS = 1024
+# Sampling above temperature 0: the usual nucleus settings, so that a 1.5B model's candidates
+# differ without wandering into its long tail of unlikely tokens.
+TOP_K = 40
+TOP_P = 0.95
 
 _models: dict[str, Path] = {}  # "qwen2.5-coder-1.5b" -> GGUF path
 _registry_lock = threading.Lock()
@@ -74,7 +78,7 @@ def ensure_registered(model: str, model_path: Path | None = None) -> None:
                 model: {
                     "litellm_provider": PROVIDER,
                     "mode": "chat",
-                    "max_input_tokens": server.N_CTX,
+                    "max_input_tokens": server.N_CTX,  # per generation (slot)
                     "max_output_tokens": server.N_CTX,
                     "max_tokens": server.N_CTX,
                     "input_cost_per_token": 0.0,
@@ -127,19 +131,35 @@ def _loaded_model(name: str) -> server.LoadedModel:
 
 
 def _request(messages: list[Any], optional_params: dict[str, Any]) -> dict[str, Any]:
+    """llama.cpp's request body; its sampling is per request (the slot's own sampler)."""
     request: dict[str, Any] = {
         "messages": [_plain_message(m) for m in messages],
         "max_tokens": optional_params.get("max_tokens")
         or optional_params.get("max_completion_tokens")
         or DEFAULT_MAX_TOKENS,
-        "temperature": optional_params.get("temperature", 0.0),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    for key in ("top_p", "top_k", "stop", "seed"):
-        if optional_params.get(key) is not None:
-            request[key] = optional_params[key]
+    request.update(_sampling(optional_params))
+    if optional_params.get("stop") is not None:
+        request["stop"] = optional_params["stop"]
     return request
+
+
+def _sampling(optional_params: dict[str, Any]) -> dict[str, Any]:
+    """Temperature 0 (or none): greedy, the same answer every time. Above 0: top-k/top-p
+    sampling from `seed` (a fresh random one when None), so one seed repeats its answer."""
+    temperature = float(optional_params.get("temperature") or 0.0)
+    if temperature <= 0.0:
+        return {"temperature": 0.0, "top_k": 1}
+    sampling: dict[str, Any] = {
+        "temperature": temperature,
+        "top_k": optional_params.get("top_k") or TOP_K,
+        "top_p": optional_params.get("top_p") or TOP_P,
+    }
+    if optional_params.get("seed") is not None:
+        sampling["seed"] = int(optional_params["seed"])
+    return sampling
 
 
 def _plain_message(message: Any) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The in-process llama.cpp server (xllamacpp) for one GGUF file: loaded on first use, one
-generation at a time, its stream handed from a worker thread to an async reader.
+"""The in-process llama.cpp server (xllamacpp) for one GGUF file: loaded on first use, up to
+`SLOTS` generations decoded together as one batch, each stream handed from a worker thread to
+an async reader.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 from engine.model.local import INSTALL_HINT, PROVIDER, LocalModelError
 from engine.model.local.weights import CHUNK
 
-# Runtime settings measured on 2 cores (LOCAL_MODEL.md): greedy, so answers are repeatable.
-N_CTX = 4096
+# Runtime settings measured on 2 cores (LOCAL_MODEL.md, bench/local_parallel.py). Greedy unless
+# a request asks for a temperature, so answers are repeatable by default.
+N_CTX = 4096  # each generation's own context window (a slot's)
+SLOTS = 4  # generations decoded together: one batch reads the weights once for all of them
 N_THREADS = 2
 ABANDON_AFTER = 10.0  # seconds of unread chunks after which a generation stops
 
@@ -38,11 +41,14 @@ class Timings:
 
 @dataclass
 class LoadedModel:
-    """One GGUF file: the in-process llama.cpp server and the lock that keeps its
-    generations one at a time (two at once would only halve each on 2 cores)."""
+    """One GGUF file: the in-process llama.cpp server, the lock that loads it once, and the
+    slots its concurrent generations take (llama.cpp decodes them as one batch)."""
 
     path: Path
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards `server`
+    slots: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(SLOTS)
+    )
     server: Any = None
     load_seconds: float = 0.0
 
@@ -90,9 +96,14 @@ def _new_server(path: Path) -> Any:
 
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
-    params.n_ctx = N_CTX
+    # One KV cache per slot (not unified), each N_CTX long: a long prompt in one slot never
+    # takes room from another. ~115 MB per slot for this model.
+    params.n_parallel = SLOTS
+    params.kv_unified = False
+    params.n_ctx = N_CTX * SLOTS
     params.cpuparams.n_threads = N_THREADS
     params.cpuparams_batch.n_threads = N_THREADS
+    # The defaults for a request that names no sampling; provider.py sets it per request.
     params.sampling.temp = 0.0
     params.sampling.top_k = 1
     # The warm-up decode would run inside Server() with the GIL held; the first answer pays
@@ -126,7 +137,8 @@ def loaded_model(path: Path) -> LoadedModel:
 
 
 def unload_all() -> None:
-    """Free every loaded model (~1.9 GB each); the next completion loads again."""
+    """Free every loaded model (~2.2 GB each) once its running generations end; the next
+    completion loads again."""
     with _loaded_lock:
         models = list(_loaded.values())
         _loaded.clear()
@@ -143,7 +155,7 @@ def last_timings() -> Timings | None:
 # --- one generation ------------------------------------------------------------------------------
 
 _workers: set[asyncio.Future[None]] = set()
-_STARTED = object()  # the worker holds the lock and the model is loaded: timeouts start now
+_STARTED = object()  # the model is loaded and a slot is ours: timeouts start now
 _DONE = object()
 
 
@@ -180,18 +192,21 @@ class _Handoff:
 
 
 def _generate(model: LoadedModel, request: dict[str, Any], handoff: _Handoff) -> None:
-    """Worker-thread body: one generation under the model's lock, each chunk handed over.
+    """Worker-thread body: one generation in one of the model's slots, each chunk handed over.
 
-    llama.cpp swallows exceptions raised in the chunk callback (so `put` must not raise) and
-    ends a generation when the callback returns True.
+    The slot is taken here rather than left to llama.cpp's queue so that the idle timeout
+    starts only once the generation really runs. llama.cpp swallows exceptions raised in the
+    chunk callback (so `put` must not raise) and ends a generation when the callback returns
+    True.
     """
     global _last_timings
     try:
-        with model.lock:
+        with model.slots:
             if handoff.stop.is_set():
                 return
-            was_loaded = model.server is not None
-            server = model.load()
+            with model.lock:
+                was_loaded = model.server is not None
+                server = model.load()
             handoff.emit(_STARTED)
             started = time.monotonic()
             last: dict[str, Any] = {}

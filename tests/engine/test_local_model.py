@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.edits.parse import parse
+from engine.model.client import LiteLLMClient, Message
 from engine.model.local import LocalModelError, provider, server, weights
 from engine.model.local.server import _Handoff
 from engine.model.local.weights import ModelSpec, join_verified
@@ -129,6 +131,15 @@ def test_a_model_path_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
     weights.write_bytes(b"not a model")
     with pytest.raises(LocalModelError, match="is not a GGUF model file"):
         provider.ensure_registered("local/my-model", model_path=weights)
+
+
+def test_temperature_zero_is_greedy_and_above_zero_samples_from_the_seed() -> None:
+    ask = [{"role": "user", "content": "hi"}]
+    greedy = provider._request(ask, {"temperature": 0, "seed": 5, "max_tokens": 9})
+    sampled = provider._request(ask, {"temperature": 0.8, "seed": 5, "max_tokens": 9})
+    assert (greedy["temperature"], greedy["top_k"], "seed" in greedy) == (0.0, 1, False)
+    assert (sampled["temperature"], sampled["seed"]) == (0.8, 5)
+    assert (sampled["top_k"], sampled["top_p"]) == (provider.TOP_K, provider.TOP_P)
 
 
 # --- handing chunks from the generating thread to its reader ---------------------------------
@@ -378,3 +389,70 @@ async def test_a_stream_nobody_reads_any_more_stops_the_model(qwen: str) -> None
     await asyncio.sleep(2)
     assert cpu_seconds() - before < 0.5
     del stream
+
+
+# --- sampling per request, and answers decoded together -------------------------------------
+
+NAME_A_LIBRARY = [
+    Message(role="system", content="Answer with one word only."),
+    Message(role="user", content="Invent a name for a new Python library."),
+]
+
+
+@pytest.mark.local_model
+async def test_temperature_zero_repeats_its_answer_whatever_the_seed(qwen: str) -> None:
+    client = LiteLLMClient(qwen, max_tokens=32, timeout_s=300, max_attempts=2)
+    first = await client.complete(NAME_A_LIBRARY, temperature=0.0, seed=1)
+    again = await client.complete(NAME_A_LIBRARY, temperature=0.0, seed=2)
+    assert first.text.strip()
+    assert again.text == first.text
+
+
+@pytest.mark.local_model
+async def test_a_seed_repeats_its_sampled_answer_and_other_seeds_vary_it(qwen: str) -> None:
+    client = LiteLLMClient(qwen, max_tokens=32, timeout_s=300, max_attempts=2)
+
+    async def name(seed: int) -> str:
+        return (await client.complete(NAME_A_LIBRARY, temperature=0.8, seed=seed)).text
+
+    first = await name(1)
+    assert await name(1) == first
+    others = [await name(2), await name(3)]
+    print(f"\n[local model] seeds 1, 2, 3 at temperature 0.8: {[first, *others]}")
+    assert len({first, *others}) >= 2
+
+
+@pytest.mark.local_model
+async def test_three_concurrent_answers_decode_together_and_each_fixes_the_bug(qwen: str) -> None:
+    client = LiteLLMClient(qwen, max_tokens=256, timeout_s=300, max_attempts=1)
+    messages = [
+        Message.model_validate(m)
+        for m in bug_report(
+            "calc.py",
+            "FAILED tests/test_calc.py::test_add - assert -1 == 5",
+            "def add(a, b):\n    return a - b\n",
+        )
+    ]
+    first_text: dict[int, float] = {}
+    finished: dict[int, float] = {}
+
+    async def answer(seed: int) -> str:
+        def on_text(_: str) -> None:
+            first_text.setdefault(seed, time.monotonic())
+
+        completion = await client.complete(messages, temperature=0.8, seed=seed, on_text=on_text)
+        finished[seed] = time.monotonic()
+        return completion.text
+
+    started = time.monotonic()
+    answers = await asyncio.gather(*(answer(seed) for seed in (1, 2, 3)))
+    report("3 concurrent add answers (the last to finish)", time.monotonic() - started)
+
+    # Each answer was under way before any of them ended: one batch, not a queue.
+    assert max(first_text.values()) < min(finished.values())
+    for text in answers:  # what the loop would take from each
+        (edit,) = parse(text, "whole").edits
+        assert edit.path == "calc.py"
+        assert edit.content is not None
+        assert "return a + b" in edit.content
+        assert "a - b" not in edit.content

@@ -114,8 +114,10 @@ def prompt_profile(settings: Settings, model: str) -> Literal["small", "full"]:
 
 
 def default_candidates(model: str) -> int:
-    """Answers per iteration when none is configured: one for every model until the bench
-    shows more pay for themselves (README, "Repairs that land")."""
+    """Answers per iteration when none is configured: one, for every model. The embedded
+    model on 2 cores answers 3 candidates in 2.7x the time of one (each slot reads its own
+    copy of the prompt; bench/local_parallel.py), and a hosted model's 3 cost 3x the tokens;
+    neither has yet shown a pass-rate gain that pays for it (README, "The benchmark")."""
     return 1
 
 

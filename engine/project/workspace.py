@@ -207,14 +207,18 @@ class Workspace:
         return self.tip() == self.baseline
 
     def diff(self, rev: str, base: str | None = None) -> str:
-        """The unified diff of `rev` against its parent (or against `base`), without colour."""
-        out = git_bytes(self._cwd(), "diff-tree", *_DIFF_OPTIONS, *self._range(rev, base))
+        """The unified diff of `rev` against its parent (or against `base`), without colour.
+
+        Read in the project, whose object store the worktree shares: the run's end removes the
+        worktree while the app may still be reading the change it brings.
+        """
+        out = git_bytes(self.project, "diff-tree", *_DIFF_OPTIONS, *self._range(rev, base))
         return out.decode("utf-8", "replace")
 
     def changed_files(self, rev: str, base: str | None = None) -> list[str]:
         """Paths `rev` adds, changes or deletes relative to its parent (or to `base`)."""
         args = ("diff-tree", "-r", "--no-commit-id", "--name-only", "-z", "--no-renames")
-        out = git_bytes(self._cwd(), *args, *self._range(rev, base))
+        out = git_bytes(self.project, *args, *self._range(rev, base))
         return nul_paths(out)
 
     # -- ending a run ---------------------------------------------------------------------
@@ -238,9 +242,6 @@ class Workspace:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _cwd(self) -> Path:
-        return self.root if self.root.is_dir() else self.project
-
     def tip(self) -> str:
         """The run branch's newest commit."""
         return git_text(
@@ -249,8 +250,8 @@ class Workspace:
 
     def _range(self, rev: str, base: str | None) -> tuple[str, ...]:
         if base is not None:
-            return (commit_of(self._cwd(), base), commit_of(self._cwd(), rev))
-        return ("--root", "--no-commit-id", commit_of(self._cwd(), rev))
+            return (commit_of(self.project, base), commit_of(self.project, rev))
+        return ("--root", "--no-commit-id", commit_of(self.project, rev))
 
     def _require_worktree(self) -> None:
         if not self.root.is_dir():

@@ -21,6 +21,7 @@ from engine.project.settings import ConfigError, from_environment, from_pyprojec
 from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
+from sandbox.owners import rootless
 
 
 class Check(BaseModel):
@@ -57,6 +58,8 @@ def check_runsc() -> Check:
 
 
 def check_cgroups() -> Check:
+    if rootless():
+        return check_rootless_limits()
     if sandbox_cgroups.writable():
         kind = "v2" if sandbox_cgroups.is_v2() else "v1"
         return Check(name="cgroups", ok=True, detail=f"{kind}, writable")
@@ -65,6 +68,19 @@ def check_cgroups() -> Check:
         ok=False,
         detail="/sys/fs/cgroup is not writable: no memory limits, no OOM detection",
         fix="run as root on a host or privileged container with writable cgroups",
+    )
+
+
+def check_rootless_limits() -> Check:
+    """Which of the sandbox's limits hold for a normal user (runsc --rootless, no cgroup)."""
+    return Check(
+        name="limits",
+        ok=False,
+        detail="rootless: memory watched from outside (the sandbox is killed at the limit, "
+        "reported as oom), processes, file size and address space by rlimit, time by a kill "
+        "from outside; no cpu limit",
+        fix="for a cpu limit and the kernel's own memory limit, run fixloop as root",
+        needed=False,
     )
 
 
@@ -97,10 +113,11 @@ async def check_gvisor_sandbox(python: Path) -> Check:
             detail=f"hello world exited {result.exit_code}: {result.stderr.strip()[-200:]}",
             fix="run `fixloop-tui sandbox run -- python -c 'print(1)'` to see the whole error",
         )
+    how = "runsc --rootless, " if rootless() else ""
     return Check(
         name="gvisor sandbox",
         ok=True,
-        detail=f"hello world ran as uid 65534 in {result.duration_ms} ms (job time)",
+        detail=f"hello world ran as uid 65534 in {result.duration_ms} ms ({how}job time)",
     )
 
 

@@ -150,8 +150,25 @@ def _tmpfs(path: str, size_mb: int) -> dict[str, Any]:
     }
 
 
-def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: str | None) -> None:
-    """Write `config.json` for one sandbox whose first process is the zygote."""
+def address_space_bytes(memory_mb: int, *, rootless: bool) -> int:
+    """RLIMIT_AS of each process. As root the cgroup is the memory limit and this a second
+    one; rootless, the memory watch is, so a process gets room to pass the limit and be
+    killed as out of memory by it (a MemoryError would hide that) while still bounded."""
+    limit = max(memory_mb, 256)
+    return (2 * limit if rootless else limit) * MIB
+
+
+def write_bundle(
+    directory: Path,
+    rootfs: Path,
+    profile: Profile,
+    cgroup_path: str | None,
+    *,
+    rootless: bool = False,
+) -> None:
+    """Write `config.json` for one sandbox whose first process is the zygote. `rootless`:
+    for `runsc --rootless --ignore-cgroups`, which enforces no cgroup limit, so none is
+    written (see `address_space_bytes`)."""
     interpreter = profile.interpreter
     env = base_environment(interpreter)
     binds = ["/usr", *(str(p) for p in interpreter.mounts)]
@@ -178,7 +195,7 @@ def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: s
         _tmpfs(SANDBOX_WORKDIR, profile.tmpfs_mb),
     ]
     rlimits = [
-        ("RLIMIT_AS", max(profile.memory_mb, 256) * MIB),
+        ("RLIMIT_AS", address_space_bytes(profile.memory_mb, rootless=rootless)),
         ("RLIMIT_NPROC", profile.pids),
         ("RLIMIT_FSIZE", profile.tmpfs_mb * MIB),
         ("RLIMIT_NOFILE", 1024),
@@ -187,12 +204,13 @@ def write_bundle(directory: Path, rootfs: Path, profile: Profile, cgroup_path: s
     period = 100_000
     linux: dict[str, Any] = {
         "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-        "resources": {
+    }
+    if not rootless:
+        linux["resources"] = {
             "memory": {"limit": profile.memory_mb * MIB},
             "cpu": {"quota": int(profile.cpus * period), "period": period},
             "pids": {"limit": HOST_PIDS_LIMIT},
-        },
-    }
+        }
     if cgroup_path is not None:
         linux["cgroupsPath"] = cgroup_path
     config = {

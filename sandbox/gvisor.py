@@ -3,14 +3,14 @@
 Each job gets a fresh gVisor sandbox whose first process is the zygote
 (`inside/zygote.py`); a warm pool may start sandboxes before jobs exist. A
 sandbox serves exactly one job and is then killed and deleted with its cgroup
-and bundle, even when the caller is cancelled.
+and bundle, even when the caller is cancelled. As root its limits are a cgroup's;
+as a normal user it runs `runsc --rootless` with rlimits and a memory watch instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
@@ -32,8 +32,17 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_files, job_header
+from sandbox.memory_watch import MemoryWatch, sentry_memory_file
 from sandbox.output import CappedStream, await_job, exit_status
-from sandbox.owners import ID_PREFIX, left_by_dead_process, new_name, runtime_dir
+from sandbox.owners import (
+    ID_PREFIX,
+    left_by_dead_process,
+    new_name,
+    private_dir,
+    rootless,
+    runtime_dir,
+    skeleton_dir,
+)
 from sandbox.pool import WarmPool
 
 
@@ -49,17 +58,40 @@ def find_runsc() -> str:
 def check_can_run() -> str:
     """The runsc path, or SandboxUnavailable saying what to fix."""
     runsc = find_runsc()
-    if os.geteuid() != 0:
-        raise SandboxUnavailable(
-            "the gvisor backend drives runsc directly and needs root; run fixloop as root "
-            "or choose --sandbox docker"
-        )
+    if rootless():
+        problem = user_namespace_problem()
+        if problem is not None:
+            raise SandboxUnavailable(problem)
+        return runsc
     if not cgroups.writable():
         raise SandboxUnavailable(
             "/sys/fs/cgroup is not writable, so sandbox memory limits cannot be enforced; "
             "run on a host (or a privileged container) with writable cgroups"
         )
     return runsc
+
+
+def user_namespace_problem(proc_sys: Path = Path("/proc/sys")) -> str | None:
+    """Why `runsc --rootless` cannot make its user namespace here (with the fix), or None."""
+    knobs = {
+        "user/max_user_namespaces": ("0", "sysctl -w user.max_user_namespaces=15000"),
+        "kernel/unprivileged_userns_clone": ("0", "sysctl -w kernel.unprivileged_userns_clone=1"),
+        "kernel/apparmor_restrict_unprivileged_userns": (
+            "1",
+            "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+        ),
+    }
+    for knob, (blocking, fix) in knobs.items():
+        try:
+            value = (proc_sys / knob).read_text().strip()
+        except OSError:
+            continue  # this kernel has no such knob: it does not block
+        if value == blocking:
+            return (
+                f"user namespaces are off for normal users ({knob.replace('/', '.')} = {value}), "
+                f"so runsc --rootless cannot start; as root: {fix}; or run fixloop as root"
+            )
+    return None
 
 
 class Container:
@@ -71,12 +103,17 @@ class Container:
         self.id = new_name()
         self.state = runtime_dir() / "runsc"
         self.bundle = Path()
-        self.cgroup = cgroups.SandboxCgroup(
-            name=self.id,
-            memory_bytes=profile.memory_mb * MIB,
-            cpus=profile.cpus,
-            pids=HOST_PIDS_LIMIT,
-        )
+        self.rootless = rootless()
+        # Rootless: no cgroup of ours; the memory watch is the sandbox's memory limit.
+        self.cgroup: cgroups.SandboxCgroup | None = None
+        self.memory_file: Path | None = None
+        if not self.rootless:
+            self.cgroup = cgroups.SandboxCgroup(
+                name=self.id,
+                memory_bytes=profile.memory_mb * MIB,
+                cpus=profile.cpus,
+                pids=HOST_PIDS_LIMIT,
+            )
         self.process: asyncio.subprocess.Process | None = None
         # The sandbox's stdout and stderr, read on the host.
         self.stdout: asyncio.StreamReader | None = None
@@ -87,18 +124,28 @@ class Container:
         self._destroyed = False
 
     def _runsc(self, *args: str) -> list[str]:
-        return [self.runsc, "--root", str(self.state), "--network=none", *args]
+        return runsc_command(self.runsc, self.state, *args, rootless=self.rootless)
 
     async def start(self) -> Container:
         base = runtime_dir()
+        if self.rootless:
+            private_dir(base)
+            private_dir(skeleton_dir())
         self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
         bundles = base / "bundles"
         bundles.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            rootfs = skeleton_root(base, mount_points(self.profile))
+            rootfs = skeleton_root(skeleton_dir(), mount_points(self.profile))
             self.bundle = Path(tempfile.mkdtemp(prefix=self.id + "-", dir=bundles))
-            self.cgroup.create()
-            write_bundle(self.bundle, rootfs, self.profile, self.cgroup.oci_path)
+            if self.cgroup is not None:
+                self.cgroup.create()
+            write_bundle(
+                self.bundle,
+                rootfs,
+                self.profile,
+                self.cgroup.oci_path if self.cgroup is not None else None,
+                rootless=self.rootless,
+            )
             self.stdout, stdout = await self._output_channel()
             self.stderr, stderr = await self._output_channel()
             try:
@@ -121,6 +168,14 @@ class Container:
                 await self._settle_stderr()
                 said = self._stderr.text().strip()[-400:] or "no output"
                 raise SandboxError(f"the gVisor sandbox did not start: {said}")
+            if self.rootless:
+                self.memory_file = await asyncio.to_thread(sentry_memory_file, self.id)
+                if self.memory_file is None:
+                    raise SandboxError(
+                        "the gVisor sandbox started, but its memory cannot be watched "
+                        "(no runsc-memory file of its sentry in /proc): refusing to run a job "
+                        "without a memory limit"
+                    )
         except BaseException:
             await self.destroy()
             raise
@@ -164,6 +219,11 @@ class Container:
             asyncio.create_task(self._stderr.drain(self.stderr)),
         ]
         stdin = process.stdin
+        watch: MemoryWatch | None = None
+        watching: asyncio.Task[None] | None = None
+        if self.memory_file is not None:
+            watch = MemoryWatch(self.memory_file, self.profile.memory_mb * MIB, self.kill)
+            watching = asyncio.create_task(watch.watch())
 
         async def send() -> None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -173,16 +233,23 @@ class Container:
                 await stdin.drain()
                 stdin.close()
 
-        timed_out, duration_ms = await await_job(
-            process.wait,
-            self.kill,
-            readers,
-            timeout_s=limits.timeout_s,
-            grace_s=DRAIN_GRACE_S,
-            send=send,
-        )
+        try:
+            timed_out, duration_ms = await await_job(
+                process.wait,
+                self.kill,
+                readers,
+                timeout_s=limits.timeout_s,
+                grace_s=DRAIN_GRACE_S,
+                send=send,
+            )
+        finally:
+            if watching is not None:
+                watching.cancel()
         exit_code = exit_status(process.returncode, timed_out)
-        oom = self.cgroup.oom_killed()
+        if watch is not None:
+            oom = watch.fired
+        else:
+            oom = self.cgroup is not None and self.cgroup.oom_killed()
         return ExecResult(
             exit_code=exit_code,
             stdout=stdout.text(),
@@ -220,7 +287,8 @@ class Container:
         for stream in self._streams:
             stream.close()
         await _quiet(*self._runsc("delete", "--force", self.id))
-        await asyncio.to_thread(self.cgroup.remove)
+        if self.cgroup is not None:
+            await asyncio.to_thread(self.cgroup.remove)
         if self.bundle != Path():
             shutil.rmtree(self.bundle, ignore_errors=True)
 
@@ -232,9 +300,18 @@ class Container:
         for args in (("kill", "--all", self.id, "KILL"), ("delete", "--force", self.id)):
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 subprocess.run(self._runsc(*args), capture_output=True, timeout=10, check=False)
-        self.cgroup.remove()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.bundle != Path():
             shutil.rmtree(self.bundle, ignore_errors=True)
+
+
+def runsc_command(runsc: str, state: Path, *args: str, rootless: bool) -> list[str]:
+    """A runsc command line. Rootless: `--rootless`, and `--ignore-cgroups` since a user
+    cannot write the cgroups runsc would make (limits then come from the bundle's rlimits
+    and the memory watch)."""
+    flags = ["--rootless", "--ignore-cgroups"] if rootless else []
+    return [runsc, *flags, "--root", str(state), "--network=none", *args]
 
 
 async def _quiet(*argv: str) -> None:
@@ -259,6 +336,11 @@ class GvisorSandbox:
             size=pool_size, start=self._start, discard=self._discard
         )
         reap_stale(self.runsc)
+
+    @property
+    def description(self) -> str:
+        """For the audit trail: whether the run's limits were a cgroup's or a user's."""
+        return "gvisor (runsc --rootless: rlimits and a memory watch)" if rootless() else "gvisor"
 
     async def _start(self, profile: Profile) -> Container:
         return await Container(self.runsc, profile).start()
@@ -294,7 +376,7 @@ def list_containers(runsc: str) -> list[str]:
         return []
     try:
         done = subprocess.run(
-            [runsc, "--root", str(state), "list", "-quiet"],
+            runsc_command(runsc, state, "list", "-quiet", rootless=rootless()),
             capture_output=True,
             text=True,
             timeout=20,
@@ -311,14 +393,18 @@ def reap_stale(runsc: str) -> list[str]:
     for name in list_containers(runsc):
         if not left_by_dead_process(name):
             continue
-        state = str(runtime_dir() / "runsc")
+        state = runtime_dir() / "runsc"
         for args in (("kill", "--all", name, "KILL"), ("delete", "--force", name)):
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 subprocess.run(
-                    [runsc, "--root", state, *args], capture_output=True, timeout=10, check=False
+                    runsc_command(runsc, state, *args, rootless=rootless()),
+                    capture_output=True,
+                    timeout=10,
+                    check=False,
                 )
         reaped.append(name)
-    for path in cgroups.leftovers():
+    # A user can remove no cgroup of root's, and makes none of its own.
+    for path in [] if rootless() else cgroups.leftovers():
         if left_by_dead_process(path.name):
             cgroups.SandboxCgroup(
                 name=path.name, memory_bytes=0, cpus=1, pids=1, created=[path]

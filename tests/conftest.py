@@ -98,6 +98,16 @@ async def isolating_pool(
 
 
 @pytest.fixture
+def normal_user() -> None:
+    """For tests of what a normal user gets (.ci/rootless runs them as one). As root they
+    skip, or fail under FIXLOOP_REQUIRE_ROOTLESS=1 (set by .ci/rootless)."""
+    if os.geteuid() == 0:
+        if os.environ.get("FIXLOOP_REQUIRE_ROOTLESS") == "1":
+            pytest.fail("FIXLOOP_REQUIRE_ROOTLESS=1 but this runs as root: use .ci/rootless")
+        pytest.skip(reason="tests the rootless path: run as a normal user (.ci/rootless)")
+
+
+@pytest.fixture
 def needs_gvisor() -> None:
     """For tests that start fixloop as a process which then uses the gvisor backend."""
     try:

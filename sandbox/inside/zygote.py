@@ -172,8 +172,12 @@ def read_job() -> dict[str, Any]:
     if header.get("has_files"):
         with tarfile.open(fileobj=stdin, mode="r|") as archive:
             # Inside the sandbox nothing outside the workspace is writable anyway;
-            # 'tar' keeps the project's own symlinks as they are.
-            archive.extractall(workdir, filter="tar")
+            # 'tar' keeps the project's own symlinks as they are. Pythons before 3.11.4
+            # (Debian 12's 3.11.2) have no filters and extract the same way.
+            if hasattr(tarfile, "tar_filter"):
+                archive.extractall(workdir, filter="tar")
+            else:
+                archive.extractall(workdir)
     return header
 
 

@@ -19,6 +19,7 @@ from sandbox.contract import ExecRequest, Limits
 from sandbox.docker import backend as docker_backend
 from sandbox.docker.backend import DockerSandbox
 from sandbox.gvisor import GvisorSandbox, list_containers
+from sandbox.memory_watch import memory_file, used_bytes
 from sandbox.owners import ID_PREFIX, runtime_dir
 
 # Every container, cgroup and bundle this test process creates starts with this.
@@ -88,13 +89,18 @@ async def assert_host_clean(backend: GvisorSandbox | DockerSandbox) -> None:
 
 
 def sandbox_memory_bytes() -> int:
-    """Memory the kernel charges to this process's sandboxes right now."""
+    """Memory the kernel charges to this process's sandboxes right now (rootless, with
+    no cgroup: what their sentries' memory files hold)."""
     total = 0
     for path in cgroups.leftovers():
         if path.name.startswith(OURS):
             for knob in ("memory.usage_in_bytes", "memory.current"):  # cgroup v1, v2
                 with contextlib.suppress(OSError, ValueError):
                     total += int((path / knob).read_text())
+    if os.geteuid() != 0:
+        for pid, owner in _sandbox_processes():
+            found = memory_file(pid) if owner == os.getpid() else None
+            total += used_bytes(found) if found is not None else 0
     return total
 
 

@@ -25,7 +25,7 @@ from sandbox.bundle import INSIDE_DIR, SANDBOX_WORKDIR
 from sandbox.contract import ExecRequest, Limits
 from sandbox.docker.backend import DockerSandbox
 from sandbox.gvisor import GvisorSandbox
-from sandbox.owners import runtime_dir
+from sandbox.owners import skeleton_dir
 from tests.sandbox.hostile_helpers import (
     assert_host_clean,
     host_process_count,
@@ -206,7 +206,7 @@ async def test_writes_outside_the_workspace_never_reach_the_host(
     }
     watched = [path for paths in targets.values() for path in paths]
     # The read-only roots all sandboxes share (not another process's half-built one).
-    skeletons = [p for p in runtime_dir().glob("rootfs-*") if "staging" not in p.name]
+    skeletons = [p for p in skeleton_dir().glob("rootfs-*") if "staging" not in p.name]
     before = snapshot(*watched, workspace, *skeletons)
 
     result = await isolating.run(python_job(WRITE_ATTEMPTS, *targets, workdir=workspace))

@@ -24,7 +24,7 @@ def engine_url(url: str | None = None) -> str:
     """`url`, else the one the user named, else the first engine socket that exists."""
     if url or (url := explicit_url()):
         return url
-    found = next((s for s in ENGINE_SOCKETS if Path(s).exists()), None)
+    found = next((s for s in ENGINE_SOCKETS if _visible(s)), None)
     return f"unix://{found}" if found else DEFAULT_URL
 
 
@@ -32,5 +32,14 @@ def socket_missing(url: str) -> bool:
     """A unix:// URL whose socket does not exist: no engine there, known without asking."""
     for scheme in ("unix://", "http+unix://"):
         if url.startswith(scheme):
-            return not Path(url.removeprefix(scheme)).exists()
+            return not _visible(url.removeprefix(scheme))
     return False
+
+
+def _visible(path: str) -> bool:
+    """The socket exists and this user may look at it (root's /run/fixloop is 0700: for
+    anyone else its engine is as good as missing, not an error)."""
+    try:
+        return Path(path).exists()
+    except PermissionError:
+        return False

@@ -180,18 +180,21 @@ def test_doctor_as_a_user_exits_0_and_every_line_is_ok_or_optional_with_its_fix(
         assert check["ok"] or (not check["needed"] and check["fix"]), check
 
 
-# Starts a sandbox and holds it, as a run between two jobs would, until killed.
+# Runs a job that holds memory the host can see, says so once it does, and waits to be killed.
 HOLDER = """
 import asyncio, sys
 sys.path.insert(0, {repo!r})
 from sandbox.gvisor import GvisorSandbox
-from tests.sandbox.hostile_helpers import python_job
+from tests.sandbox.hostile_helpers import python_job, sandbox_memory_bytes
 
 async def main():
     backend = GvisorSandbox()
-    await backend.pool.take(backend.profile(python_job("pass")))
-    print("STARTED", flush=True)
-    await asyncio.sleep(600)
+    job = "import time; ballast = b'x' * (100 * 2**20); time.sleep(600)"
+    running = asyncio.create_task(backend.run(python_job(job, timeout_s=900)))
+    while sandbox_memory_bytes() < 100 * 2**20:
+        await asyncio.sleep(0.1)
+    print("RUNNING", flush=True)
+    await running
 
 asyncio.run(main())
 """
@@ -218,7 +221,7 @@ def test_sandboxes_of_a_killed_user_process_are_reaped_by_the_next() -> None:
         cwd=REPO,
     )
     assert holder.stdout is not None
-    assert holder.stdout.readline() == "STARTED\n"
+    assert holder.stdout.readline() == "RUNNING\n"
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     prefix = f"fixloop-{holder.pid}-"

@@ -21,14 +21,10 @@ from sandbox import choose_backend, open_sandbox
 from sandbox.bundle import MIB, Profile, write_bundle
 from sandbox.contract import Limits
 from sandbox.errors import SandboxUnavailable
-from sandbox.gvisor import (
-    GvisorSandbox,
-    find_runsc,
-    list_containers,
-    user_namespace_problem,
-)
+from sandbox.gvisor import GvisorSandbox
 from sandbox.interpreter import default_python, probe
 from sandbox.owners import private_dir, runtime_dir, skeleton_dir
+from sandbox.runsc import find_runsc, list_containers, user_namespace_problem
 from tests.sandbox.hostile_helpers import assert_host_clean, python_job
 
 REPO = Path(__file__).resolve().parents[2]

@@ -50,8 +50,14 @@ def skeleton_dir() -> Path:
 def private_dir(path: Path) -> Path:
     """`path` made (0700) if missing, and proven ours and private: a directory under a
     shared /tmp that another user made first is refused, never used."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.lstat()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError as exc:
+        raise SandboxUnavailable(
+            f"cannot make {path} for the sandbox: {exc.strerror}; set XDG_CACHE_HOME and "
+            "XDG_RUNTIME_DIR (or FIXLOOP_RUNTIME_DIR) to directories of this user's"
+        ) from exc
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
         raise SandboxUnavailable(
             f"{path} is not a directory of this user's; remove it or set FIXLOOP_RUNTIME_DIR "

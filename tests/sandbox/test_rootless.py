@@ -63,6 +63,14 @@ def test_a_private_dir_someone_else_made_first_is_refused(tmp_path: Path) -> Non
         private_dir(squatted)
 
 
+def test_a_private_dir_that_cannot_be_made_says_which_variables_to_set(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+
+    with pytest.raises(SandboxUnavailable, match="set XDG_CACHE_HOME and XDG_RUNTIME_DIR"):
+        private_dir(blocker / "runtime")
+
+
 def test_a_private_dir_is_made_0700_and_tightened_if_ours_but_open(tmp_path: Path) -> None:
     made = private_dir(tmp_path / "new" / "runtime")
     assert stat.S_IMODE(made.stat().st_mode) == 0o700

@@ -23,29 +23,61 @@
 #     unmounted, then `podman system reset` of fixloop's storage: it only holds
 #     fixloop's images, which the backend re-imports on demand).
 set -euo pipefail
-SOCKET_DIR=/run/fixloop
+#
+# As a user (not root) the same service runs rootless: the socket in
+# $XDG_RUNTIME_DIR/fixloop (where `--sandbox auto` looks for it), config, storage and
+# log under the home, and runsc with --ignore-cgroups (rootless Podman on cgroup v1
+# cannot create cgroups; limits are then rlimits, see README "Security model").
+# Missing packages are only named, with the sudo line that installs them.
+PACKAGES="podman runsc python3"
+if [ "$(id -u)" = 0 ]; then
+  SOCKET_DIR=/run/fixloop
+  LOG=/var/log/fixloop-podman.log
+  CONF=/etc/fixloop/containers.conf
+  STORAGE=/var/lib/fixloop/podman
+  WRAPPER=/usr/local/bin/runsc-nonet
+  RUNSC_FLAGS="--network=none"
+  DRIVER=(--storage-driver overlay --storage-opt overlay.skip_mount_home=true)
+else
+  SOCKET_DIR="${XDG_RUNTIME_DIR:-/tmp/fixloop-$(id -u)}/fixloop"
+  LOG="${XDG_CACHE_HOME:-$HOME/.cache}/fixloop/podman.log"
+  CONF="${XDG_CONFIG_HOME:-$HOME/.config}/fixloop/containers.conf"
+  STORAGE="${XDG_DATA_HOME:-$HOME/.local/share}/fixloop/podman"
+  WRAPPER="${XDG_DATA_HOME:-$HOME/.local/share}/fixloop/runsc-nonet"
+  RUNSC_FLAGS="--network=none --ignore-cgroups"
+  DRIVER=(--storage-driver vfs)
+  if command -v fuse-overlayfs >/dev/null; then
+    DRIVER=(--storage-driver overlay --storage-opt overlay.mount_program="$(command -v fuse-overlayfs)")
+  fi
+  PACKAGES="$PACKAGES uidmap"
+fi
 SOCKET="$SOCKET_DIR/podman.sock"
 PIDFILE="$SOCKET_DIR/podman.pid"
-LOG=/var/log/fixloop-podman.log
-CONF=/etc/fixloop/containers.conf
-STORAGE=/var/lib/fixloop/podman
 RUNROOT="$SOCKET_DIR/podman-run"
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v podman >/dev/null || ! command -v runsc >/dev/null || ! command -v python3 >/dev/null; then
-  apt-get install -y -q podman runsc python3 >/dev/null ||
-    { apt-get update -q >/dev/null && apt-get install -y -q podman runsc python3 >/dev/null; }
+missing=$(for p in $PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done | xargs)
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "fixloop's podman service needs system packages: sudo apt-get install -y $missing" >&2
+    exit 1
+  fi
+  # shellcheck disable=SC2086
+  apt-get install -y -q $missing >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q $missing >/dev/null; }
 fi
-cat >/usr/local/bin/runsc-nonet.new <<'WRAPPER'
+mkdir -p "$(dirname "$WRAPPER")"
+cat >"$WRAPPER.new" <<WRAPPER
 #!/bin/sh
-exec /usr/bin/runsc --network=none "$@"
+exec /usr/bin/runsc $RUNSC_FLAGS "\$@"
 WRAPPER
-chmod 755 /usr/local/bin/runsc-nonet.new
-mv -f /usr/local/bin/runsc-nonet.new /usr/local/bin/runsc-nonet
-mkdir -p "$(dirname "$CONF")" "$SOCKET_DIR" "$STORAGE"
+chmod 755 "$WRAPPER.new"
+mv -f "$WRAPPER.new" "$WRAPPER"
+mkdir -p "$(dirname "$CONF")" "$(dirname "$LOG")" "$SOCKET_DIR" "$STORAGE"
+chmod 700 "$SOCKET_DIR"
 # The service and every conmon it starts keep this working directory, and conmon writes
 # an empty `oom` file there when a container is OOM-killed: not the checkout it ran from.
 cd "$SOCKET_DIR"
-cat >"$CONF.new" <<'CONF'
+cat >"$CONF.new" <<CONF
 # Written by fixloop's .ci/podman-service.sh for fixloop's own Podman service:
 # gVisor is the only runtime.
 [containers]
@@ -57,12 +89,11 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 
 [engine.runtimes]
-runsc-nonet = ["/usr/local/bin/runsc-nonet"]
+runsc-nonet = ["$WRAPPER"]
 CONF
 mv -f "$CONF.new" "$CONF"
 export CONTAINERS_CONF="$CONF"
-PODMAN=(podman --root "$STORAGE" --runroot "$RUNROOT" --storage-driver overlay
-  --storage-opt overlay.skip_mount_home=true)
+PODMAN=(podman --root "$STORAGE" --runroot "$RUNROOT" "${DRIVER[@]}")
 
 # `answers PATH TIMEOUT`: the API answers GET PATH with 200 within TIMEOUT seconds.
 answers() {

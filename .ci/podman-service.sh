@@ -46,7 +46,7 @@ else
   WRAPPER="${XDG_DATA_HOME:-$HOME/.local/share}/fixloop/runsc-nonet"
   RUNSC_FLAGS="--network=none --ignore-cgroups"
   DRIVER=(--storage-driver vfs)
-  if command -v fuse-overlayfs >/dev/null; then
+  if command -v fuse-overlayfs >/dev/null && [ -r /dev/fuse ] && [ -w /dev/fuse ]; then
     DRIVER=(--storage-driver overlay --storage-opt overlay.mount_program="$(command -v fuse-overlayfs)")
   fi
   PACKAGES="$PACKAGES uidmap"

@@ -9,13 +9,13 @@ import os
 from pathlib import Path
 
 # Tried in this order when neither --docker-url, FIXLOOP_DOCKER_URL nor DOCKER_HOST
-# names an engine: fixloop's own Podman service (.ci/podman-service.sh; as a user, its
+# names an engine: fixloop's own Podman service (`fixloop-tui sandbox engine`; as a user, its
 # rootless one, then the user's own Podman), then the usual Docker and Podman sockets.
 ENGINE_SOCKETS = ("/run/fixloop/podman.sock", "/var/run/docker.sock", "/run/podman/podman.sock")
 
 
 def user_sockets() -> list[Path]:
-    """A user's rootless engines: fixloop's own service (.ci/podman-service.sh run as the
+    """A user's rootless engines: fixloop's own service (`sandbox engine` run as the
     user), then the user's Podman (`systemctl --user start podman.socket`)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     uid = os.getuid()

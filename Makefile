@@ -1,4 +1,5 @@
-# Two entry points that work on a fresh Debian 12 machine as root:
+# Two entry points that work on a fresh Debian 12 machine, as root or as a user (who is told
+# the one `sudo apt-get` line first if a system package is missing):
 #   make demo   set up, check the machine, let the local model repair an example project
 #   make test   set up, lint, type-check and run the whole test suite
 VENV ?= .venv
@@ -8,12 +9,18 @@ PYTHON ?= python3
 .PHONY: system setup demo test lint
 
 # libgomp1: the embedded model's llama.cpp wheel (the `local` extra) links the system's OpenMP.
+PACKAGES := runsc git tmux libgomp1 python3-venv
+# As root, what is missing is installed; as anyone else it is only checked, and the one line
+# that installs it is printed before anything else runs.
 system:
-	@command -v runsc >/dev/null && command -v git >/dev/null && command -v tmux >/dev/null && \
-	  dpkg -s libgomp1 python3-venv >/dev/null 2>&1 || \
-	  { export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -q runsc git tmux libgomp1 python3-venv >/dev/null || \
-	    { apt-get update -q >/dev/null && apt-get install -y -q runsc git tmux libgomp1 python3-venv >/dev/null; }; }
+	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "fixloop needs system packages: sudo apt-get install -y $$missing" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q $$missing >/dev/null || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }; \
+	fi
 
 $(BIN)/fixloop-tui: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -26,7 +26,7 @@ until every pooled sandbox is ready again (the loop has the model's think time
 for that); the replacement that starts *during* a run is part of the run's cost.
 
 Run as root on a host where the gvisor backend works (and, for the docker rows,
-after `bash .ci/podman-service.sh`):
+after `fixloop-tui sandbox engine`):
 
     .venv/bin/python bench/sandbox_overhead.py [--runs N] [--backends gvisor,docker]
                                                [--image TAG] [--json]

@@ -131,7 +131,7 @@ def check_docker(url: str | None = None) -> Check:
             name="docker engine",
             ok=False,
             detail=f"none reachable (no {url}; optional: the gvisor backend needs no daemon)",
-            fix="for the docker backend: `bash .ci/podman-service.sh` (Podman with runsc), "
+            fix="for the docker backend: `fixloop-tui sandbox engine` (Podman with runsc), "
             "or name an engine with FIXLOOP_DOCKER_URL",
             needed=False,
         )
@@ -140,7 +140,7 @@ def check_docker(url: str | None = None) -> Check:
             name="docker engine",
             ok=False,
             detail=f"{url} not reachable: {check.error}",
-            fix="start the engine (`bash .ci/podman-service.sh`), or unset FIXLOOP_DOCKER_URL "
+            fix="start the engine (`fixloop-tui sandbox engine`), or unset FIXLOOP_DOCKER_URL "
             "/ DOCKER_HOST",
             needed=False,
         )

@@ -8,8 +8,10 @@ with the embedded local model unless `--model` says otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,17 @@ from pathlib import Path
 from engine.project.paths import FIXLOOP_DIR
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "textstats"
+# Where a wheel install (pipx, uv tool, pip --user) puts it: pyproject's data-files.
+INSTALLED = Path("share") / "fixloop-tui" / "examples" / "textstats"
+
+
+def example() -> Path | None:
+    """The example project: the checkout's, else the one installed beside the package."""
+    places = [EXAMPLE] + [
+        Path(sysconfig.get_path("data", scheme)) / INSTALLED
+        for scheme in (sysconfig.get_default_scheme(), f"{os.name}_user")
+    ]
+    return next((place for place in places if place.is_dir()), None)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,13 +47,14 @@ def prepare(target: Path | None) -> Path:
     """A git repository holding a fresh copy of the example, ready for a run."""
     import git
 
-    if not EXAMPLE.is_dir():
+    source = example()
+    if source is None:
         raise SystemExit("fixloop-tui: error: the bundled example is missing from this install")
     base = target or Path(tempfile.mkdtemp(prefix="fixloop-demo-"))
     root = base / "textstats"
     if root.exists():
         raise SystemExit(f"fixloop-tui: error: {root} already exists; pick another --dir")
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", FIXLOOP_DIR))
+    shutil.copytree(source, root, ignore=shutil.ignore_patterns("__pycache__", FIXLOOP_DIR))
     repo = git.Repo.init(root)
     repo.git.add("-A")
     with repo.config_writer() as config:

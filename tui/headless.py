@@ -218,7 +218,8 @@ class ProgressPrinter:
             return f"{prefix} {event.said}"
         if isinstance(event, ModelResponded):
             tokens = event.prompt_tokens + event.completion_tokens
-            return f"{prefix} model answered: {tokens} tokens in {event.duration_s:.1f} s"
+            who = f"candidate {event.candidate}" if event.candidate else "model"
+            return f"{prefix} {who} answered: {tokens} tokens in {event.duration_s:.1f} s"
         if isinstance(event, ProposalReady):
             if event.format_error:
                 return f"{prefix} unusable answer: {event.format_error.splitlines()[1:2]}"

@@ -103,6 +103,7 @@ def _test_failure(case: TestCase) -> Failure:
         assertion=case.assertion,
         expected=case.expected,
         actual=case.actual,
+        comparison=case.comparison,
         exception=exception,
         frame=frame,
         runtime=case.runtime,

@@ -43,6 +43,7 @@ class Failure(BaseModel):
     assertion: str | None = None
     expected: str | None = None
     actual: str | None = None
+    comparison: str | None = None  # not ==: "actual OP expected" was false ("<", "in" ...)
     exception: str | None = None  # "Type: message"
     frame: Frame | None = None  # the last frame inside the project
     runtime: RuntimeValues | None = None  # the locals where it failed (redacted)
@@ -158,7 +159,9 @@ def _failure_in_full(failure: Failure, excerpt_chars: int, *, runtime: bool = Tr
     lines = [f"{failure.kind.upper()}: {failure.test}" + (f" ({location})" if location else "")]
     if failure.assertion:
         lines.append(f"  failing line: {_clip(failure.assertion, MESSAGE_CHARS)}")
-    if failure.expected is not None or failure.actual is not None:
+    if failure.comparison:
+        lines.append(f"  false: {_comparison(failure, VALUE_CHARS)}")
+    elif failure.expected is not None or failure.actual is not None:
         lines.append(f"  expected: `{_clip(failure.expected or '', VALUE_CHARS)}`")
         lines.append(f"  actual:   `{_clip(failure.actual or '', VALUE_CHARS)}`")
     if failure.exception:
@@ -200,9 +203,18 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.strip("\n").split("\n"))
 
 
+def _comparison(failure: Failure, chars: int) -> str:
+    """`6.0` < `0.0001`: an ordering or membership assert, whose right side is a bound or a
+    container, not the value the test expected."""
+    actual, expected = _clip(failure.actual or "", chars), _clip(failure.expected or "", chars)
+    return f"`{actual}` {failure.comparison} `{expected}`"
+
+
 def _failure_line(failure: Failure) -> str:
     parts = [f"{failure.kind}: {failure.test}"]
-    if failure.expected is not None or failure.actual is not None:
+    if failure.comparison:
+        parts.append(f"false: {_comparison(failure, 60)}")
+    elif failure.expected is not None or failure.actual is not None:
         expected = _clip(failure.expected or "", 60)
         actual = _clip(failure.actual or "", 60)
         parts.append(f"expected `{expected}`, got `{actual}`")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.edits.proposal import EditFormatError
 from engine.feedback.tokens import count_tokens
-from engine.model.client import Completion, Message, ModelClient
+from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.candidates import Candidate, Candidates, best_choice, changes_nothing
 from engine.run.checker import IterationChecker
@@ -84,8 +84,12 @@ class Answers:
             AnswerReasked(n=n, reason="the answer changed no file", temperature=REASK_TEMPERATURE)
         )
         messages = self.prompt(n, current, [*notes, unchanged_note(files)])
-        completion = await self.ask(steps, messages, temperature=REASK_TEMPERATURE)
-        return await self.review(n, completion.text, reask=False)
+        try:
+            again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE)
+        except ModelError as exc:  # the sampled retry failed: the first answer stands
+            self.journal.text(n, "reask-error.txt", str(exc))
+            again = completion
+        return await self.review(n, again.text, reask=False)
 
     def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
         messages = self.mode.messages(current, notes)
@@ -169,7 +173,8 @@ class Answers:
         completions = await self.candidates.ask(
             n, self.model, messages, self.tokens(messages), self.on_text
         )
-        self.spent(steps, completions, time.monotonic() - started)
+        answered = [c for c in completions if isinstance(c, Completion)]
+        self.spent(steps, answered, time.monotonic() - started)
         every = await self.candidates.run(n, completions)
         best = best_choice(every)
         if best is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.edits.apply import apply
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.model.client import Completion, Message, ModelClient
+from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested
 from engine.run.gate import CandidateView, Choice, apply_pinning, same_text, split_test_edits
@@ -38,7 +38,7 @@ class Candidate:
     dropped (with why) before any sandbox ran."""
 
     k: int
-    completion: Completion
+    completion: Completion | None  # None: the model gave this candidate no answer
     proposal: Proposal | None = None  # pinned test files already held back
     held_back: list[str] = field(default_factory=list)
     dropped: str = ""
@@ -100,11 +100,13 @@ class Candidates:
         messages: Sequence[Message],
         prompt_tokens: int,
         on_text: Callable[[str], None] | None,
-    ) -> list[Completion]:
+    ) -> list[Completion | ModelError]:
         """The iteration's answers, asked at once (a provider or local server that batches
-        decodes them together); only the first one streams to the screen."""
+        decodes them together); only the first one streams to the screen. A candidate the
+        model fails to answer (a sampled answer that runs past max_tokens, say) is its error:
+        the run ends in error only when every candidate failed."""
 
-        async def one(k: int) -> Completion:
+        async def one(k: int) -> Completion | ModelError:
             temperature = None if k == 1 else CANDIDATE_TEMPERATURE
             self.journal.emit(
                 ModelRequested(
@@ -115,25 +117,35 @@ class Candidates:
                     temperature=temperature,
                 )
             )
-            completion = await model.complete(
-                messages,
-                on_text=on_text if k == 1 else None,
-                temperature=temperature,
-                seed=None if k == 1 else k - 1,
-            )
+            try:
+                completion = await model.complete(
+                    messages,
+                    on_text=on_text if k == 1 else None,
+                    temperature=temperature,
+                    seed=None if k == 1 else k - 1,
+                )
+            except ModelError as exc:
+                return exc
             self.journal.responded(n, completion, candidate=k)
             return completion
 
         count = self.config.candidates
-        return list(await asyncio.gather(*(one(k) for k in range(1, count + 1))))
+        answers = list(await asyncio.gather(*(one(k) for k in range(1, count + 1))))
+        failed = [answer for answer in answers if isinstance(answer, ModelError)]
+        if len(failed) == len(answers):
+            raise failed[0]
+        return answers
 
-    def screen(self, completions: Sequence[Completion]) -> list[Candidate]:
-        """Each answer parsed and its pinned test edits held back; unusable, unchanged and
-        duplicate ones dropped, with why."""
+    def screen(self, completions: Sequence[Completion | ModelError]) -> list[Candidate]:
+        """Each answer parsed and its pinned test edits held back; unanswered, unusable,
+        unchanged and duplicate ones dropped, with why."""
         seen: dict[tuple[object, ...], int] = {}
         screened = []
         root = self.workspace.root
         for k, completion in enumerate(completions, start=1):
+            if isinstance(completion, ModelError):
+                screened.append(Candidate(k, None, dropped=f"no answer: {_cause(completion)}"))
+                continue
             candidate = Candidate(k, completion)
             try:
                 proposal = self.mode.parse(completion.text)
@@ -178,7 +190,7 @@ class Candidates:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
         return replace(candidate, touched=applied.files, diff=diff, verification=examined)
 
-    async def run(self, n: int, completions: Sequence[Completion]) -> list[Candidate]:
+    async def run(self, n: int, completions: Sequence[Completion | ModelError]) -> list[Candidate]:
         """Every candidate screened, the usable ones verified concurrently, each in the
         trail (`iterations/NN/candidates/K/`) and as an event."""
         screened = self.screen(completions)
@@ -289,6 +301,11 @@ def _lines(path: Path) -> list[str]:
         return path.read_text(encoding="utf-8").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return []
+
+
+def _cause(error: ModelError) -> str:
+    """The cause without the model's name, which every candidate shares."""
+    return str(error).split(": ", 1)[-1]
 
 
 def _normal(text: str | None) -> str | None:

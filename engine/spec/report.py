@@ -271,6 +271,8 @@ def spec_section(spec: Spec, findings: SpecFindings, references: Sequence[str] =
 
 
 def _detail(case: TestCase) -> str:
+    if case.comparison:
+        return f"false: {_short(case.actual)} {case.comparison} {_short(case.expected)}"
     if case.expected is not None or case.actual is not None:
         return f"expected {_short(case.expected)}, got {_short(case.actual)}"
     if case.exception_type:

@@ -78,6 +78,7 @@ class TestCase(BaseModel):
     explanation: str | None = None  # pytest's assertion explanation
     expected: str | None = None
     actual: str | None = None
+    comparison: str | None = None  # the failing assert's operator when not ==: actual OP expected
     exception_type: str | None = None
     exception_message: str | None = None
     test_frame: Frame | None = None  # where the failure surfaced in the test file

@@ -93,6 +93,9 @@ class Container:
         self.allow_runc = allow_runc
         self.name = new_name()
         self.id: str | None = None
+        # Rootless (a user's Podman, cgroups not writable): no cgroup of ours; the engine's
+        # own limits hold where it can set them, and rlimits inside the sandbox do the rest.
+        self.own_cgroup = cgroups.writable()
         self.cgroup = cgroups.SandboxCgroup(
             name=self.name,
             memory_bytes=profile.memory_mb * MIB,
@@ -145,7 +148,7 @@ class Container:
             # limited by RLIMIT_NPROC (see bundle.HOST_PIDS_LIMIT).
             pids_limit=HOST_PIDS_LIMIT,
             ulimits=ulimits,
-            cgroup_parent=self.cgroup.oci_path,
+            cgroup_parent=self.cgroup.oci_path if self.own_cgroup else None,
             # The job's output is read from the attach stream; none goes to disk.
             log_config=docker.types.LogConfig(type="none"),
         )
@@ -176,8 +179,9 @@ class Container:
 
     async def start(self) -> Container:
         try:
-            await asyncio.to_thread(self.cgroup.create)
-            self._oom_event = await asyncio.to_thread(_watch_oom, self.cgroup)
+            if self.own_cgroup:
+                await asyncio.to_thread(self.cgroup.create)
+                self._oom_event = await asyncio.to_thread(_watch_oom, self.cgroup)
             created = await asyncio.to_thread(
                 lambda: self.client.api.create_container(**self.create_arguments())
             )

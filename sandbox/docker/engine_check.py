@@ -51,7 +51,7 @@ def connect(url: str | None = None) -> docker.DockerClient:
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         raise SandboxUnavailable(
             f"no Docker-compatible engine answers at {url} ({first}); start one with "
-            "`bash .ci/podman-service.sh` (Podman with runsc), or name it with "
+            "`fixloop-tui sandbox engine` (Podman with runsc), or name it with "
             "--docker-url / FIXLOOP_DOCKER_URL"
         ) from exc
     client.api.timeout = API_TIMEOUT_S

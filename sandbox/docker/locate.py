@@ -8,11 +8,27 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT_URL = "unix:///run/fixloop/podman.sock"
 # Tried in this order when neither --docker-url, FIXLOOP_DOCKER_URL nor DOCKER_HOST
-# names an engine: fixloop's own Podman service (.ci/podman-service.sh), then the
-# usual Docker and Podman sockets.
+# names an engine: fixloop's own Podman service (`fixloop-tui sandbox engine`; as a user, its
+# rootless one, then the user's own Podman), then the usual Docker and Podman sockets.
 ENGINE_SOCKETS = ("/run/fixloop/podman.sock", "/var/run/docker.sock", "/run/podman/podman.sock")
+
+
+def user_sockets() -> list[Path]:
+    """A user's rootless engines: fixloop's own service (`sandbox engine` run as the
+    user), then the user's Podman (`systemctl --user start podman.socket`)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    uid = os.getuid()
+    return [
+        Path(runtime or f"/tmp/fixloop-{uid}") / "fixloop" / "podman.sock",
+        Path(runtime or f"/run/user/{uid}") / "podman" / "podman.sock",
+    ]
+
+
+def engine_sockets() -> list[Path]:
+    """The sockets `engine_url` tries, in order; a user's own engines first when not root."""
+    sockets = [Path(s) for s in ENGINE_SOCKETS]
+    return sockets if os.geteuid() == 0 else [*user_sockets(), *sockets]
 
 
 def explicit_url() -> str | None:
@@ -24,8 +40,11 @@ def engine_url(url: str | None = None) -> str:
     """`url`, else the one the user named, else the first engine socket that exists."""
     if url or (url := explicit_url()):
         return url
-    found = next((s for s in ENGINE_SOCKETS if _visible(s)), None)
-    return f"unix://{found}" if found else DEFAULT_URL
+    sockets = engine_sockets()
+    # Not root: a socket this user may not open (root's engine) is passed over.
+    usable = (s for s in sockets if _visible(s) and os.access(s, os.R_OK | os.W_OK))
+    found = next(usable, None)
+    return f"unix://{found or sockets[0]}"
 
 
 def socket_missing(url: str) -> bool:
@@ -36,7 +55,7 @@ def socket_missing(url: str) -> bool:
     return False
 
 
-def _visible(path: str) -> bool:
+def _visible(path: str | Path) -> bool:
     """The socket exists and this user may look at it (root's /run/fixloop is 0700: for
     anyone else its engine is as good as missing, not an error)."""
     try:

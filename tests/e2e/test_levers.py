@@ -68,6 +68,10 @@ def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
     chosen = [e for e in events if e.type == "CandidateChosen"]
     assert len(chosen) == 1
     assert verdicts[chosen[0].k]["verdict"] == "ok"
+    # The progress lines say whose answer each one is.
+    for k in (1, 2, 3):
+        assert f"[1/4] candidate {k} answered:" in done.stderr
+    assert "model answered" not in done.stderr
     assert_trail_agrees(result)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.model.client import ModelError
 from engine.run.loop import RESTART_NOTE
 from tests.engine.test_loop import (
     BROKEN,
@@ -76,6 +77,20 @@ async def test_without_noop_retry_an_unchanged_answer_costs_the_iteration(tmp_pa
 
 def model_answer(content: str) -> str:
     return answer(("app.py", content))
+
+
+TRUNCATED = ModelError("model scripted: answer truncated at max_tokens=4096 (finish_reason length)")
+
+
+async def test_a_reask_the_model_fails_to_answer_leaves_the_first_answer_standing(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", BROKEN)), TRUNCATED, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    # The sampled retry ran past max_tokens: the iteration is the unchanged answer's, and the
+    # run goes on instead of ending in error.
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    assert "truncated" in (iteration_dir(result, 1) / "reask-error.txt").read_text()
 
 
 # -- a stall: restart from the baseline, escalate --------------------------------------------
@@ -174,6 +189,24 @@ async def test_three_candidates_wrong_unchanged_right_commit_the_right_one(tmp_p
     assert "+VALUE = 2" in (trail / "3" / "patch.diff").read_text()
     assert json.loads((trail / "2" / "verdict.json").read_text())["dropped"] == "changes no file"
     assert (iteration_dir(result, 1) / "stage-test.json").is_file()
+
+
+async def test_a_candidate_the_model_fails_to_answer_is_dropped_not_fatal(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", "VALUE = 3\n")), TRUNCATED, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, candidates=3)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    dropped = {e["k"]: e["dropped"] for e in of_type(result, "CandidateVerified")}
+    assert dropped[2] == "no answer: answer truncated at max_tokens=4096 (finish_reason length)"
+    assert [e["k"] for e in of_type(result, "CandidateChosen")] == [3]
+
+
+async def test_when_every_candidate_fails_to_answer_the_run_ends_in_error(tmp_path: Path) -> None:
+    model = ScriptedModel(TRUNCATED, TRUNCATED)
+    result = await run_loop(tmp_path, model, candidates=2)
+    assert result.status.value == "error"
+    assert "truncated at max_tokens=4096" in result.reason
 
 
 async def test_the_person_picks_a_candidate_that_is_not_the_best(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import git
 import pytest
 
 from engine.edits.proposal import Proposal
-from engine.model.client import Completion, Message, Usage
+from engine.model.client import Completion, Message, ModelError, Usage
 from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
 from engine.project.settings import load_settings
@@ -111,8 +111,8 @@ class ScriptedModel:
 
     model = "scripted"
 
-    def __init__(self, *answers: str, tokens: int = 10) -> None:
-        self.answers = list(answers)
+    def __init__(self, *answers: str | ModelError, tokens: int = 10) -> None:
+        self.answers = list(answers)  # a ModelError is raised in its turn
         self.prompts: list[list[Message]] = []
         self.sampling: list[tuple[float | None, int | None]] = []
         self.tokens = tokens
@@ -129,6 +129,8 @@ class ScriptedModel:
         self.sampling.append((temperature, seed))
         usage = Usage(prompt_tokens=self.tokens, completion_tokens=0, cost_usd=0.0)
         text = self.answers.pop(0)
+        if isinstance(text, ModelError):
+            raise text
         return Completion(
             text=text, usage=usage, finish_reason="stop", model=self.model, attempts=1, duration_s=0
         )

@@ -56,6 +56,17 @@ def test_huge_values_are_clipped_so_the_first_failure_still_fits() -> None:
     assert "actual:   `222" in text
 
 
+def test_an_ordering_assert_says_what_was_false_not_an_expected_value() -> None:
+    bound = Failure(test="t::close", actual="6.0", expected="0.0001", comparison="<")
+    equal = Failure(test="t::eq", actual="2", expected="3")
+    text = RepairPacket(summary="s", error_class="logic", failures=[bound, equal]).render()
+    assert "  false: `6.0` < `0.0001`" in text
+    assert "expected: `0.0001`" not in text
+    assert "- failed: t::eq — expected `3`, got `2`" in text
+    again = RepairPacket(summary="s", error_class="logic", failures=[equal, bound]).render()
+    assert "- failed: t::close — false: `6.0` < `0.0001`" in again
+
+
 def test_an_edit_anchor_comes_from_a_real_git_diff(tmp_path: Path) -> None:
     def git(*args: str) -> str:
         return subprocess.run(

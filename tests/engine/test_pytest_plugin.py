@@ -116,6 +116,24 @@ def test_wrong_value_reports_expected_and_actual(project_session: Callable[[str]
     assert case.explanation.startswith("assert 2 == 2.5")
 
 
+def test_an_ordering_assert_keeps_its_operator_the_right_side_is_a_bound(tmp_path: Path) -> None:
+    project = write_project(
+        tmp_path,
+        {
+            "tests/test_bounds.py": (
+                "def test_close():\n    assert abs(6.0) < 1e-4\n\n\n"
+                "def test_member():\n    assert 3 in [1, 2]\n\n\n"
+                "def test_equal():\n    assert 2 == 3\n"
+            )
+        },
+    )
+    session = run_pytest(project)
+    close, member, equal = (session.test(f"test_{n}") for n in ("close", "member", "equal"))
+    assert (close.actual, close.comparison, close.expected) == ("6.0", "<", "0.0001")
+    assert (member.actual, member.comparison, member.expected) == ("3", "in", "[1, 2]")
+    assert (equal.actual, equal.comparison, equal.expected) == ("2", None, "3")
+
+
 def test_failure_names_the_assert_line_file_and_definition(
     project_session: Callable[[str], Session],
 ) -> None:

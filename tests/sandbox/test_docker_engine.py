@@ -48,7 +48,9 @@ def runc_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a Podman service whose containers run on runc, i.e. the host kernel."""
     podman, runc = shutil.which("podman"), shutil.which("runc")
     if podman is None or runc is None:
-        sandbox_unavailable("podman and runc are needed: bash .ci/podman-service.sh installs both")
+        sandbox_unavailable(
+            "podman and runc are needed: `fixloop-tui sandbox engine`, apt-get install runc"
+        )
     # A short path: unix socket paths are limited to 108 bytes.
     base = Path(f"/run/fixloop/runc-engine-{os.getpid()}")
     base.mkdir(parents=True)
@@ -220,7 +222,7 @@ def test_doctor_without_an_engine_says_how_to_start_one(tmp_path: Path) -> None:
     assert not check.ok
     assert not check.needed
     assert check.fix is not None
-    assert "podman-service.sh" in check.fix
+    assert "fixloop-tui sandbox engine" in check.fix
 
 
 # --- the command line --------------------------------------------------------------------

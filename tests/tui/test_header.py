@@ -10,6 +10,7 @@ from engine.run.events import (
     ModelResponded,
     ModelRetrying,
     RunStarted,
+    StrategyChanged,
 )
 from tui.widgets.header import activity_of
 from tui.widgets.run_view import RunView
@@ -61,3 +62,10 @@ def test_a_retry_drops_the_failed_attempts_partial_text() -> None:
     view.iterations[1].model_text = "half an ans"
     view.apply(RETRY)
     assert view.iterations[1].model_text == ""
+
+
+def test_after_an_escalation_the_header_names_the_stronger_model() -> None:
+    restart = StrategyChanged(ts=4.0, n=3, kind="restart", reason="stalled")
+    escalate = StrategyChanged(ts=4.1, n=4, kind="escalate", reason="last", model="openai/big")
+    assert view_after(restart).model == "m"
+    assert view_after(restart, escalate).model == "openai/big"

@@ -244,6 +244,8 @@ class RunView:
             it.levers.append(chosen_line(event, it.candidates))
         elif isinstance(event, StrategyChanged):
             it.levers.append(strategy_line(event))
+            if event.kind == "escalate" and event.model:
+                self.model = event.model  # the header names the model answering now
 
     def _spec_update(self, it: IterationView, event: BaseEvent) -> None:
         """Spec mode's own events: the examples written, refused test edits, references."""

@@ -314,6 +314,8 @@ class SessionRecorder:
         comparison = self.comparison if isinstance(exc, AssertionError) else None
         if comparison is not None and _made_by(comparison, call.excinfo.tb):
             described["actual"], described["expected"] = comparison.left, comparison.right
+            if comparison.op != "==":  # `6.0 < 0.0001`: the right side is no expected value
+                described["comparison"] = comparison.op
             if comparison.op != "==" and f" {comparison.op} " not in explanation:
                 explanation = f"[{comparison.op}] {explanation}"
         described["explanation"] = clip(explanation, EXPLANATION_CHARS)

@@ -228,6 +228,9 @@ def _split_whole(text: str) -> tuple[list[_CodeBlock], list[str], list[str]]:
                 prose.append(above)
             index += 1
             continue
+        if (fenced := _fenced_path(lines, index)) is not None:  # the path in a fence of its own
+            above, index = fenced
+            continue
         end = _closing_fence(lines, index + 1, opening.group("fence"))
         if end is None:
             problems.append(
@@ -239,6 +242,23 @@ def _split_whole(text: str) -> tuple[list[_CodeBlock], list[str], list[str]]:
         above = None
         index = end + 1
     return blocks, prose, problems
+
+
+def _fenced_path(lines: list[str], index: int) -> tuple[str, int] | None:
+    """A path fenced on its own before the code block, as small models do: "```", the path,
+    then either "```python" at once (one fence line closing and opening) or "```" and the code
+    block. The path and the line of the code block's opening fence; None for anything else."""
+    path = _path_on_line(lines[index + 1]) if index + 1 < len(lines) else None
+    if path is None:
+        return None
+    after = index + 2
+    if after < len(lines) and (inner := _FENCE_OPEN.match(lines[after])) and inner.group("info"):
+        return path, after
+    if after < len(lines) and _FENCE_OPEN.match(lines[after]):  # a bare fence closes the path
+        following = next((i for i in range(after + 1, len(lines)) if lines[i].strip()), None)
+        if following is not None and _FENCE_OPEN.match(lines[following]):
+            return path, following
+    return None
 
 
 def _closing_fence(lines: list[str], start: int, fence: str) -> int | None:

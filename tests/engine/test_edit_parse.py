@@ -221,6 +221,27 @@ def test_whole_path_line_may_be_decorated(path_line: str) -> None:
     assert parse(answer, "whole").edits == [Edit(path="stats/core.py", content="X = 1\n")]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # Seen from the embedded 1.5B model in the demo: one fence line closes and opens.
+        "```\nstats/core.py\n```python\nX = 1\n```\n",
+        "```\nstats/core.py\n```\n```python\nX = 1\n```\n",
+        "```text\nstats/core.py\n```\n\n```\nX = 1\n```\n",
+    ],
+)
+def test_whole_path_may_be_fenced_on_its_own(answer: str) -> None:
+    assert parse(answer, "whole", lone_block_path="stats/other.py").edits == [
+        Edit(path="stats/core.py", content="X = 1\n")
+    ]
+
+
+def test_a_fenced_file_that_holds_a_path_like_line_is_still_a_file() -> None:
+    answer = "notes.txt\n```\nstats/core.py\n```\nThat is all.\n"
+
+    assert parse(answer, "whole").edits == [Edit(path="notes.txt", content="stats/core.py\n")]
+
+
 def test_whole_code_block_without_a_path_is_an_error() -> None:
     answer = "Here is the fix:\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
 

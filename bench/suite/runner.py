@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from bench.suite.results import (
 )
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
-from engine.model.client import ModelClient
+from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.settings import Settings
 from engine.run.events import BaseEvent, ModelResponded, PacketReady, ProposalReady
 from engine.run.gate import PolicyGate
@@ -51,7 +51,35 @@ MAX_MUTANT_TRIES = 12
 
 
 class BenchStopped(FixloopError):
-    """A run ended in error before the model answered once: the rest would end the same way."""
+    """A run ended in error and the model never answered, not even unusably: it is unreachable,
+    and the rest would end the same way."""
+
+
+class HeardModel:
+    """The bench's model client, noting whether the model answered at all: a truncated or
+    empty answer still says the model is there; only an unreachable one stops the bench."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner, self.model = inner, inner.model
+        self.heard = False
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        try:
+            completion = await self.inner.complete(
+                messages, on_text=on_text, temperature=temperature, seed=seed
+            )
+        except ModelError as exc:
+            self.heard = self.heard or exc.answered
+            raise
+        self.heard = True
+        return completion
 
 
 class RunWatch:
@@ -96,7 +124,7 @@ class BenchRunner:
     ) -> None:
         """`workdir` gets one repository per item and arm; `settings` carries what every run
         shares (the model's endpoint, the sandbox backend), the bench sets the rest."""
-        self.config, self.model, self.sandbox = config, model, sandbox
+        self.config, self.model, self.sandbox = config, HeardModel(model), sandbox
         self.workdir = workdir
         self.base = (settings or Settings()).model_copy(
             update={
@@ -199,7 +227,7 @@ class BenchRunner:
             model_client=self.model,
             sandbox=self.sandbox,
         )
-        if result.status is RunStatus.ERROR and watch.spend.model_calls == 0:
+        if result.status is RunStatus.ERROR and not self.model.heard:
             raise BenchStopped(result.reason)
         done = arm_result(arm, result, watch.spend, time.monotonic() - started)
         self.emit(ArmFinished(item_id=item.item_id, result=done))

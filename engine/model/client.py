@@ -76,9 +76,15 @@ class Retry:
 class ModelError(FixloopError):
     """A model call failed for good. The message names model, endpoint and cause, never a key."""
 
-    def __init__(self, message: str, *, attempts: int = 0) -> None:
+    def __init__(
+        self, message: str, *, attempts: int = 0, cause: str = "", answered: bool = False
+    ) -> None:
         super().__init__(redact(message))
         self.attempts = attempts
+        # The cause alone, without the model's name (candidates of one call share it).
+        self.cause = redact(cause) if cause else str(self)
+        # The server did answer, but not usably (truncated, empty): it is reachable.
+        self.answered = answered
 
 
 class ModelClient(Protocol):
@@ -265,23 +271,33 @@ class LiteLLMClient:
         started = time.monotonic()
         max_tokens, grown = self.max_tokens, False
         cause = brief = ""
+        answered = False  # some attempt got an answer, if not a usable one
         for attempt in range(1, self.max_attempts + 1):
             delay = self._backoff(attempt)
             sampling = Sampling(self.temperature if temperature is None else temperature, seed)
             outcome = await self._try_once(litellm, messages, max_tokens, on_text, sampling)
             if isinstance(outcome, Failure):
                 if not outcome.retryable:
-                    raise ModelError(f"{self.where}: {outcome.cause}", attempts=attempt)
+                    raise ModelError(
+                        f"{self.where}: {outcome.cause}",
+                        attempts=attempt,
+                        cause=outcome.cause,
+                        answered=answered,
+                    )
                 cause, brief = outcome.cause, outcome.said_briefly
                 if outcome.retry_after_s is not None:
                     delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
             elif outcome.finish_reason == "length":
+                answered = True
                 bigger = min(max_tokens * 2, max(MAX_TOKENS_CAP, self.max_tokens))
                 cause = f"answer truncated at max_tokens={max_tokens} (finish_reason length)"
                 if grown or bigger <= max_tokens:
-                    raise ModelError(f"{self.where}: {cause}", attempts=attempt)
+                    raise ModelError(
+                        f"{self.where}: {cause}", attempts=attempt, cause=cause, answered=True
+                    )
                 max_tokens, grown, delay, brief = bigger, True, 0.0, ""
             elif not outcome.text.strip():
+                answered = True
                 cause = brief = "empty answer (no text)"
             else:
                 duration = time.monotonic() - started
@@ -303,9 +319,12 @@ class LiteLLMClient:
                 if brief and self.on_retry is not None:  # a longer answer asked for is no trouble
                     self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief))
                 await asyncio.sleep(delay)
+        gave_up = f"gave up after {_attempts(self.max_attempts)}: {cause}"
         raise ModelError(
-            f"{self.where}: gave up after {_attempts(self.max_attempts)}: {cause}",
+            f"{self.where}: {gave_up}",
             attempts=self.max_attempts,
+            cause=gave_up,
+            answered=answered,
         )
 
     async def _try_once(

@@ -144,7 +144,7 @@ class Candidates:
         root = self.workspace.root
         for k, completion in enumerate(completions, start=1):
             if isinstance(completion, ModelError):
-                screened.append(Candidate(k, None, dropped=f"no answer: {_cause(completion)}"))
+                screened.append(Candidate(k, None, dropped=f"no answer: {completion.cause}"))
                 continue
             candidate = Candidate(k, completion)
             try:
@@ -301,11 +301,6 @@ def _lines(path: Path) -> list[str]:
         return path.read_text(encoding="utf-8").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return []
-
-
-def _cause(error: ModelError) -> str:
-    """The cause without the model's name, which every candidate shares."""
-    return str(error).split(": ", 1)[-1]
 
 
 def _normal(text: str | None) -> str | None:

@@ -13,9 +13,9 @@ import pytest
 from bench.suite.harness import SOLUTION, Evaluator
 from bench.suite.mutants import reference_program, seeded_mutants
 from bench.suite.results import BenchConfig, BenchEvent, RoundVerified
-from bench.suite.runner import BenchRunner
+from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
-from engine.model.client import Completion, Message, Usage
+from engine.model.client import Completion, Message, ModelError, Usage
 from engine.project.run_directory import read_events
 from engine.run.events import ModelResponded, RunFinished
 from sandbox.gvisor import GvisorSandbox
@@ -44,7 +44,7 @@ class ScriptedAnswers:
 
     model = "scripted"
 
-    def __init__(self, *answers: str) -> None:
+    def __init__(self, *answers: str | ModelError) -> None:
         self.answers = list(answers)
         self.prompts: list[str] = []
 
@@ -58,8 +58,11 @@ class ScriptedAnswers:
     ) -> Completion:
         self.prompts.append("\n\n".join(m.content for m in messages))
         usage = Usage(prompt_tokens=50, completion_tokens=5, cost_usd=0.0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, ModelError):
+            raise answer
         return Completion(
-            text=self.answers.pop(0),
+            text=answer,
             usage=usage,
             finish_reason="stop",
             model="scripted",
@@ -196,3 +199,32 @@ async def test_the_raw_arm_tells_the_model_the_raw_test_output(
     assert "Verification failed" not in raw
     assert "2 of 2 tests failing. Error class: logic." in today
     assert "Please fix it." not in today
+
+
+TRUNCATED = ModelError(
+    "model scripted: answer truncated at max_tokens=8 (finish_reason length)",
+    cause="answer truncated at max_tokens=8 (finish_reason length)",
+    answered=True,
+)
+
+
+async def test_a_truncated_first_answer_ends_that_run_not_the_bench(
+    gvisor_pool: GvisorSandbox, tmp_path: Path
+) -> None:
+    model = ScriptedAnswers(TRUNCATED, whole_file(RIGHT))
+    bench = runner(gvisor_pool, tmp_path, model, mode="generate", arms=["today", "raw"])
+    run = await bench.run([TASK])
+    arms = run.items[0].arms
+    assert arms["today"].status == "error"
+    assert (arms["raw"].status, arms["raw"].passed_round) == ("ok", 0)
+
+
+async def test_an_unreachable_model_stops_the_bench(
+    gvisor_pool: GvisorSandbox, tmp_path: Path
+) -> None:
+    refused = ModelError("model scripted: gave up after 3 attempts: connection refused")
+    model = ScriptedAnswers(refused, whole_file(RIGHT))
+    bench = runner(gvisor_pool, tmp_path, model, mode="generate", arms=["today", "raw"])
+    with pytest.raises(BenchStopped, match="connection refused"):
+        await bench.run([TASK])
+    assert model.answers == [whole_file(RIGHT)]  # the second arm never asked

@@ -79,7 +79,11 @@ def model_answer(content: str) -> str:
     return answer(("app.py", content))
 
 
-TRUNCATED = ModelError("model scripted: answer truncated at max_tokens=4096 (finish_reason length)")
+TRUNCATED = ModelError(
+    "model scripted: answer truncated at max_tokens=4096 (finish_reason length)",
+    cause="answer truncated at max_tokens=4096 (finish_reason length)",
+    answered=True,
+)
 
 
 async def test_a_reask_the_model_fails_to_answer_leaves_the_first_answer_standing(

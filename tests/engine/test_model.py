@@ -105,6 +105,7 @@ async def test_server_errors_exhaust_the_budget(model_server: ScriptedModelServe
     assert "HTTP 500 Internal Server Error" in message
     assert API_KEY not in message
     assert caught.value.attempts == 3
+    assert not caught.value.answered  # unreachable, as far as the caller can tell
 
 
 async def test_hanging_server_times_out_each_attempt(model_server: ScriptedModelServer) -> None:
@@ -133,10 +134,12 @@ async def test_empty_answer_is_retried(model_server: ScriptedModelServer) -> Non
 async def test_only_empty_answers_end_in_model_error(model_server: ScriptedModelServer) -> None:
     model_server.script(empty(), empty(), empty(), reply("too late"))
 
-    with pytest.raises(ModelError, match=r"gave up after 3 attempts: empty answer"):
+    with pytest.raises(ModelError, match=r"gave up after 3 attempts: empty answer") as caught:
         await client_for(model_server, max_attempts=3).complete(ASK)
 
     assert model_server.count == 3
+    assert caught.value.answered  # the server is there: its answers were empty
+    assert caught.value.cause == "gave up after 3 attempts: empty answer (no text)"
 
 
 async def test_truncated_answer_is_retried_with_doubled_max_tokens(
@@ -156,10 +159,12 @@ async def test_truncated_twice_gives_up_after_one_larger_retry(
 ) -> None:
     model_server.script(truncated("def a"), truncated("def add"), reply("unused"))
 
-    with pytest.raises(ModelError, match=r"truncated at max_tokens=600"):
+    with pytest.raises(ModelError, match=r"truncated at max_tokens=600") as caught:
         await client_for(model_server, max_tokens=300, max_attempts=4).complete(ASK)
 
     assert model_server.count == 2
+    assert caught.value.answered
+    assert caught.value.cause == "answer truncated at max_tokens=600 (finish_reason length)"
 
 
 async def test_malformed_body_is_retried(model_server: ScriptedModelServer) -> None:

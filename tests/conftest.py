@@ -99,12 +99,11 @@ async def isolating_pool(
 
 @pytest.fixture
 def normal_user() -> None:
-    """For tests of what a normal user gets (.ci/rootless runs them as one). As root they
-    skip, or fail under FIXLOOP_REQUIRE_ROOTLESS=1 (set by .ci/rootless)."""
+    """For tests of what a normal user gets, marked `rootless`: deselected by default, run by
+    .ci/rootless as a normal user. Selected as root (-m rootless), they fail: as root they
+    would test the wrong path."""
     if os.geteuid() == 0:
-        if os.environ.get("FIXLOOP_REQUIRE_ROOTLESS") == "1":
-            pytest.fail("FIXLOOP_REQUIRE_ROOTLESS=1 but this runs as root: use .ci/rootless")
-        pytest.skip(reason="tests the rootless path: run as a normal user (.ci/rootless)")
+        pytest.fail("this tests the rootless path: run it as a normal user (.ci/rootless)")
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """The gvisor backend as a normal user: `runsc --rootless`, the user's own private
 directories, rlimits and the memory watch instead of a cgroup, leftovers of a dead
 process reaped, `auto` and `doctor`. The real-sandbox tests need a normal user:
-`.ci/rootless` runs them (and the hostile suite) as one; as root they skip.
+they are marked `rootless`, left out of a plain `pytest`, and `.ci/rootless` runs them (and
+the hostile suite) as one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -97,7 +99,11 @@ def test_a_rootless_bundle_claims_no_cgroup_limit_and_leaves_the_watch_room(
 
 # --- as a normal user, with the real sandbox ----------------------------------------
 
-as_a_user = pytest.mark.usefixtures("normal_user")
+
+def as_a_user(test: Callable[..., object]) -> Callable[..., object]:
+    """Runs only as a normal user: marked `rootless` (deselected by default) and failing as
+    root."""
+    return pytest.mark.rootless(pytest.mark.usefixtures("normal_user")(test))
 
 
 @pytest.mark.sandbox

@@ -50,6 +50,7 @@ ARMS: dict[str, ArmOptions] = {
     "noop": _today_with(noop_retry=True),
     "runtime": _today_with(runtime_values=True),
     "cand3": _today_with(candidates=3),
+    "restart": _today_with(restart_on_stall=True),
     "all": ArmOptions(
         feedback="packet",
         candidates=3,

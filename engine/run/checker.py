@@ -124,8 +124,9 @@ class IterationChecker:
             passed = judgement.tests.passed if judgement.tests else None
             trip = self.guards.after_edit(judgement.signature, touched, passed)
             if trip is not None and trip.guard == "stalled" and self.guards.may_restart:
+                settled = self.settled(n, examined)  # its packet first, as for any trip
                 self.journal.trip(n, trip)  # the loop changes its approach instead of ending
-                return Check(self.settled(n, examined), verify_s, restart=trip.detail)
+                return Check(settled, verify_s, restart=trip.detail)
             if trip is not None:  # no next packet: nothing to add to this one
                 return Check(self.settled(n, examined), verify_s, self.tripped(n, trip))
             return Check(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)

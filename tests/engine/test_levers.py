@@ -123,6 +123,11 @@ async def test_a_stall_restarts_from_the_baseline_once_and_asks_for_the_wrong_as
     assert RESTART_NOTE in third
     assert "assert VALUE = 1 == 2" in third
     assert (iteration_dir(result, 2) / "stage-test-after-restart.json").is_file()
+    # In the trail, iteration 2 reads in order: its packet, the stall, the restart, the
+    # baseline's packet again.
+    kinds = ("PacketReady", "GuardTripped", "StrategyChanged")
+    second = [e["type"] for e in events(result) if e.get("n") == 2 and e["type"] in kinds]
+    assert second == ["PacketReady", "GuardTripped", "StrategyChanged", "PacketReady"]
 
 
 async def test_a_second_stall_after_the_restart_ends_the_run(tmp_path: Path) -> None:

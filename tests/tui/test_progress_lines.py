@@ -10,6 +10,7 @@ from engine.run.events import (
     BaseEvent,
     CandidateChosen,
     CandidateVerified,
+    EditsApplied,
     IterationStarted,
     StrategyChanged,
 )
@@ -31,6 +32,13 @@ def test_a_reasked_answer_is_one_line_with_its_temperature() -> None:
     assert printed(event) == [
         "fixloop: [1/4] the answer changed no file: asked again at temperature 0.7"
     ]
+
+
+def test_an_answer_that_changed_no_file_says_so() -> None:
+    assert printed(EditsApplied(n=1, files=[])) == [
+        "fixloop: [1/4] the answer changed no file: nothing to commit"
+    ]
+    assert printed(EditsApplied(n=1, files=["a.py"])) == []
 
 
 def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:

@@ -7,16 +7,11 @@ are worth another attempt is decided in `failures`, the keys kept out of message
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import importlib
 import logging
-import os
 import random
-import re
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, Protocol
@@ -25,7 +20,8 @@ from pydantic import BaseModel
 
 from engine.feedback.tokens import approximate_tokens
 from engine.model.failures import Failure, classify_failure
-from engine.model.redact import redact, redact_record, remember_secret
+from engine.model.litellm_module import load_litellm, provider_of
+from engine.model.redact import redact, remember_secret
 from sandbox.errors import FixloopError
 
 log = logging.getLogger(__name__)
@@ -103,93 +99,6 @@ class ModelClient(Protocol):
         """One answer; `temperature` (None: the client's own) and `seed` vary it, for the
         candidates of one iteration and for a re-asked no-op answer."""
         ...
-
-
-# --- litellm, loaded once -------------------------------------------------------------------
-
-_litellm: ModuleType | None = None
-_import_lock = threading.Lock()
-
-
-def import_litellm() -> ModuleType:
-    """The litellm module, imported once (seconds of CPU: call it off the UI thread)."""
-    global _litellm
-    with _import_lock:
-        if _litellm is None:
-            # litellm fetches price maps and header configs from GitHub unless told not to.
-            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-            os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
-            os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-            with _frozen_after():
-                import litellm
-
-                litellm.suppress_debug_info = True
-                litellm.telemetry = False
-                _quiet_litellm_loggers()
-                _warm_tokenizers(litellm)
-            _litellm = litellm
-        return _litellm
-
-
-@contextlib.contextmanager
-def _frozen_after() -> Iterator[None]:
-    """No garbage collection during the block; what it created is then left out of later ones.
-
-    Importing litellm creates ~400k long-lived objects. Each full pass of the collector over
-    them held the GIL for 90-240 ms, in whichever thread triggered it: the app's longest UI
-    stalls. Frozen objects are never traversed again (their garbage, if any, is a one-off).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
-
-
-def _quiet_litellm_loggers() -> None:
-    """litellm prints through its own stderr handler; hand its records to the app's logging."""
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-        logger = logging.getLogger(name)
-        for handler in list(logger.handlers):
-            logger.removeHandler(handler)
-        logger.setLevel(logging.WARNING)
-        logger.propagate = True
-        logger.addFilter(redact_record)
-
-
-def _warm_tokenizers(litellm: ModuleType) -> None:
-    """Load tiktoken's encodings here, off the event loop.
-
-    Otherwise the first acompletion of each encoding family spends ~0.7 s of CPU loading one
-    on the loop, inside litellm's own response-cost bookkeeping.
-    """
-    for model in ("gpt-3.5-turbo", "gpt-4o"):  # cl100k_base, o200k_base
-        try:
-            litellm.token_counter(model=model, text="warm up")
-        except Exception:
-            log.debug("could not preload the tokenizer for %s", model)
-
-
-async def load_litellm() -> ModuleType:
-    """The litellm module, imported on first use in a worker thread (it costs ~10 s of CPU)."""
-    if _litellm is not None:
-        return _litellm
-    return await asyncio.to_thread(import_litellm)
-
-
-def provider_of(model: str) -> str:
-    """The provider part of a model name: "openai/gpt-4o" → "openai", "gpt-4o" → "openai"."""
-    if "/" in model:
-        return model.split("/", 1)[0]
-    if _litellm is not None:
-        try:
-            return str(_litellm.get_llm_provider(model)[1])
-        except Exception:
-            pass
-    return "openai" if re.match(r"(gpt-|chatgpt-|o\d)", model) else "unknown"
 
 
 class _CallbackFailed(Exception):

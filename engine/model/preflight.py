@@ -74,7 +74,7 @@ def _missing_key(
 
 
 def _ask_litellm(model: str, provider: str | None, api_base: str | None) -> str | None:
-    from engine.model.client import import_litellm
+    from engine.model.litellm_module import import_litellm
 
     litellm = import_litellm()
     try:

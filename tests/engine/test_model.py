@@ -11,7 +11,8 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import LiteLLMClient, Message, ModelError, Retry, load_litellm
+from engine.model.client import LiteLLMClient, Message, ModelError, Retry
+from engine.model.litellm_module import load_litellm
 from engine.model.redact import redact
 from sandbox.errors import FixloopError
 from tests.model_server import (

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import load_litellm
+from engine.model.litellm_module import load_litellm
 from engine.model.preflight import KNOWN_KEYS, check_model, require_usable_model
 from engine.project.settings import ConfigError
 

@@ -4,13 +4,13 @@ async completion and streaming come from the in-process server.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.model.litellm_module import import_litellm
 from engine.model.local import PROVIDER, LocalModelError, server, weights
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def ensure_registered(model: str, model_path: Path | None = None) -> None:
         path = weights.model_file()
     else:
         path = _checked_gguf(Path(path))
-    litellm = _litellm()
+    litellm = import_litellm()
     with _registry_lock:
         if _models.get(name) == path:
             return
@@ -105,15 +105,6 @@ def _checked_gguf(path: Path) -> Path:
     if magic != b"GGUF":
         raise LocalModelError(f"{path} is not a GGUF model file (it does not start with GGUF)")
     return path.resolve()
-
-
-def _litellm() -> Any:
-    # Imported lazily (~10 s of CPU); without this variable it fetches a price map online.
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 def _loaded_model(name: str) -> server.LoadedModel:
@@ -202,7 +193,7 @@ class _Answer:
         model_response.choices[0].finish_reason = self.finish_reason or "stop"
         model_response.model = f"{PROVIDER}/{name}"
         if self.usage is not None:
-            model_response.usage = _litellm().Usage(**self.usage)
+            model_response.usage = import_litellm().Usage(**self.usage)
         return model_response
 
 

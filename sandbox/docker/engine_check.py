@@ -35,6 +35,7 @@ API_VERSION = "1.41"
 # whose containers were seen to run under gVisor.
 _ENGINES: dict[str, str] = {}
 _VERIFIED: dict[str, KernelReport] = {}
+_ROOTLESS: dict[str, bool] = {}
 
 
 def connect(url: str | None = None) -> docker.DockerClient:
@@ -63,6 +64,20 @@ def engine_version(client: docker.DockerClient, url: str) -> str:
     if url not in _ENGINES:
         _ENGINES[url] = _ask_version(client)
     return _ENGINES[url]
+
+
+def engine_rootless(client: docker.DockerClient, url: str) -> bool:
+    """The engine runs as a normal user, so no cgroup limits its containers: rootless Docker
+    says `name=rootless` among its security options, rootless Podman (4.3) only `Rootless:
+    true`. Asked once per URL."""
+    if url not in _ROOTLESS:
+        try:
+            info: dict[str, Any] = client.info()
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            info = {}
+        options = info.get("SecurityOptions") or []
+        _ROOTLESS[url] = info.get("Rootless") is True or "name=rootless" in options
+    return _ROOTLESS[url]
 
 
 def _ask_version(client: docker.DockerClient) -> str:

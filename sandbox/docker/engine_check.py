@@ -145,8 +145,10 @@ def examine_engine(url: str | None = None) -> EngineCheck:
     container (about a second) the first time per engine and process.
     """
     url = engine_url(url)
-    if url in _VERIFIED and url in _ENGINES:
-        return EngineCheck(url=url, engine=_ENGINES[url], kernel=_VERIFIED[url])
+    if url in _VERIFIED and url in _ENGINES and url in _ROOTLESS:
+        return EngineCheck(
+            url=url, engine=_ENGINES[url], kernel=_VERIFIED[url], rootless=_ROOTLESS[url]
+        )
     try:
         client = connect(url)
     except SandboxUnavailable as exc:
@@ -161,6 +163,7 @@ def examine_engine(url: str | None = None) -> EngineCheck:
             require_gvisor(kernel, url, allow_runc=False)
         except SandboxUnavailable as exc:
             return EngineCheck(url=url, engine=engine, kernel=kernel, error=str(exc))
-        return EngineCheck(url=url, engine=engine, kernel=kernel)
+        rootless = engine_rootless(client, url)
+        return EngineCheck(url=url, engine=engine, kernel=kernel, rootless=rootless)
     finally:
         client.close()

@@ -1,6 +1,8 @@
 """The gvisor backend as a normal user: `runsc --rootless`, the user's own private
 directories, rlimits and the memory watch instead of a cgroup, leftovers of a dead
-process reaped, `auto` and `doctor`. The real-sandbox tests need a normal user:
+process reaped, `auto` and `doctor`; and the docker backend under the user's rootless
+Podman (`fixloop-tui sandbox engine`), which limits nothing itself. The real-sandbox tests
+need a normal user:
 they are marked `rootless`, left out of a plain `pytest`, and `.ci/rootless` runs them (and
 the hostile suite) as one.
 """

@@ -76,7 +76,7 @@ class Answers:
             return await self.choose(steps, messages)
         completion = await self.ask(steps, messages)
         answer = await self.review(n, completion.text, reask=self.config.noop_retry)
-        if not answer.unchanged:
+        if not answer.unchanged or not self.config.noop_retry:
             return answer
         files = [edit.path for edit in answer.proposal.edits] if answer.proposal else []
         self.journal.text(n, "unchanged-response.txt", completion.text)
@@ -124,8 +124,9 @@ class Answers:
         self.after_ask(steps.n)
 
     async def review(self, n: int, text: str, *, reask: bool = False) -> Answer:
-        """The answer parsed, reviewed at the gate, and screened by the mode's test rules; with
-        `reask`, an answer that would change nothing comes back `unchanged`, unreviewed."""
+        """The answer parsed, reviewed at the gate, and screened by the mode's test rules. An
+        answer that would change no file's code comes back `unchanged`, never reviewed or
+        applied: with `reask` silently (it is asked again), else as a proposal of nothing."""
         try:
             proposal = self.mode.parse(text)
         except EditFormatError as exc:
@@ -133,9 +134,12 @@ class Answers:
         workspace, emit = self.workspace, self.journal.emit
         split = split_test_edits(proposal, workspace.pins, workspace.root)
         explanation = proposal.explanation
-        if reask and changes_nothing(proposal, workspace.root):
+        unchanged = changes_nothing(proposal, workspace.root)
+        if unchanged and reask:
             return Answer(explanation, proposal=proposal, unchanged=True)
         emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
+        if unchanged:  # blank lines or spaces moved at most: nothing to review or verify
+            return Answer(explanation, proposal=proposal, unchanged=True)
         reasons = [f"changes pinned test file {path}" for path in split.held_back]
         emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
         review = await self.gate.review(n, proposal, split.held_back)

@@ -37,7 +37,7 @@ class Answer:
     rejected: str | None = None  # the person said no: what the model is told
     comment: str = ""  # the person's words, for the record
     ending: RunEnded | None = None  # the gate aborted the run
-    unchanged: bool = False  # it would change no file: worth asking once more
+    unchanged: bool = False  # it would change no file's code: not applied; worth asking again
     verified: Verification | None = None  # a chosen candidate's verification of its tree
 
 
@@ -64,6 +64,9 @@ def apply_and_commit(
     """The reviewed edits written to the worktree and committed, in the trail."""
     proposal = answer.proposal
     assert proposal is not None
+    if answer.unchanged:  # the same code: not written, not committed
+        journal.emit(EditsApplied(n=n, files=[], held_back=answer.held_back))
+        return Applied()
     try:
         applied = apply(proposal, workspace.root)
     except EditFormatError as exc:

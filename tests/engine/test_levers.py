@@ -88,6 +88,18 @@ async def test_without_noop_retry_an_unchanged_answer_costs_the_iteration(tmp_pa
     assert of_type(result, "AnswerReasked") == []
 
 
+async def test_without_noop_retry_a_respaced_file_is_no_change_not_a_commit(
+    tmp_path: Path,
+) -> None:
+    respaced = "\n\n" + BROKEN.replace("\n", "  \n") + "\n\n"
+    model = ScriptedModel(answer(("app.py", respaced)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, noop_retry=False)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    [committed] = [str(e["message"]) for e in of_type(result, "Committed")]
+    assert committed.startswith("fixloop[iter 2/")
+    assert [e["files"] for e in of_type(result, "EditsApplied")] == [[], ["app.py"]]
+
+
 def model_answer(content: str) -> str:
     return answer(("app.py", content))
 

@@ -274,9 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                 from tui.interactive import run_app
 
                 return run_app(args)
-            from tui.headless import run_headless
+            from tui.headless import run_headless_command
 
-            return run_headless(args)
+            return run_headless_command(args)
         if args.command == "watch":
             from tui.interactive import run_app
 

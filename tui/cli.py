@@ -1,5 +1,6 @@
 """The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
-its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, build_image, app).
+its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
+app).
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -223,6 +224,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_arguments(bench)
 
+    batch = commands.add_parser(
+        "batch",
+        help="run many tasks (a JSONL file) headless, here or on a Ray cluster (--ray)",
+        description="Run each task of a JSONL file (repo, optional id and ref, any run setting) "
+        "headless in its own clone, as `run --headless` would, here (--jobs at once) or on a "
+        "Ray cluster (--ray). Each task's result.json, run directory and branch bundle go to "
+        "--out DIR/<id>/. Exit: 0 all ok, 1 some not ok, 2 usage, 6 infrastructure.",
+    )
+    from tui.batch import add_batch_arguments
+
+    add_batch_arguments(batch)
+
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
@@ -241,6 +254,7 @@ COMMANDS = (
     "resume",
     "demo",
     "bench",
+    "batch",
 )
 
 
@@ -289,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.bench import bench_command
 
             return bench_command(args)
+        if args.command == "batch":
+            from tui.batch import batch_command
+
+            return batch_command(args)
         if args.command == "resume":
             from tui.headless import resume_headless
 

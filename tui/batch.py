@@ -71,18 +71,10 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    try:
-        tasks = load_batch(args.tasks)
-        if args.ray is None:
-            check_local_repos(tasks, args.tasks)
-        _check_out(args.out, tasks)
-    except BatchFileError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    if args.jobs < 1 or args.num_cpus <= 0 or args.memory < 1 or args.max_retries < 0:
-        return _fail(
-            "--jobs and --memory must be 1 or more, --num-cpus above 0, --max-retries 0 or more",
-            EXIT_USAGE,
-        )
+    prepared = _prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    tasks = prepared
     defaults = {
         key: value
         for key, value in (
@@ -106,6 +98,28 @@ def batch_command(args: argparse.Namespace) -> int:
     else:
         print(render_table(outcomes, summary))
     return 0 if summary.ok == summary.tasks else 1
+
+
+def _prepare(args: argparse.Namespace) -> list[BatchTask] | int:
+    """The tasks, checked, and the output directory made; or the usage exit code, said why.
+    Nothing has run yet."""
+    if args.jobs < 1 or args.num_cpus <= 0 or args.memory < 1 or args.max_retries < 0:
+        return _fail(
+            "--jobs and --memory must be 1 or more, --num-cpus above 0, --max-retries 0 or more",
+            EXIT_USAGE,
+        )
+    try:
+        tasks = load_batch(args.tasks)
+        if args.ray is None:
+            check_local_repos(tasks, args.tasks)
+        else:
+            from engine.batch.on_ray import import_ray
+
+            import_ray()
+        _check_out(args.out, tasks)
+    except FixloopError as exc:  # a bad line, a repo not here, no Ray installed, --out taken
+        return _fail(str(exc), EXIT_USAGE)
+    return tasks
 
 
 def _run(

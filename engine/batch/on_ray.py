@@ -4,8 +4,11 @@ started. Ray is an optional extra (`fixloop-tui[ray]`): it is imported here, whe
 
 from __future__ import annotations
 
+import os
 import socket
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -74,16 +77,49 @@ def run_on_ray(
     """Every task on the cluster, as many at once as its resources allow; `on_done` hears of
     each as it ends. In file order."""
     ray = import_ray()
+    answering(options.address)
+    with stdout_to_stderr():
+        try:
+            ray.init(address=options.address, log_to_driver=False, logging_level="warning")
+        except Exception as exc:  # Ray says why in its own exception types: ConnectionError, ...
+            raise RayUnavailable(
+                f"cannot join the Ray cluster at {options.address}: {_first_line(exc)}"
+            ) from None
+        try:
+            return _run(ray, tasks, defaults, options, on_done)
+        finally:
+            ray.shutdown()
+
+
+def answering(address: str, timeout_s: float = 5.0) -> None:
+    """Something listens at the cluster's address. Asked first because `ray.init` retries an
+    address where nothing listens for minutes, saying so only in its own log lines."""
+    if address == "auto":  # Ray reads this node's address file and says at once if none
+        return
+    host, _, port = address.rpartition("://")[2].rpartition(":")
     try:
-        ray.init(address=options.address, log_to_driver=False, logging_level="warning")
-    except Exception as exc:  # Ray says why in its own exception types: ConnectionError, ...
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as exc:
         raise RayUnavailable(
-            f"cannot join the Ray cluster at {options.address}: {_first_line(exc)}"
+            f"no Ray cluster answers at {address} ({getattr(exc, 'strerror', None) or exc}): "
+            "give the head's host:port (`ray start --head` prints it), or auto on a node"
         ) from None
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """While Ray is joined, what it prints (a lost node's "(raylet) ..." notice, even with
+    log_to_driver off) goes to stderr: stdout is the batch's table or its one JSON object."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
     try:
-        return _run(ray, tasks, defaults, options, on_done)
+        yield
     finally:
-        ray.shutdown()
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _run(
@@ -104,14 +140,15 @@ def _run(
         )
         .remote()
     )
-    attempt = ray.remote(attempt_on_node).options(
-        num_cpus=options.num_cpus,
-        memory=options.memory_mb * MIB,
-        max_retries=options.max_retries,
-        retry_exceptions=False,
-    )
+    attempt = ray.remote(attempt_on_node)
     submitted = {
-        attempt.options(name=f"fixloop-batch:{task.id}").remote(task, dict(defaults), ledger): task
+        attempt.options(
+            name=f"fixloop-batch:{task.id}",
+            num_cpus=options.num_cpus,
+            memory=options.memory_mb * MIB,
+            max_retries=options.max_retries,
+            retry_exceptions=False,
+        ).remote(task, dict(defaults), ledger): task
         for task in tasks
     }
     outcomes: dict[str, TaskOutcome] = {}

@@ -195,3 +195,38 @@ def test_a_repo_that_is_not_here_is_refused_before_anything_runs(
     assert done.returncode == 2
     assert "tasks.jsonl line 1: repo" in done.stderr
     assert "is not a git repository here" in done.stderr
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_nothing_imports_ray_unless_asked() -> None:
+    done = run_python(
+        "import sys\n"
+        "import tui.cli, tui.batch, engine.batch.task, engine.batch.local, engine.batch.on_ray\n"
+        "tui.cli.build_parser()\n"
+        "print('ray' in sys.modules)"
+    )
+    assert done.stdout.strip() == "False", done.stderr
+
+
+def test_batch_ray_without_ray_installed_says_what_to_install(tmp_path: Path) -> None:
+    tasks = write_batch(tmp_path / "tasks.jsonl", tmp_path / "calc", {"t": {}})
+    out = tmp_path / "out"
+    done = run_python(
+        "import sys\n"
+        "sys.modules['ray'] = None  # as on a machine without the extra\n"
+        "from tui.cli import main\n"
+        f"sys.exit(main(['batch', {str(tasks)!r}, '--out', {str(out)!r}, '--ray']))"
+    )
+    assert done.returncode == 2
+    assert "pip install 'fixloop-tui[ray]'" in done.stderr
+    assert not out.exists()

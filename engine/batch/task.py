@@ -56,19 +56,21 @@ def clone(task: BatchTask, into: Path) -> None:
     """A clone of the task's repo at its ref; never prompting for credentials (a worker has no
     one to ask: it fails instead)."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
-    steps = [["git", "clone", "--quiet", task.repo, str(into)]]
+    steps = [(f"clone {task.repo}", ["git", "clone", "--quiet", task.repo, str(into)])]
     if task.ref is not None:
-        steps.append(["git", "-C", str(into), "checkout", "--quiet", task.ref])
-    for argv in steps:
+        steps.append(
+            (f"check out {task.ref}", ["git", "-C", str(into), "checkout", "-q", task.ref])
+        )
+    for what, argv in steps:
         try:
             done = subprocess.run(
                 argv, capture_output=True, text=True, env=env, timeout=CLONE_TIMEOUT_S, check=False
             )
         except subprocess.TimeoutExpired:
-            raise CloneError(f"{' '.join(argv[:2])} {task.repo}: no answer in 600 s") from None
+            raise CloneError(f"cannot {what}: no answer in {CLONE_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
             said = done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-            raise CloneError(f"cannot {argv[-2]} {argv[-1]}: {said[0]}")
+            raise CloneError(f"cannot {what}: {said[0]}")
 
 
 def _finished(

@@ -175,7 +175,11 @@ def with_attempts(outcome: TaskOutcome, tried: list[Attempt]) -> TaskOutcome:
 def lost(task: BatchTask, tried: list[Attempt], exc: Exception) -> TaskOutcome:
     """A task Ray gave up on: `error`, with its cause and every attempt."""
     attempts = [a.model_copy(update={"lost": True}) for a in tried]
-    count = f" (attempted {len(attempts)} time{'s' * (len(attempts) != 1)})"
+    count = (
+        f" (attempted {len(attempts)} time{'s' * (len(attempts) != 1)})"
+        if attempts
+        else " (no attempt started)"
+    )
     return TaskOutcome(
         id=task.id,
         line=task.line,

@@ -1,123 +1,28 @@
-"""`fixloop-tui batch` on this machine, end to end: the real CLI process, the scripted model
-server over HTTP (each task its own route, chosen by the task's words in the prompt), the real
-gVisor sandbox and real git. The Ray runs (test_batch_ray.py) are held to these results."""
+"""`fixloop-tui batch` on this machine, end to end (tests/e2e/batch_runs.py runs it as a user
+does). The Ray runs (test_batch_ray.py) are held to the same four tasks' results."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import git
 import pytest
 
 from engine.project.paths import FIXLOOP_DIR
-from tests.model_server import ScriptedModelServer, reply
-from tests.projects import EXAMPLES, MEAN_FIX, TOP_FIX, answer, committed_copy
-
-REPO = Path(__file__).parents[2]
-KEY = "sk-test-batch-0123456789"
+from tests.e2e.batch_runs import (
+    ENDINGS,
+    FOUR_TASKS,
+    batch,
+    gathered,
+    run_python,
+    write_batch,
+)
+from tests.e2e.conftest import BatchHere
+from tests.model_server import ScriptedModelServer
+from tests.projects import EXAMPLES, committed_copy
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
-
-# Four tasks over one repository, and what each ends with: the task's words route its model
-# requests, so tasks running at once each get their own answers.
-FOUR_TASKS: dict[str, dict[str, Any]] = {
-    "two-steps": {"task": "Make the tests pass [two-steps]"},
-    "one-step": {"task": "Make the tests pass [one-step]"},
-    "one-try": {"task": "Make the tests pass [one-try]", "max_iters": 1},
-    "bad-ref": {"task": "Make the tests pass [bad-ref]", "ref": "no-such-branch"},
-}
-ENDINGS = {"two-steps": "ok", "one-step": "ok", "one-try": "exhausted", "bad-ref": "error"}
-
-
-def script_four(server: ScriptedModelServer) -> None:
-    server.route(
-        "[two-steps]",
-        reply(answer("use true division in mean_word_length", MEAN_FIX)),
-        reply(answer("return n words, not n - 1", TOP_FIX)),
-    )
-    server.route("[one-step]", reply(answer("fix both", MEAN_FIX, TOP_FIX)))
-    server.route("[one-try]", reply(answer("use true division in mean_word_length", MEAN_FIX)))
-
-
-def write_batch(path: Path, repo: Path, tasks: dict[str, dict[str, Any]]) -> Path:
-    path.write_text(
-        "".join(
-            json.dumps({"id": id_, "repo": str(repo), **line}) + "\n" for id_, line in tasks.items()
-        )
-    )
-    return path
-
-
-def batch(
-    server: ScriptedModelServer, tasks: Path, out: Path, *extra: str, key: bool = True
-) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    """The CLI as a user runs it; `key=False`: the command has no key (Ray's workers do)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(out.parent)}
-    if key:
-        env["OPENAI_API_KEY"] = KEY
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tui.cli",
-            "batch",
-            str(tasks),
-            "--out",
-            str(out),
-            "--json",
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            server.base_url,
-            "--sandbox",
-            "gvisor",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert KEY not in done.stdout + done.stderr
-    return done, json.loads(done.stdout) if done.stdout.strip() else {}
-
-
-def gathered(out: Path, task_id: str) -> dict[str, Any]:
-    """What came back for a task: its result, the commits of its bundled branch (subject and
-    tree: the same work has the same trees wherever it ran), and its trail's files."""
-    where = out / task_id
-    result = json.loads((where / "result.json").read_text())
-    commits: list[tuple[str, str]] = []
-    if result["bundle"]:
-        clone = git.Repo.clone_from(
-            str(where / result["bundle"]), str(where.parent / f".{task_id}")
-        )
-        branch = result["run"]["branch"]
-        for commit in clone.iter_commits(f"origin/{branch}"):
-            commits.append(
-                (commit.summary if isinstance(commit.summary, str) else "", commit.tree.hexsha)
-            )
-    run = where / "run"
-    trail = (
-        sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file())
-        if run.is_dir()
-        else []
-    )
-    return {"result": result, "commits": commits, "trail": trail}
-
-
-def same_work(out: Path, ids: list[str]) -> dict[str, Any]:
-    """What must agree wherever a batch ran: statuses, commits, trail files."""
-    found = {id_: gathered(out, id_) for id_ in ids}
-    return {
-        id_: (got["result"]["status"], got["commits"], got["trail"]) for id_, got in found.items()
-    }
 
 
 @pytest.fixture
@@ -126,12 +31,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_a_batch_runs_each_task_in_its_own_clone_and_gathers_it_back(
-    model_server: ScriptedModelServer, project: Path, tmp_path: Path
+    four_tasks_here: BatchHere,
 ) -> None:
-    script_four(model_server)
-    tasks = write_batch(tmp_path / "tasks.jsonl", project, FOUR_TASKS)
-    out = tmp_path / "out"
-    done, whole = batch(model_server, tasks, out, "--jobs", "2")
+    done, whole, out = four_tasks_here.done, four_tasks_here.whole, four_tasks_here.out
     assert done.returncode == 1, done.stderr  # some not ok
     outcomes = {task["id"]: task for task in whole["tasks"]}
     assert {id_: o["status"] for id_, o in outcomes.items()} == ENDINGS
@@ -164,9 +66,10 @@ def test_a_batch_runs_each_task_in_its_own_clone_and_gathers_it_back(
     assert bad["result"]["reason"].startswith("cannot check out no-such-branch: ")
     assert bad["result"]["exit_code"] == 2
     assert (bad["commits"], bad["trail"]) == ([], [])
-    assert len(model_server.routed("[two-steps]")) == 2
-    assert len(model_server.routed("[bad-ref]")) == 0
+    routes = [request.route for request in four_tasks_here.requests]
+    assert (routes.count("[two-steps]"), routes.count("[bad-ref]")) == (2, 0)
     # The runs happened in clones: the repository itself is as it was.
+    project = four_tasks_here.project
     assert not (project / FIXLOOP_DIR).exists()
     assert git.Repo(project).git.branch("--list", "fixloop/*") == ""
 
@@ -195,17 +98,6 @@ def test_a_repo_that_is_not_here_is_refused_before_anything_runs(
     assert done.returncode == 2
     assert "tasks.jsonl line 1: repo" in done.stderr
     assert "is not a git repository here" in done.stderr
-
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_nothing_imports_ray_unless_asked() -> None:

@@ -20,7 +20,7 @@ import psutil
 import pytest
 from ray.cluster_utils import Cluster
 
-from tests.e2e.test_batch import (
+from tests.e2e.batch_runs import (
     ENDINGS,
     FOUR_TASKS,
     KEY,
@@ -30,6 +30,7 @@ from tests.e2e.test_batch import (
     script_four,
     write_batch,
 )
+from tests.e2e.conftest import BatchHere
 from tests.model_server import ScriptedModelServer, held, reply
 from tests.projects import EXAMPLES, MEAN_FIX, TOP_FIX, answer, committed_copy
 
@@ -101,19 +102,21 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_a_ray_batch_ends_as_the_same_batch_run_here(
-    cluster: Cluster, model_server: ScriptedModelServer, project: Path, tmp_path: Path
+    cluster: Cluster,
+    model_server: ScriptedModelServer,
+    four_tasks_here: BatchHere,
+    tmp_path: Path,
 ) -> None:
-    tasks = write_batch(tmp_path / "tasks.jsonl", project, FOUR_TASKS)
+    """The same file, the same repository and answers as the batch run here."""
     script_four(model_server)
-    here, _ = batch(model_server, tasks, tmp_path / "here", "--jobs", "2")
-    script_four(model_server)
+    out = tmp_path / "ray"
     on_ray, whole = batch(
-        model_server, tasks, tmp_path / "ray", "--ray", cluster.address, key=False
+        model_server, four_tasks_here.tasks, out, "--ray", cluster.address, key=False
     )
-    assert (here.returncode, on_ray.returncode) == (1, 1), on_ray.stderr
+    assert on_ray.returncode == four_tasks_here.done.returncode == 1, on_ray.stderr
     assert {t["id"]: t["status"] for t in whole["tasks"]} == ENDINGS
     ids = list(FOUR_TASKS)
-    assert same_work(tmp_path / "ray", ids) == same_work(tmp_path / "here", ids)
+    assert same_work(out, ids) == same_work(four_tasks_here.out, ids)
     for task in whole["tasks"]:
         (attempt,) = task["attempts"]
         assert attempt["node"] in worker_ids(cluster)  # never the head: it has no CPU

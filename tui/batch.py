@@ -173,7 +173,12 @@ class Progress:
         bar = "#" * filled + "-" * (self.WIDTH - filled)
         where = outcome.attempts[-1].host if outcome.attempts else "?"
         lost = sum(1 for a in outcome.attempts if a.lost)
-        retried = f", retried after {lost} lost attempt{'s' * (lost > 1)}" if lost else ""
+        if outcome.attempts and outcome.attempts[-1].lost:
+            retried = f", lost on every attempt ({lost})"
+        elif lost:
+            retried = f", retried after {lost} lost attempt{'s' * (lost > 1)}"
+        else:
+            retried = ""
         line = (
             f"fixloop: [{bar}] {self.done}/{self.total} {outcome.id}: {outcome.status} "
             f"in {outcome.duration_s:.1f} s on {where}{retried}"

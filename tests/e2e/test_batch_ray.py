@@ -216,6 +216,8 @@ def test_a_task_whose_worker_dies_on_every_attempt_ends_error_with_the_cause(
     assert "attempted 2 times" in doomed["reason"]
     assert "Worker" in doomed["reason"] or "died" in doomed["reason"], doomed["reason"]
     assert [a["lost"] for a in doomed["attempts"]] == [True, True]
+    assert "doomed: error" in done.stderr
+    assert "lost on every attempt (2)" in done.stderr
     assert len(model_server.routed("[doomed]")) == 2
     assert took < 300
 

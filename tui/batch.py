@@ -12,12 +12,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.batch.outcome import BatchSummary, TaskOutcome, batch_json, summarize
 from engine.batch.tasks import BatchFileError, BatchTask, check_local_repos, load_batch
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from sandbox import FixloopError
+
+if TYPE_CHECKING:
+    from engine.batch.on_ray import RayOptions
 
 DEFAULT_OUT = Path("fixloop-batch")
 
@@ -34,31 +37,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, default=2, metavar="N", help="tasks at once on this machine (default 2)"
     )
-    parser.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        metavar="ADDRESS",
-        help="run each task as a Ray task: on the cluster at ADDRESS (host:port, ray://...), "
-        "or auto: the one running here (needs fixloop-tui[ray])",
-    )
-    parser.add_argument(
-        "--num-cpus", type=float, default=1.0, metavar="N", help="Ray: CPUs per task (default 1)"
-    )
-    parser.add_argument(
-        "--memory",
-        type=int,
-        default=1024,
-        metavar="MB",
-        help="Ray: memory reserved per task (default 1024)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=int,
-        default=2,
-        metavar="N",
-        help="Ray: attempts after a task's worker or node died (default 2)",
-    )
+    add_ray_arguments(parser, "task")
     # Defaults for every task; a task's own line overrides them.
     parser.add_argument("--model", help="every task's model unless its line names one")
     parser.add_argument("--api-base", help="every task's endpoint unless its line names one")
@@ -68,6 +47,61 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         help="every task's sandbox unless its line names one",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, unit: str) -> None:
+    """`--ray` and the resources of each Ray task, for `batch` (a task) and `bench` (a run)."""
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        metavar="ADDRESS",
+        help=f"run each {unit} as a Ray task: on the cluster at ADDRESS (host:port, "
+        "ray://...), or auto: the one running here (needs fixloop-tui[ray])",
+    )
+    parser.add_argument(
+        "--num-cpus", type=float, default=1.0, metavar="N", help=f"Ray: CPUs per {unit} (default 1)"
+    )
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=1024,
+        metavar="MB",
+        help=f"Ray: memory reserved per {unit} (default 1024)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help=f"Ray: attempts after a {unit}'s worker or node died (default 2)",
+    )
+
+
+def ray_problem(args: argparse.Namespace) -> str | None:
+    """Why `--ray` cannot be used as given (its resources, or Ray not installed), or None."""
+    if args.num_cpus <= 0 or args.memory < 1 or args.max_retries < 0:
+        return "--num-cpus must be above 0, --memory 1 or more, --max-retries 0 or more"
+    if args.ray is None:
+        return None
+    from engine.batch.on_ray import RayUnavailable, import_ray
+
+    try:
+        import_ray()
+    except RayUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def ray_options(args: argparse.Namespace) -> RayOptions:
+    from engine.batch.on_ray import RayOptions
+
+    return RayOptions(
+        address=args.ray,
+        num_cpus=args.num_cpus,
+        memory_mb=args.memory,
+        max_retries=args.max_retries,
+    )
 
 
 def batch_command(args: argparse.Namespace) -> int:
@@ -103,21 +137,16 @@ def batch_command(args: argparse.Namespace) -> int:
 def _prepare(args: argparse.Namespace) -> list[BatchTask] | int:
     """The tasks, checked, and the output directory made; or the usage exit code, said why.
     Nothing has run yet."""
-    if args.jobs < 1 or args.num_cpus <= 0 or args.memory < 1 or args.max_retries < 0:
-        return _fail(
-            "--jobs and --memory must be 1 or more, --num-cpus above 0, --max-retries 0 or more",
-            EXIT_USAGE,
-        )
+    if args.jobs < 1:
+        return _fail("--jobs must be 1 or more", EXIT_USAGE)
+    if problem := ray_problem(args):
+        return _fail(problem, EXIT_USAGE)
     try:
         tasks = load_batch(args.tasks)
         if args.ray is None:
             check_local_repos(tasks, args.tasks)
-        else:
-            from engine.batch.on_ray import import_ray
-
-            import_ray()
         _check_out(args.out, tasks)
-    except FixloopError as exc:  # a bad line, a repo not here, no Ray installed, --out taken
+    except FixloopError as exc:  # a bad line, a repo not here, --out taken
         return _fail(str(exc), EXIT_USAGE)
     return tasks
 
@@ -136,15 +165,9 @@ def _run(
         from engine.batch.local import run_local
 
         return run_local(tasks, defaults, jobs=args.jobs, on_done=done)
-    from engine.batch.on_ray import RayOptions, run_on_ray
+    from engine.batch.on_ray import run_on_ray
 
-    options = RayOptions(
-        address=args.ray,
-        num_cpus=args.num_cpus,
-        memory_mb=args.memory,
-        max_retries=args.max_retries,
-    )
-    return run_on_ray(tasks, defaults, options, on_done=done)
+    return run_on_ray(tasks, defaults, ray_options(args), on_done=done)
 
 
 def _check_out(out: Path, tasks: list[BatchTask]) -> None:

@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a suite (HumanEval, the bundled examples, or a DIR of tasks) through\n"
         "the real loop, as `run --headless` does: each task is a throwaway git repository\n"
         "(solution.py and its hidden tests), once per arm. Prints pass after each round,\n"
-        "prompt tokens per fix and wall time per task, per arm.\n"
+        "prompt tokens per fix and wall time per task, per arm. With --ray each run is a\n"
+        "Ray task on a cluster (as `batch --ray`); the same tables and plot.\n"
         "Exit: 0 done, 2 usage, 6 infrastructure.",
     )
     from tui.bench import add_bench_arguments

@@ -8,8 +8,11 @@ attempt (`error` with the cause, not a hang)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +34,8 @@ from tests.e2e.batch_runs import (
     write_batch,
 )
 from tests.e2e.conftest import BatchHere
+from tests.e2e.test_bench import REPO, code
+from tests.e2e.test_bench import TASKS as BENCH_TASKS
 from tests.model_server import ScriptedModelServer, held, reply
 from tests.projects import EXAMPLES, MEAN_FIX, TOP_FIX, answer, committed_copy
 
@@ -220,6 +225,64 @@ def test_a_task_whose_worker_dies_on_every_attempt_ends_error_with_the_cause(
     assert "lost on every attempt (2)" in done.stderr
     assert len(model_server.routed("[doomed]")) == 2
     assert took < 300
+
+
+def test_bench_on_ray_prints_the_tables_and_plot_of_a_local_bench(
+    cluster: Cluster, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """test_bench.py's suite and answers (its `today` arm): the same rows a local bench
+    prints, with each run on a worker node."""
+    model_server.route("function `add`", code("return a - b"), code("return a + b"))
+    model_server.route("function `negate`", code("return -x", "negate", "x"))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in BENCH_TASKS))
+    plot = tmp_path / "bench.png"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "bench",
+            "--suite",
+            str(suite),
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            model_server.base_url,
+            "--arms",
+            "today",
+            "--max-iters",
+            "1",
+            "--plot",
+            str(plot),
+            "--ray",
+            cluster.address,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},  # no key: the nodes have theirs
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    for row in [
+        ["tasks", "2"],
+        ["pass@1", "(round", "0)", "50.0%"],
+        ["pass", "after", "round", "1", "100.0%"],
+        ["model", "calls", "3"],
+        ["prompt", "tokens", "per", "fix", "150"],
+        ["t/1", "r1"],
+        ["t/2", "r0"],
+    ]:
+        assert row in rows, f"{row} not in the table:\n{done.stdout}"
+    assert "  runs ended: ok 2" in done.stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "  t/1 [today] round 0: failing (0 passed, 2 failed)" in done.stderr
+    assert "2/2 t/" in done.stderr  # the bar, per finished task
+    assert (len(model_server.routed("function `add`")), model_server.count) == (2, 3)
 
 
 def test_a_cluster_that_does_not_answer_is_one_error_at_once(

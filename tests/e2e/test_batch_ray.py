@@ -3,8 +3,8 @@ and two worker nodes of one CPU each, started once for the module. The command j
 user's would, without the model's key: the workers read theirs from their own environment.
 
 Held to the local batch's results (test_batch.py), to a worker node killed mid-batch (the
-task is retried on the other one, and says so) and to a task whose worker dies on every
-attempt (`error` with the cause, not a hang)."""
+task is retried on the other one, and says so), to a task whose worker dies on every attempt
+(`error` with the cause, not a hang), and `bench --ray` to a local bench's tables."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -77,6 +78,7 @@ def cluster() -> Iterator[Cluster]:
         finally:
             ray_cluster.shutdown()
             assert_no_ray_process_left(session)
+            shutil.rmtree(session, ignore_errors=True)  # its logs: a few MB a module
 
 
 def assert_no_ray_process_left(session: str) -> None:

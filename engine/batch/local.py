@@ -25,8 +25,13 @@ def run_local(
     outcomes: dict[str, TaskOutcome] = {}
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fixloop-batch") as pool:
         running = [pool.submit(run_task, task, defaults, here) for task in tasks]
-        for future in as_completed(running):
-            outcome = future.result()
-            outcomes[outcome.id] = outcome
-            on_done(outcome)
+        try:
+            for future in as_completed(running):
+                outcome = future.result()
+                outcomes[outcome.id] = outcome
+                on_done(outcome)
+        except KeyboardInterrupt:
+            # No task starts after this; those running end first (a thread cannot be stopped).
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return [outcomes[task.id] for task in tasks]

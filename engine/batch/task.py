@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.batch.outcome import Attempt, TaskOutcome, pack
 from engine.batch.tasks import BatchTask
+from engine.model.redact import redact
 from engine.project.git_plumbing import WorkspaceError, git_ok
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError
@@ -48,7 +49,8 @@ def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> 
         except (ConfigError, WorkspaceError, ResumeError) as exc:
             return _failed(task, attempt, str(exc), EXIT_USAGE, started)
         except Exception as exc:  # a dead model, a sandbox that is missing, a crash: the cause
-            return _failed(task, attempt, f"{type(exc).__name__}: {exc}", EXIT_INFRA, started)
+            cause = redact(f"{type(exc).__name__}: {exc}")  # it travels and is written
+            return _failed(task, attempt, cause, EXIT_INFRA, started)
         return _finished(task, attempt, result, clone_dir, Path(scratch) / "out", started)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.project.git_plumbing import git_ok
 from engine.project.settings import ConfigError, settings_layer
 from sandbox import FixloopError
 
@@ -105,7 +106,8 @@ def check_local_repos(tasks: list[BatchTask], path: Path) -> None:
     """On this machine a repo path must be a git checkout here (a URL is tried by the clone).
     On a cluster it is the workers' path, not checked here."""
     for task in tasks:
-        if not is_url(task.repo) and not (Path(task.repo) / ".git").exists():
+        here = Path(task.repo)
+        if not is_url(task.repo) and not (here.is_dir() and git_ok(here, "rev-parse", "--git-dir")):
             raise BatchFileError(
                 f"{path} line {task.line}: repo {task.repo} is not a git repository here"
             )

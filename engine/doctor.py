@@ -162,10 +162,17 @@ def check_docker(url: str | None = None) -> Check:
             "--allow-runc accepts it, unsafely",
             needed=False,
         )
+    rootless = (
+        "; rootless: memory watched from outside (killed at the limit, reported as oom), "
+        "processes, file size and address space by rlimit, no cpu limit"
+        if check.rootless
+        else ""
+    )
     return Check(
         name="docker engine",
         ok=True,
-        detail=f"{check.engine} at {url}, containers run under gVisor ({check.kernel.described})",
+        detail=f"{check.engine} at {url}, containers run under gVisor "
+        f"({check.kernel.described}){rootless}",
         needed=False,
     )
 

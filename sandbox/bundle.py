@@ -158,6 +158,18 @@ def address_space_bytes(memory_mb: int, *, rootless: bool) -> int:
     return (2 * limit if rootless else limit) * MIB
 
 
+def sandbox_rlimits(profile: Profile, *, rootless: bool) -> list[tuple[str, int]]:
+    """The rlimits of every process in a sandbox, by their names in `resource`: guest
+    processes (RLIMIT_NPROC, see HOST_PIDS_LIMIT), file size, address space."""
+    return [
+        ("RLIMIT_AS", address_space_bytes(profile.memory_mb, rootless=rootless)),
+        ("RLIMIT_NPROC", profile.pids),
+        ("RLIMIT_FSIZE", profile.tmpfs_mb * MIB),
+        ("RLIMIT_NOFILE", 1024),
+        ("RLIMIT_CORE", 0),
+    ]
+
+
 def write_bundle(
     directory: Path,
     rootfs: Path,
@@ -194,13 +206,7 @@ def write_bundle(
         ),
         _tmpfs(SANDBOX_WORKDIR, profile.tmpfs_mb),
     ]
-    rlimits = [
-        ("RLIMIT_AS", address_space_bytes(profile.memory_mb, rootless=rootless)),
-        ("RLIMIT_NPROC", profile.pids),
-        ("RLIMIT_FSIZE", profile.tmpfs_mb * MIB),
-        ("RLIMIT_NOFILE", 1024),
-        ("RLIMIT_CORE", 0),
-    ]
+    rlimits = sandbox_rlimits(profile, rootless=rootless)
     period = 100_000
     linux: dict[str, Any] = {
         "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],

@@ -32,7 +32,7 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError
 from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_files, job_header
-from sandbox.memory_watch import MemoryWatch, sentry_memory_file
+from sandbox.memory_watch import MemoryWatch, file_measure, sentry_memory_file
 from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.owners import (
     new_name,
@@ -177,7 +177,9 @@ class Container:
         watch: MemoryWatch | None = None
         watching: asyncio.Task[None] | None = None
         if self.memory_file is not None:
-            watch = MemoryWatch(self.memory_file, self.profile.memory_mb * MIB, self.kill)
+            watch = MemoryWatch(
+                file_measure(self.memory_file), self.profile.memory_mb * MIB, self.kill
+            )
             watching = asyncio.create_task(watch.watch())
 
         async def send() -> None:

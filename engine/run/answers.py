@@ -40,7 +40,7 @@ def unchanged_note(files: Sequence[str]) -> str:
     """The one line a re-asked model hears."""
     sent = ", ".join(files) if files else "nothing"
     return (
-        f"Your last answer changed nothing ({sent} came back exactly as it was). "
+        f"Your last answer changed nothing ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."
     )
 

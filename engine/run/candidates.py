@@ -18,7 +18,7 @@ from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested
-from engine.run.gate import CandidateView, Choice, apply_pinning, same_text, split_test_edits
+from engine.run.gate import CandidateView, Choice, apply_pinning, split_test_edits
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
@@ -257,22 +257,38 @@ def suspicious(verification: Verification) -> bool:
 
 
 def changes_nothing(proposal: Proposal, root: Path) -> bool:
-    """Whether applying the proposal would leave every file as it is: no edits, whole files
-    sent back as they are, or a search equal to its replacement."""
+    """Whether applying the proposal would leave every file's code as it is: no edits, whole
+    files sent back as they are or with only blank lines and trailing spaces changed (the
+    embedded model's commonest "fix"), or a search equal to its replacement."""
     for edit in proposal.edits:
         if edit.content is not None:
-            if not same_text(root / edit.path, edit.content):
+            if not same_code(root / edit.path, edit.content):
                 return False
-        elif edit.search != edit.replace:
+        elif _code_lines(edit.search) != _code_lines(edit.replace):
             return False
     return True
 
 
+def same_code(path: Path, content: str) -> bool:
+    """The file's lines and `content`'s are the same once blank lines and trailing spaces
+    are left out (a missing file is never the same)."""
+    try:
+        current = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _code_lines(current) == _code_lines(content)
+
+
+def _code_lines(text: str | None) -> list[str]:
+    return [line.rstrip() for line in (text or "").splitlines() if line.strip()]
+
+
 def edits_key(proposal: Proposal) -> tuple[object, ...]:
-    """Two answers that make the same edits are one candidate."""
+    """Two answers that make the same edits, blank lines and trailing spaces aside, are one
+    candidate."""
     return tuple(
         sorted(
-            (e.path, _normal(e.content), _normal(e.search), _normal(e.replace))
+            (e.path, _code_text(e.content), _code_text(e.search), _code_text(e.replace))
             for e in proposal.edits
         )
     )
@@ -303,5 +319,5 @@ def _lines(path: Path) -> list[str]:
         return []
 
 
-def _normal(text: str | None) -> str | None:
-    return None if text is None else text.replace("\r\n", "\n").rstrip("\n")
+def _code_text(text: str | None) -> str | None:
+    return None if text is None else "\n".join(_code_lines(text))

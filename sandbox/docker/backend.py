@@ -28,7 +28,7 @@ from sandbox.docker.containers import (
     remove_cgroup,
     remove_container,
 )
-from sandbox.docker.engine_check import connect, engine_kernel, engine_version
+from sandbox.docker.engine_check import connect, engine_kernel, engine_rootless, engine_version
 from sandbox.docker.images import image_interpreter, skeleton_image
 from sandbox.docker.kernel import require_gvisor, runc_allowed
 from sandbox.docker.locate import engine_url
@@ -70,6 +70,7 @@ class DockerSandbox:
         self.allow_runc = runc_allowed() if allow_runc is None else allow_runc
         self.client = connect(self.url)
         self.engine = engine_version(self.client, self.url)
+        self.rootless = engine_rootless(self.client, self.url)
         self._images: dict[tuple[str, ...], str] = {}
         # An image from `sandbox build-image` and the interpreter in it; None: the host's.
         self.own_image: tuple[str, Interpreter] | None = None
@@ -88,7 +89,8 @@ class DockerSandbox:
         """Which engine, and whether under gVisor: for the audit trail and the header."""
         isolation = "gVisor" if self.gvisor else "NOT gVisor (--allow-runc)"
         image = f", image {self.own_image[0]}" if self.own_image else ""
-        return f"docker ({self.engine}, {isolation}{image})"
+        limits = ", rootless: rlimits and a memory watch" if self.rootless else ""
+        return f"docker ({self.engine}, {isolation}{image}{limits})"
 
     def image(self, profile: Profile) -> str:
         if self.own_image is not None:
@@ -116,6 +118,7 @@ class DockerSandbox:
             url=self.url,
             allow_runc=self.allow_runc,
             own_python=self.own_image is not None,
+            rootless_engine=self.rootless,
         )
 
     @staticmethod

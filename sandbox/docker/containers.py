@@ -30,13 +30,16 @@ from sandbox.bundle import (
     SANDBOX_WORKDIR,
     Profile,
     base_environment,
+    sandbox_rlimits,
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.docker.kernel import KernelReport, require_gvisor
 from sandbox.errors import SandboxError
 from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_header
+from sandbox.memory_watch import Measure, MemoryWatch, sentry_argv, stats_measure
 from sandbox.output import CHUNK, CappedStream
 from sandbox.owners import new_name
+from sandbox.runsc import find_runsc
 
 OWNER_LABEL = "fixloop.owner"
 BACKSTOP_MB = 64
@@ -83,6 +86,7 @@ class Container:
         url: str,
         allow_runc: bool = False,
         own_python: bool = False,
+        rootless_engine: bool = False,
     ) -> None:
         self.client = client
         self.url = url
@@ -96,6 +100,11 @@ class Container:
         # Rootless (a user's Podman, cgroups not writable): no cgroup of ours; the engine's
         # own limits hold where it can set them, and rlimits inside the sandbox do the rest.
         self.own_cgroup = cgroups.writable()
+        # A rootless engine limits nothing (no cgroup; rootless Podman's API even drops
+        # ulimits): the zygote sets the rlimits, and a memory watch is the memory limit.
+        self.rootless_engine = rootless_engine
+        self._measure: Measure | None = None
+        self._watch: MemoryWatch | None = None
         self.cgroup = cgroups.SandboxCgroup(
             name=self.name,
             memory_bytes=profile.memory_mb * MIB,
@@ -159,6 +168,7 @@ class Container:
             "utf8",
             f"{SANDBOX_LIB}/zygote.py",
             *([] if profile.preload else ["--no-preload"]),
+            *self._zygote_rlimits(),
         ]
         # Exactly the environment the gvisor backend's zygote gets: the engine adds its own
         # variables (container=podman, HOSTNAME ...), and a warm-up that read a variable
@@ -176,6 +186,14 @@ class Container:
             "labels": {OWNER_LABEL: str(os.getpid())},
             "host_config": host_config,
         }
+
+    def _zygote_rlimits(self) -> list[str]:
+        """The rlimits the zygote sets itself: only under a rootless engine, with room over the
+        memory limit for the watch (see `address_space_bytes`)."""
+        if not self.rootless_engine:
+            return []
+        rlimits = sandbox_rlimits(self.profile, rootless=True)
+        return [f"--rlimit={name}={value}" for name, value in rlimits]
 
     async def start(self) -> Container:
         try:
@@ -195,6 +213,8 @@ class Container:
             self.kernel = KernelReport.parse(said)
             # Per container, not only at start-up: the engine's runtime can change under us.
             require_gvisor(self.kernel, self.url, allow_runc=self.allow_runc)
+            if self.rootless_engine:
+                self._measure = await asyncio.to_thread(self._sentry_measure)
         except TimeoutError:
             await self.destroy()
             raise SandboxError(
@@ -210,6 +230,18 @@ class Container:
             await self.destroy()
             raise
         return self
+
+    def _sentry_measure(self) -> Measure:
+        """How to measure this container's memory from outside: ask its sentry, found on this
+        host by the container's id. None found: no memory limit, so no job."""
+        assert self.id is not None
+        sentry = sentry_argv(self.id)
+        if sentry is None:
+            raise SandboxError(
+                "the container started under a rootless engine, but its gVisor sentry is not "
+                "on this host to watch its memory: refusing to run a job without a memory limit"
+            )
+        return stats_measure(find_runsc(), sentry[1], self.id)
 
     def _attach(self) -> socket.socket:
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
@@ -251,6 +283,10 @@ class Container:
         pump = asyncio.create_task(self._pump(outputs))
         started = time.monotonic()
         timed_out = False
+        watching: asyncio.Task[None] | None = None
+        if self._measure is not None:
+            self._watch = MemoryWatch(self._measure, self.profile.memory_mb * MIB, self.kill)
+            watching = asyncio.create_task(self._watch.watch())
         try:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._writer.write(header)
@@ -269,6 +305,8 @@ class Container:
                 await asyncio.wait_for(asyncio.shield(pump), DRAIN_GRACE_S)
         finally:
             pump.cancel()
+            if watching is not None:
+                watching.cancel()
         exit_code = status if status is not None else 128 + signal.SIGKILL
         if timed_out:
             exit_code = 124 if exit_code in (0, 128 + signal.SIGKILL) else exit_code
@@ -301,12 +339,15 @@ class Container:
         return int(code) if isinstance(code, int) else None
 
     def oom_killed(self) -> bool:
-        """The engine may not report OOM kills (Podman never does): ask the kernel.
+        """The engine may not report OOM kills (Podman never does): the memory watch says
+        so under a rootless engine; otherwise ask the kernel.
 
         The engine's runtime deletes its own cgroup, and with it cgroup v1's
         `oom_kill` counter; but the OOM happens at our cgroup's limit, which
         signals the eventfd registered on it (v1) or counts it hierarchically (v2).
         """
+        if self._watch is not None and self._watch.fired:
+            return True
         if self.cgroup.oom_killed():
             return True
         if self._oom_event is None:

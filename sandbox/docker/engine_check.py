@@ -35,6 +35,7 @@ API_VERSION = "1.41"
 # whose containers were seen to run under gVisor.
 _ENGINES: dict[str, str] = {}
 _VERIFIED: dict[str, KernelReport] = {}
+_ROOTLESS: dict[str, bool] = {}
 
 
 def connect(url: str | None = None) -> docker.DockerClient:
@@ -63,6 +64,20 @@ def engine_version(client: docker.DockerClient, url: str) -> str:
     if url not in _ENGINES:
         _ENGINES[url] = _ask_version(client)
     return _ENGINES[url]
+
+
+def engine_rootless(client: docker.DockerClient, url: str) -> bool:
+    """The engine runs as a normal user, so no cgroup limits its containers: rootless Docker
+    says `name=rootless` among its security options, rootless Podman (4.3) only `Rootless:
+    true`. Asked once per URL."""
+    if url not in _ROOTLESS:
+        try:
+            info: dict[str, Any] = client.info()
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            info = {}
+        options = info.get("SecurityOptions") or []
+        _ROOTLESS[url] = info.get("Rootless") is True or "name=rootless" in options
+    return _ROOTLESS[url]
 
 
 def _ask_version(client: docker.DockerClient) -> str:
@@ -130,8 +145,10 @@ def examine_engine(url: str | None = None) -> EngineCheck:
     container (about a second) the first time per engine and process.
     """
     url = engine_url(url)
-    if url in _VERIFIED and url in _ENGINES:
-        return EngineCheck(url=url, engine=_ENGINES[url], kernel=_VERIFIED[url])
+    if url in _VERIFIED and url in _ENGINES and url in _ROOTLESS:
+        return EngineCheck(
+            url=url, engine=_ENGINES[url], kernel=_VERIFIED[url], rootless=_ROOTLESS[url]
+        )
     try:
         client = connect(url)
     except SandboxUnavailable as exc:
@@ -146,6 +163,7 @@ def examine_engine(url: str | None = None) -> EngineCheck:
             require_gvisor(kernel, url, allow_runc=False)
         except SandboxUnavailable as exc:
             return EngineCheck(url=url, engine=engine, kernel=kernel, error=str(exc))
-        return EngineCheck(url=url, engine=engine, kernel=kernel)
+        rootless = engine_rootless(client, url)
+        return EngineCheck(url=url, engine=engine, kernel=kernel, rootless=rootless)
     finally:
         client.close()

@@ -75,6 +75,7 @@ class EngineCheck:
     engine: str | None = None  # None: nothing answers there
     kernel: KernelReport | None = None  # None: no container ran
     error: str | None = None  # why the docker backend cannot use it; None if it can
+    rootless: bool = False  # runs as a normal user: no cgroup, limits are the backend's own
 
     @property
     def gvisor(self) -> bool:

@@ -178,4 +178,9 @@ if start; then
   exit 0
 fi
 echo "podman system service did not come up on $SOCKET; see $LOG" >&2
+# Podman records the runroot in its store: a user's runroot follows XDG_RUNTIME_DIR.
+if tail -n 5 "$LOG" | grep -q "database configuration mismatch"; then
+  echo "its storage $STORAGE was made with another XDG_RUNTIME_DIR: start it with that one" \
+    "again, or remove the storage (podman unshare rm -rf $STORAGE) and start afresh" >&2
+fi
 exit 1

@@ -263,7 +263,23 @@ def run_python(args: list[str], warm: bool) -> None:
         os.execv(sys.executable, [sys.executable, *args])
 
 
+def lower_limits(args: list[str]) -> None:
+    """Apply each `--rlimit=NAME=VALUE` (a `resource` name, soft = hard) to this process and
+    so to every process the job starts: for engines that set no rlimits themselves
+    (rootless Podman's Docker API ignores ulimits; none has RLIMIT_AS). Lowering a limit
+    needs no privilege; the job, without capabilities, cannot raise it again."""
+    import resource
+
+    for arg in args:
+        if arg.startswith("--rlimit="):
+            name, value = arg[len("--rlimit=") :].split("=")
+            resource.setrlimit(getattr(resource, name), (int(value), int(value)))
+    # A fresh interpreter has not imported it: neither may the warm one the job gets.
+    del sys.modules["resource"]
+
+
 def main() -> None:
+    lower_limits(sys.argv[1:])
     # sys.path[0] is the zygote's own directory: neither warm-up nor job may import from it.
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
         del sys.path[0]

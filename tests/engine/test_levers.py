@@ -49,7 +49,7 @@ async def test_an_answer_that_changes_nothing_is_asked_again_within_the_iteratio
     result = await run_loop(tmp_path, model)
     assert (result.status.value, len(result.iterations)) == ("ok", 1)
     # Told in one line, asked once more at a higher temperature, both answers counted.
-    assert "Your last answer changed nothing (app.py came back exactly as it was)" in (
+    assert "Your last answer changed nothing (app.py came back with the same code)" in (
         model.prompt(2)
     )
     assert model.sampling == [(None, None), (0.7, None)]
@@ -57,6 +57,19 @@ async def test_an_answer_that_changes_nothing_is_asked_again_within_the_iteratio
     reasked = of_type(result, "AnswerReasked")
     assert [(e["n"], e["temperature"]) for e in reasked] == [(1, 0.7)]
     assert (iteration_dir(result, 1) / "unchanged-response.txt").read_text() == model_answer(BROKEN)
+
+
+async def test_an_answer_that_only_moves_blank_lines_and_spaces_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    # Seen from the embedded model: the file sent back with its leading blank lines dropped.
+    respaced = "\n".join(f"{line}   " for line in BROKEN.splitlines()) + "\n\n\n"
+    model = ScriptedModel(answer(("app.py", "\n\n" + respaced)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    assert [(e["n"], e["reason"]) for e in of_type(result, "AnswerReasked")] == [
+        (1, "the answer changed no file")
+    ]
 
 
 async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path: Path) -> None:

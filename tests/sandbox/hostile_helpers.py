@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import re
+import subprocess
 import textwrap
 import time
 from dataclasses import dataclass
@@ -19,8 +20,9 @@ from sandbox.contract import ExecRequest, Limits
 from sandbox.docker import backend as docker_backend
 from sandbox.docker.backend import DockerSandbox
 from sandbox.gvisor import GvisorSandbox, list_containers
-from sandbox.memory_watch import memory_file, used_bytes
+from sandbox.memory_watch import SENTRY, memory_file, stats_bytes, stats_command, used_bytes
 from sandbox.owners import ID_PREFIX, runtime_dir
+from sandbox.runsc import find_runsc
 
 # Every container, cgroup and bundle this test process creates starts with this.
 OURS = f"{ID_PREFIX}{os.getpid()}-"
@@ -98,10 +100,32 @@ def sandbox_memory_bytes() -> int:
                 with contextlib.suppress(OSError, ValueError):
                     total += int((path / knob).read_text())
     if os.geteuid() != 0:
-        for pid, owner in _sandbox_processes():
-            found = memory_file(pid) if owner == os.getpid() else None
+        ours = {pid for pid, owner in _sandbox_processes() if owner == os.getpid()}
+        for pid in ours:
+            found = memory_file(pid)
             total += used_bytes(found) if found is not None else 0
+        total += sum(_engine_sentry_bytes(ours))
     return total
+
+
+def _engine_sentry_bytes(ours: set[int]) -> list[int]:
+    """What the sentries a rootless engine started for our containers hold: children of our
+    conmons, named by the engine's container id only, in a user namespace whose memory
+    files this user may not open, so each is asked (`runsc events --stats`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if argv[0] != SENTRY or parent not in ours:
+            continue
+        sentry = [arg.decode() for arg in argv if arg]
+        command = stats_command(find_runsc(), sentry, sentry[-1])
+        done = subprocess.run(command, capture_output=True, timeout=30, check=False)
+        found.append(stats_bytes(done.stdout))
+    return found
 
 
 def host_process_count() -> int:

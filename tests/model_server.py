@@ -1,17 +1,20 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1, for tests that need a real model endpoint.
 
 A script is a list of steps, one consumed per request: `reply`, `status`, `hang`, `malformed`,
-`empty`, `truncated`. Every request is recorded (path, headers, parsed JSON body) so tests can
-assert exactly what the client sent and how often. Use the `model_server` fixture.
+`empty`, `truncated`; `held` makes any step wait for a test's signal. Runs at once (a batch)
+each get a script of their own with `route`, chosen by what their prompt says. Every request
+is recorded (path, headers, parsed JSON body, the route, the client's port) so tests can assert
+exactly what the client sent and how often. Use the `model_server` fixture.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -33,6 +36,7 @@ class Step:
     body: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    until: threading.Event | None = None  # held: answered once this is set
 
 
 def reply(
@@ -78,11 +82,19 @@ def truncated(text: str) -> Step:
     return Step("reply", text=text, finish_reason="length")
 
 
+def held(step: Step, until: threading.Event) -> Step:
+    """`step`, answered only once `until` is set (or the server stops): a run kept busy while
+    a test does something to it."""
+    return replace(step, until=until)
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased: "authorization"
     body: dict[str, Any]
+    route: str | None = None  # the route key its prompt matched, if any
+    client_port: int = 0  # the client's side of the connection: which process asked
 
 
 class ScriptedModelServer:
@@ -91,9 +103,10 @@ class ScriptedModelServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._steps: list[Step] = []
+        self._routes: dict[str, list[Step]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -117,6 +130,15 @@ class ScriptedModelServer:
         with self._lock:
             self._steps.extend(steps)
 
+    def route(self, key: str, *steps: Step) -> None:
+        """Requests whose messages contain `key` take these steps in order (and only these:
+        unscripted, a 500), whatever other runs ask meanwhile; the rest take `script`'s."""
+        with self._lock:
+            self._routes.setdefault(key, []).extend(steps)
+
+    def routed(self, key: str) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.route == key]
+
     def start(self) -> ScriptedModelServer:
         self._thread.start()
         return self
@@ -128,9 +150,20 @@ class ScriptedModelServer:
         self._thread.join(timeout=5)
 
     def _next(self, request: RecordedRequest) -> Step:
+        text = "\n".join(str(m.get("content", "")) for m in request.body.get("messages", []))
         with self._lock:
-            self.requests.append(request)
-            return self._steps.pop(0) if self._steps else status(500, "script exhausted")
+            key = next((key for key in self._routes if key in text), None)
+            self.requests.append(replace(request, route=key))
+            steps = self._steps if key is None else self._routes[key]
+            return steps.pop(0) if steps else status(500, f"script exhausted ({key or 'common'})")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-answer (a test killed it) is no error of the server's."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
@@ -146,9 +179,12 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, "application/json", b'{"error": {"message": "no such route"}}')
                 return
             body = json.loads(raw or b"{}")
-            step = server._next(
-                RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            )
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            port = int(self.client_address[1])
+            step = server._next(RecordedRequest(self.path, headers, body, client_port=port))
+            if step.until is not None:
+                while not (step.until.is_set() or server._stopping.is_set()):
+                    step.until.wait(0.1)
             if step.kind == "hang":
                 server._stopping.wait(step.seconds)
                 self.close_connection = True

@@ -17,7 +17,7 @@ import textwrap
 import time
 import warnings
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, ArmError, describe, parse_arms
 from bench.suite.report import render, write_png
@@ -41,6 +41,10 @@ from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from engine.verify.checkout import open_configured_sandbox
 from sandbox import FixloopError, choose_backend
+from tui.batch import add_ray_arguments, ray_options, ray_problem
+
+if TYPE_CHECKING:
+    from engine.batch.on_ray import RayOptions
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +100,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep the task repositories and their runs' audit trails (default: removed)",
     )
+    add_ray_arguments(parser, "run")
 
 
 class BenchProgress:
@@ -154,6 +159,12 @@ def bench_command(args: argparse.Namespace) -> int:
         return _fail("--limit must be 1 or more")
     if args.plot is not None and not args.plot.resolve().parent.is_dir():
         return _fail(f"--plot {args.plot}: its directory does not exist")
+    if problem := ray_problem(args):
+        return _fail(problem)
+    if args.ray is not None and args.keep:
+        return _fail(
+            "--keep keeps this machine's repositories; with --ray the runs' are the nodes'"
+        )
     try:
         arms = (
             parse_arms(args.arms) if args.arms else list(FEEDBACK_ARMS[args.feedback or "packet"])
@@ -166,7 +177,8 @@ def bench_command(args: argparse.Namespace) -> int:
             sandbox=args.sandbox,
         )
         model = resolve_model(settings)
-        check_model(model, settings)
+        if args.ray is None or not model.startswith("local/"):  # each node loads its own
+            check_model(model, settings)
     except (ArmError, SuiteError, ConfigError) as exc:
         return _fail(str(exc))
     config = BenchConfig(
@@ -188,7 +200,15 @@ def bench_command(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
             run = asyncio.run(
-                run_bench(config, tasks, client, settings, workdir, BenchProgress(sys.stderr))
+                run_bench(
+                    config,
+                    tasks,
+                    client,
+                    settings,
+                    workdir,
+                    BenchProgress(sys.stderr),
+                    ray_options(args) if args.ray is not None else None,
+                )
             )
     except FixloopError as exc:  # the model, the sandbox, or a run that could not start
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
@@ -223,14 +243,20 @@ async def run_bench(
     settings: Settings,
     workdir: Path,
     listener: BenchProgress,
+    ray: RayOptions | None = None,
 ) -> BenchRun:
     """Every run shares one sandbox backend, kept warm: as many ready sandboxes as the widest
-    arm verifies at once (two at least, one replacing the other while the model thinks)."""
+    arm verifies at once (two at least, one replacing the other while the model thinks). On
+    Ray each run opens its own on its node; this one screens repair mode's mutants."""
     backend = choose_backend(settings.sandbox, docker_url=settings.docker_url)
     widest = max((ARMS[arm].candidates or 1) for arm in config.arms)
     sandbox = open_configured_sandbox(settings, backend, warm=max(2, widest))
     try:
         runner = BenchRunner(config, client, sandbox, workdir, settings=settings, listener=listener)
+        if ray is not None:
+            from bench.suite.on_ray import run_bench_on_ray
+
+            return await run_bench_on_ray(runner, tasks, ray)
         return await runner.run(tasks)
     finally:
         await sandbox.close()

@@ -1,5 +1,6 @@
 """The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
-its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, build_image, app).
+its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
+app).
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -216,12 +217,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a suite (HumanEval, the bundled examples, or a DIR of tasks) through\n"
         "the real loop, as `run --headless` does: each task is a throwaway git repository\n"
         "(solution.py and its hidden tests), once per arm. Prints pass after each round,\n"
-        "prompt tokens per fix and wall time per task, per arm.\n"
+        "prompt tokens per fix and wall time per task, per arm. With --ray each run is a\n"
+        "Ray task on a cluster (as `batch --ray`); the same tables and plot.\n"
         "Exit: 0 done, 2 usage, 6 infrastructure.",
     )
     from tui.bench import add_bench_arguments
 
     add_bench_arguments(bench)
+
+    batch = commands.add_parser(
+        "batch",
+        help="run many tasks (a JSONL file) headless, here or on a Ray cluster (--ray)",
+        description="Run each task of a JSONL file (repo, optional id and ref, any run setting) "
+        "headless in its own clone, as `run --headless` would, here (--jobs at once) or on a "
+        "Ray cluster (--ray). Each task's result.json, run directory and branch bundle go to "
+        "--out DIR/<id>/. Exit: 0 all ok, 1 some not ok, 2 usage, 6 infrastructure.",
+    )
+    from tui.batch import add_batch_arguments
+
+    add_batch_arguments(batch)
 
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
@@ -241,6 +255,7 @@ COMMANDS = (
     "resume",
     "demo",
     "bench",
+    "batch",
 )
 
 
@@ -274,9 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                 from tui.interactive import run_app
 
                 return run_app(args)
-            from tui.headless import run_headless
+            from tui.headless import run_headless_command
 
-            return run_headless(args)
+            return run_headless_command(args)
         if args.command == "watch":
             from tui.interactive import run_app
 
@@ -289,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.bench import bench_command
 
             return bench_command(args)
+        if args.command == "batch":
+            from tui.batch import batch_command
+
+            return batch_command(args)
         if args.command == "resume":
             from tui.headless import resume_headless
 

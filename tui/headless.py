@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from engine.model.client import ModelError
 from engine.project.git_plumbing import WorkspaceError
-from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings, load_settings
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings
 from engine.run.events import (
     AnswerReasked,
     BaseEvent,
@@ -40,9 +40,10 @@ from engine.run.events import (
 )
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
+from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
-from engine.run.start import resolve_spec, resume_run, start_run
+from engine.run.start import resume_run
 from tui.lever_lines import chosen_line, reasked_line, strategy_line, verified_line
 
 RUN_FLAGS = (
@@ -277,8 +278,7 @@ class ProgressPrinter:
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
-    """(project, settings) for `run`, headless or not; or the usage exit code, said why.
-    A spec is checked here, so a bad one stops the run before anything is written."""
+    """(project, settings) for `run`, headless or not; or the usage exit code, said why."""
     project: Path = args.path.resolve()
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
@@ -296,24 +296,18 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
             print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        settings = load_settings(project, flags)
-        spec = resolve_spec(project, settings)
+        return project, headless_settings(project, flags)
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if spec is not None:  # the spec is the task: the app starts the run without asking
-        settings = settings.model_copy(update={"task": spec.task})
-    return project, settings
 
 
-def run_headless(args: argparse.Namespace) -> int:
+def run_headless_command(args: argparse.Namespace) -> int:
     prepared = settings_from_args(args)
     if isinstance(prepared, int):
         return prepared
     project, settings = prepared
-    gate = PolicyGate(accept_suspicious=settings.accept_suspicious)
-    sinks = [ProgressPrinter(sys.stderr)]
-    return _complete(args, start_run(project, settings, gate=gate, sinks=sinks))
+    return _complete(args, run_headless(project, settings, [ProgressPrinter(sys.stderr)]))
 
 
 def resume_headless(args: argparse.Namespace) -> int:
@@ -337,44 +331,9 @@ def _complete(args: argparse.Namespace, run: Coroutine[Any, Any, RunResult]) -> 
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
     if args.json:
-        print(json.dumps(as_json(result)))
+        print(json.dumps(result_json(result)))
     elif result.report:
         print(f"report: {result.report}", file=sys.stderr)
     if result.status.value == "error":
         print(f"fixloop-tui: error: {result.reason}", file=sys.stderr)
     return RUN_EXIT_CODES[result.status]
-
-
-def as_json(result: RunResult) -> dict[str, Any]:
-    return {
-        "run_id": result.run_id,
-        "status": result.status.value,
-        "reason": result.reason,
-        "accepted_suspicious": result.accepted_suspicious,
-        "iterations": [
-            {
-                "n": record.n,
-                "status": record.status,
-                "tests": (
-                    record.tests.model_dump(
-                        include={"collected", "passed", "failed", "errors", "skipped"}
-                    )
-                    if record.tests
-                    else None
-                ),
-                "error_class": record.error_class,
-                "commit": record.commit,
-                "duration_s": round(record.duration_s, 3),
-                "tokens": record.tokens,
-                "cost_usd": record.cost_usd,
-            }
-            for record in result.iterations
-        ],
-        "branch": result.branch,
-        "final_commit": result.final_commit,
-        "run_dir": result.run_dir,
-        "report": result.report,
-        "tokens": result.tokens,
-        "cost_usd": result.cost_usd,
-        "duration_s": result.duration_s,
-    }

@@ -134,7 +134,19 @@ def outcomes(run: BenchRun) -> str:
         )
     for skipped in run.skipped:
         lines.append(f"skipped {skipped.task_id}: {skipped.reason}"[:WIDTH])
+    lines.append(throughput(run))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def throughput(run: BenchRun) -> str:
+    """Tasks (each with every arm) per minute of the bench's wall time: what more workers buy
+    (`bench --ray`)."""
+    tasks, arms = len(run.items), len(run.config.arms)
+    rate = tasks / run.duration_s * 60 if run.duration_s > 0 else 0.0
+    return (
+        f"{tasks} task{'s' * (tasks != 1)} x {arms} arm{'s' * (arms != 1)} in "
+        f"{duration(run.duration_s)}: {rate:.2f} tasks per minute"
+    )
 
 
 def render(run: BenchRun, scores: Sequence[ArmScore]) -> str:

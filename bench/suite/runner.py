@@ -140,8 +140,7 @@ class BenchRunner:
         self.listener = listener
 
     async def run(self, tasks: Sequence[BenchTask]) -> BenchRun:
-        started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        started = time.monotonic()
+        started_at, started = self.clock()
         items, skipped = await self.items(tasks)
         results = []
         for index, item in enumerate(items, start=1):
@@ -149,6 +148,20 @@ class BenchRunner:
             result = await self.run_item(index, item)
             results.append(result)
             self.emit(ItemFinished(index=index, total=len(items), result=result))
+        return self.finished(started_at, started, results, skipped)
+
+    @staticmethod
+    def clock() -> tuple[str, float]:
+        """When the bench started: the wall-clock time it reports, and its monotonic start."""
+        return datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
+
+    def finished(
+        self,
+        started_at: str,
+        started: float,
+        results: list[ItemResult],
+        skipped: list[SkippedTask],
+    ) -> BenchRun:
         return BenchRun(
             config=self.config,
             started=started_at,

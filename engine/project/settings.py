@@ -80,7 +80,7 @@ def user_config_path() -> Path:
     return Path(base) / "fixloop" / "config.toml"
 
 
-def _layer(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+def settings_layer(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     """One source's settings, checked; the error names the key and the source."""
     for key in values:
         if key not in FIELDS:
@@ -105,7 +105,7 @@ def from_user_config(path: Path | None = None) -> dict[str, Any]:
     path = path or user_config_path()
     if not path.is_file():
         return {}
-    return _layer(_toml(path), str(path))
+    return settings_layer(_toml(path), str(path))
 
 
 def from_pyproject(project: Path) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def from_pyproject(project: Path) -> dict[str, Any]:
             f"{path} [tool.fixloop]: allow_runc cannot be set by a project; use "
             "--allow-runc, FIXLOOP_ALLOW_RUNC=1 or your own config.toml"
         )
-    return _layer(table, f"{path} [tool.fixloop]")
+    return settings_layer(table, f"{path} [tool.fixloop]")
 
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             values[key] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[key] = raw
-    return _layer(values, "the environment (FIXLOOP_*)")
+    return settings_layer(values, "the environment (FIXLOOP_*)")
 
 
 def load_settings(
@@ -154,7 +154,7 @@ def load_settings(
         from_user_config(user_config),
         from_pyproject(project),
         from_environment(os.environ if environ is None else environ),
-        _layer(set_flags, "the command line"),
+        settings_layer(set_flags, "the command line"),
     ):
         merged.update(layer)
     return Settings.model_validate(merged)

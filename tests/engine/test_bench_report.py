@@ -267,6 +267,11 @@ def test_the_outcomes_say_which_round_passed() -> None:
     assert any(line.split() == ["t/4", "-", "-"] for line in lines)
 
 
+def test_the_outcomes_end_with_the_tasks_per_minute() -> None:
+    lines = render(handcrafted_run(), score(handcrafted_run())).splitlines()
+    assert "4 tasks x 2 arms in 1m40s: 2.40 tasks per minute" in lines
+
+
 def test_durations_read_like_a_clock() -> None:
     assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
 

@@ -87,9 +87,10 @@ def parse_line(raw: str, number: int, path: Path) -> BatchTask:
         raise BatchFileError(str(exc)) from None
     if not is_url(repo) and not Path(repo).is_absolute():
         repo = str((path.parent / repo).resolve())  # relative to the batch file
-    return BatchTask(
-        id=task_id, line=number, repo=repo, ref=_text(value, "ref", where), settings=settings
-    )
+    ref = _text(value, "ref", where)
+    if ref is not None and (ref.startswith("-") or not ref.strip()):
+        raise BatchFileError(f"{where}: ref {ref!r} is not a branch, tag or commit")
+    return BatchTask(id=task_id, line=number, repo=repo, ref=ref, settings=settings)
 
 
 def _text(value: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:

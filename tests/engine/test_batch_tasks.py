@@ -80,3 +80,8 @@ def test_an_id_that_is_no_directory_name_is_refused(tmp_path: Path) -> None:
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     assert "no task in it" in error_of(tmp_path, "")
+
+
+def test_a_ref_that_git_would_read_as_an_option_is_refused(tmp_path: Path) -> None:
+    line = json.dumps({"repo": "/srv/calc", "ref": "--upload-pack=touch /tmp/x"})
+    assert "line 1: ref '--upload-pack=touch /tmp/x' is not a branch" in error_of(tmp_path, line)

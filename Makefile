@@ -44,4 +44,5 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest -q
+	@# the 15 slowest tests are listed at the end: where CI's time goes
+	$(BIN)/pytest -q --durations=15

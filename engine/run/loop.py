@@ -135,7 +135,10 @@ class FixLoop:
         )
         if applied.commit is None:
             if trip := self.guards.after_no_change():
-                raise self.checker.tripped(n, trip)
+                if not self.guards.may_restart:
+                    raise self.checker.tripped(n, trip)
+                self.journal.trip(n, trip)  # idle is stuck too: change the approach once
+                return await self.change_approach(n, trip.detail, current)
             return current, applied.notes(answer.notes)
         self.mode.committed(n, applied.commit)
         steps.check = check = await self.checker.after_edit(
@@ -158,10 +161,15 @@ class FixLoop:
     async def change_approach(
         self, n: int, why: str, current: Verification
     ) -> tuple[Verification, list[str]]:
-        """A stall answered once: back to the baseline with a prompt that asks for the wrong
-        assumption first (`restart_on_stall`), and the escalation model takes over."""
+        """A stall (the same failure again, or answers that change nothing) answered once: back
+        to the baseline with a prompt that asks for the wrong assumption first
+        (`restart_on_stall`), and the escalation model takes over; the guards start over."""
         self.escalate(n, f"stalled: {why}")
-        if not self.config.restart_on_stall:
+        if not self.config.restart_on_stall:  # the escalation model starts with a clean slate
+            judgement = current.judgement
+            self.guards.restarted(
+                judgement.signature, judgement.tests.passed if judgement.tests else None
+            )
             return current, []
         workspace = self.deps.workspace
         changed = workspace.changed_files(workspace.tip(), base=workspace.baseline)

@@ -74,7 +74,7 @@ async def test_an_answer_that_only_moves_blank_lines_and_spaces_changes_nothing(
 
 async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path: Path) -> None:
     model = ScriptedModel(*[answer(("app.py", BROKEN))] * 4)
-    result = await run_loop(tmp_path, model)
+    result = await run_loop(tmp_path, model, restart_on_stall=False)
     # Two iterations of two requests each: one re-ask per iteration, then the idle guard.
     assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
     assert len(model.prompts) == 4
@@ -155,6 +155,27 @@ async def test_a_stall_restarts_from_the_baseline_once_and_asks_for_the_wrong_as
     assert second == ["PacketReady", "GuardTripped", "StrategyChanged", "PacketReady"]
 
 
+async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(
+    tmp_path: Path,
+) -> None:
+    # The demo's path: a first fix lands, then the model sends the file back as it is, even
+    # when re-asked. Stuck is stuck: back to the baseline, asked for the wrong assumption.
+    model = ScriptedModel(
+        answer(("notes.txt", "one\n")),
+        *[answer(("notes.txt", "one\n"))] * 4,
+        answer(("app.py", FIXED)),
+    )
+    result = await run_loop(tmp_path, model)
+    assert (result.status.value, len(result.iterations)) == ("ok", 4)
+    assert [r.status for r in result.iterations] == ["failing", "no_change", "no_change", "ok"]
+    [restart] = of_type(result, "StrategyChanged")
+    assert (restart["n"], restart["kind"]) == (3, "restart")
+    assert "2 answers in a row changed no file" in str(restart["reason"])
+    assert RESTART_NOTE in model.prompt(6)
+    repo = git.Repo(tmp_path / "project")
+    assert "notes.txt" not in repo.git.ls_tree("-r", "--name-only", result.final_commit)
+
+
 async def test_a_second_stall_after_the_restart_ends_the_run(tmp_path: Path) -> None:
     model = ScriptedModel(*[answer(("notes.txt", f"{n}\n")) for n in range(1, 5)])
     result = await run_loop(tmp_path, model)
@@ -174,6 +195,18 @@ async def test_the_escalation_model_takes_over_after_a_stall(tmp_path: Path) -> 
     assert requested == [(1, "scripted"), (2, "scripted"), (3, "stronger")]
     changed = of_type(result, "StrategyChanged")
     assert [(e["kind"], e["model"]) for e in changed] == [("escalate", "stronger")]
+
+
+async def test_a_stall_of_the_escalation_model_ends_the_run(tmp_path: Path) -> None:
+    model = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
+    stronger = Stronger(*[answer(("notes.txt", f"{n}\n")) for n in range(3, 9)])
+    result = await run_loop(
+        tmp_path, model, escalation=stronger, restart_on_stall=False, max_iterations=9
+    )
+    # Once answered, a stall ends the run: the guards started over for the stronger model,
+    # which then failed the same way twice (it did not run on to the 9th iteration).
+    assert (result.status.value, len(result.iterations)) == ("stalled", 4)
+    assert len(stronger.prompts) == 2
 
 
 async def test_the_escalation_model_answers_the_last_iteration(tmp_path: Path) -> None:

@@ -297,7 +297,7 @@ async def test_the_repeat_note_is_rendered_once_into_the_packet_the_model_sees(
 
 async def test_two_answers_in_a_row_that_change_nothing_stall(tmp_path: Path) -> None:
     model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", BROKEN)))
-    result = await run_loop(tmp_path, model, noop_retry=False)
+    result = await run_loop(tmp_path, model, noop_retry=False, restart_on_stall=False)
     assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
     assert [r.status for r in result.iterations] == ["no_change", "no_change"]
     assert "Your last answer changed no file" in model.prompt(2)

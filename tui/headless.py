@@ -118,13 +118,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompt-profile",
         choices=["auto", "small", "full"],
-        help="small: the file under repair and the failure first (auto: for local models); "
-        "full: the test files and pointers too",
+        help="small: the file under repair and the failure first; full (auto, the default): "
+        "the test files and pointers too",
     )
     parser.add_argument(
         "--runtime-values",
         action=argparse.BooleanOptionalAction,
-        help="the failing frame's local variables in the packet (default on)",
+        help="the failing frame's local variables in the packet (default off: no gain measured)",
     )
     parser.add_argument(
         "--noop-retry",

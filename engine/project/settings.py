@@ -48,7 +48,7 @@ class Settings(BaseModel):
     # What a prompt holds: small (the file under repair and the failure, for small models),
     # full (the test files and pointers too), auto: small for local models.
     prompt_profile: Literal["auto", "small", "full"] = "auto"
-    runtime_values: bool = True  # the failing frame's local variables in the packet
+    runtime_values: bool = False  # the failing frame's local variables in the packet
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration

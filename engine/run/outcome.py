@@ -36,7 +36,7 @@ class RunConfig(BaseModel):
         default=1, ge=1, le=8
     )  # answers per iteration (engine/run/candidates.py)
     prompt_profile: Literal["small", "full"] = "full"  # engine/feedback/prompts.py
-    runtime_values: bool = True  # the failing frame's locals in the packet
+    runtime_values: bool = False  # the failing frame's locals in the packet
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration

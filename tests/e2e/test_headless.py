@@ -273,7 +273,7 @@ def test_answers_that_change_no_file_twice_are_stalled(
         reply(answer("the regex is still fine", same)),
         reply(answer("a third answer nobody should ask for", comment("unused"))),
     )
-    done, result = fixloop(model_server, project, "--no-noop-retry")
+    done, result = fixloop(model_server, project, "--no-noop-retry", "--no-restart-on-stall")
     assert done.returncode == 1, done.stderr
     assert result["status"] == "stalled"
     assert result["reason"] == "2 answers in a row changed no file"

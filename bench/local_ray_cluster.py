@@ -1,7 +1,7 @@
 """A Ray cluster on this one machine, for measuring what worker nodes buy (`bench --ray`,
 `batch --ray`) without more machines: a head that runs no task (no CPUs) and N worker nodes
 of `--cpus` each, as the Ray tests start it (ray.cluster_utils). It prints the address to
-give `--ray`, then waits; ctrl+c stops every process it started.
+give `--ray`, then waits; ctrl+c (or SIGTERM) stops every process it started.
 
     python -m bench.local_ray_cluster [--workers 2] [--cpus 1]
     fixloop-tui bench --suite examples --arms today --ray ADDRESS   # in another shell
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import threading
 import time
 
@@ -27,6 +28,9 @@ def main() -> None:
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     from ray.cluster_utils import Cluster
 
+    # A background job ignores ctrl+c's SIGINT: `kill PID` (SIGTERM) stops the cluster too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     cluster = Cluster(
         initialize_head=True,

@@ -166,10 +166,7 @@ class FixLoop:
         (`restart_on_stall`), and the escalation model takes over; the guards start over."""
         self.escalate(n, f"stalled: {why}")
         if not self.config.restart_on_stall:  # the escalation model starts with a clean slate
-            judgement = current.judgement
-            self.guards.restarted(
-                judgement.signature, judgement.tests.passed if judgement.tests else None
-            )
+            self.start_guards_over(current)
             return current, []
         workspace = self.deps.workspace
         changed = workspace.changed_files(workspace.tip(), base=workspace.baseline)
@@ -179,10 +176,15 @@ class FixLoop:
         reason = f"{why}: the code is back as it was at the start"
         self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
         restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
-        judgement = restarted.judgement
-        passed = judgement.tests.passed if judgement.tests else None
-        self.guards.restarted(judgement.signature, passed)
+        self.start_guards_over(restarted)
         return self.checker.settled(n, restarted), [RESTART_NOTE]
+
+    def start_guards_over(self, verification: Verification) -> None:
+        """After a change of approach the guards count from `verification` afresh."""
+        judgement = verification.judgement
+        self.guards.restarted(
+            judgement.signature, judgement.tests.passed if judgement.tests else None
+        )
 
     def escalate(self, n: int, why: str) -> None:
         """The escalation model answers from here on (once a run)."""

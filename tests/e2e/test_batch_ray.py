@@ -8,12 +8,9 @@ task is retried on the other one, and says so), to a task whose worker dies on e
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,8 +32,7 @@ from tests.e2e.batch_runs import (
     write_batch,
 )
 from tests.e2e.conftest import BatchHere
-from tests.e2e.test_bench import REPO, code
-from tests.e2e.test_bench import TASKS as BENCH_TASKS
+from tests.e2e.test_bench import bench, code
 from tests.model_server import ScriptedModelServer, held, reply
 from tests.projects import EXAMPLES, MEAN_FIX, TOP_FIX, answer, committed_copy
 
@@ -236,37 +232,12 @@ def test_bench_on_ray_prints_the_tables_and_plot_of_a_local_bench(
     prints, with each run on a worker node."""
     model_server.route("function `add`", code("return a - b"), code("return a + b"))
     model_server.route("function `negate`", code("return -x", "negate", "x"))
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in BENCH_TASKS))
     plot = tmp_path / "bench.png"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tui.cli",
-            "bench",
-            "--suite",
-            str(suite),
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            model_server.base_url,
-            "--arms",
-            "today",
-            "--max-iters",
-            "1",
-            "--plot",
-            str(plot),
-            "--ray",
-            cluster.address,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},  # no key: the nodes have theirs
+    done = bench(
+        model_server,
+        tmp_path,
+        *("--arms", "today", "--max-iters", "1", "--plot", str(plot), "--ray", cluster.address),
+        key=None,  # no key: the nodes have theirs
     )
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines()]

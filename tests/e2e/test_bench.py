@@ -50,8 +50,10 @@ def code(body: str, name: str = "add", args: str = "a, b") -> Any:
 
 
 def bench(
-    server: ScriptedModelServer, tmp_path: Path, *extra: str
+    server: ScriptedModelServer, tmp_path: Path, *extra: str, key: str | None = KEY
 ) -> subprocess.CompletedProcess[str]:
+    """`fixloop-tui bench` on TASKS against the scripted server; `key=None` gives the command
+    no API key (a Ray cluster's nodes have their own)."""
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS))
@@ -72,7 +74,8 @@ def bench(
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        | ({"OPENAI_API_KEY": key} if key else {}),
         timeout=600,
         check=False,
     )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.verify.results import PytestReport, StageKind, StageResult
+from engine.verify.results import StageKind, StageResult, TestReport
 
 if TYPE_CHECKING:
     from engine.verify.tree import Verification  # which imports this module
@@ -49,7 +49,7 @@ def no_tests_reason(verification: Verification | Sequence[StageResult]) -> str |
     return NO_TESTS
 
 
-def _counted(report: PytestReport) -> bool:
+def _counted(report: TestReport) -> bool:
     return bool(report.counts.collected or report.counts.errors)
 
 
@@ -126,7 +126,7 @@ def _outcomes(stages: Sequence[StageResult]) -> dict[str, str] | None:
     return outcomes
 
 
-def _complete(report: PytestReport) -> bool:
+def _complete(report: TestReport) -> bool:
     return not report.truncated and len(report.nodeids) == report.counts.collected
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from pydantic import ValidationError
 
-from engine.verify.results import Diagnostic, Frame, PytestReport
+from engine.verify.results import Diagnostic, Frame, TestReport
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
 EXCERPT_BYTES = 4000
@@ -24,18 +24,18 @@ def strip_ansi(text: str) -> str:
     return ANSI.sub("", text).replace("\r\n", "\n")
 
 
-def extract_report(stream: str, nonce: str) -> tuple[PytestReport | None, str]:
+def extract_report(stream: str, nonce: str) -> tuple[TestReport | None, str]:
     """The plugin's report (the last line starting with `nonce`) and the stream without it.
 
     None when the session never reached its end (killed, crashed, or the plugin
     was not loaded) or the line is not a valid report.
     """
-    report: PytestReport | None = None
+    report: TestReport | None = None
     kept: list[str] = []
     for line in stream.split("\n"):
         if line.startswith(nonce):
             try:
-                report = PytestReport.model_validate_json(line[len(nonce) :])
+                report = TestReport.model_validate_json(line[len(nonce) :])
             except ValidationError:
                 report = None
             continue

@@ -1,7 +1,7 @@
 """What a verifier run found, as data: parsed test reports, diagnostics and stage results.
 
 Parsers produce these; classification, the verdict and distillation read them.
-Field names of `PytestReport` and its parts match the JSON written by the
+Field names of `TestReport` and its parts match the JSON written by the
 in-sandbox pytest plugin (`engine/verify/plugin/fixloop_pytest.py`).
 """
 
@@ -111,10 +111,12 @@ class TestCounts(BaseModel):
     xpassed: int = 0
 
 
-class PytestReport(BaseModel):
-    """The plugin's report of one pytest session."""
+class TestReport(BaseModel):
+    """One test session's report: the pytest plugin's, or one read from another runner's
+    structured output (`go test -json`, Jest's or Vitest's JSON, JUnit XML)."""
 
     model_config = ConfigDict(frozen=True)
+    __test__ = False  # not a pytest test class
 
     exitstatus: int | None = None
     counts: TestCounts = Field(default_factory=TestCounts)
@@ -154,7 +156,7 @@ class StageResult(BaseModel):
     truncated: bool = False
     stdout: str = ""
     stderr: str = ""
-    report: PytestReport | None = None
+    report: TestReport | None = None
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     excerpt: str = ""  # generic parser: the first error block, head + tail, capped
     infrastructure_error: str | None = None  # the sandbox itself failed

@@ -22,11 +22,11 @@ from engine.verify.classify import (
 from engine.verify.results import (
     CollectionError,
     Diagnostic,
-    PytestReport,
     StageKind,
     StageResult,
     TestCase,
     TestCounts,
+    TestReport,
 )
 
 PROJECT = frozenset({"pkg"})
@@ -152,7 +152,7 @@ def reported_stage(
 ) -> StageResult:
     failing = sum(t.outcome in {"failed", "error"} for t in tests)
     code = exit_code if exit_code is not None else (2 if collection_errors else int(failing > 0))
-    report = PytestReport(
+    report = TestReport(
         exitstatus=exitstatus if exitstatus is not None else code,
         counts=TestCounts(collected=collected, failed=failing, passed=collected - failing),
         tests=list(tests),

@@ -26,7 +26,7 @@ from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import resume_state
 from engine.run.start import start_run
 from engine.verify.execute import Verifier
-from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
+from engine.verify.results import StageKind, TestCase, TestCounts, TestReport
 from engine.verify.stages import Stage
 from sandbox import ExecRequest, ExecResult, SandboxError
 from sandbox.contract import BackendName
@@ -61,7 +61,7 @@ class TreeSandbox:
             self.down -= 1
             raise SandboxError("runsc: cannot start the sandbox")
         if self.no_tests:  # pytest's exit 5: nothing collected
-            return self.result(PytestReport(exitstatus=5), 5, "no tests ran", request)
+            return self.result(TestReport(exitstatus=5), 5, "no tests ran", request)
         app = (request.workdir / "app.py").read_text()
         test = (request.workdir / "tests" / "test_app.py").read_text()
         green = app == FIXED or "cheat" in test
@@ -69,7 +69,7 @@ class TreeSandbox:
         if "pytest.skip" in app:  # the code under test skips the test that would fail
             skipped = TestCase(nodeid=nodeid, outcome="skipped", when="setup")
             counts = TestCounts(collected=1, skipped=1)
-            report = PytestReport(exitstatus=0, counts=counts, nodeids=[nodeid], tests=[skipped])
+            report = TestReport(exitstatus=0, counts=counts, nodeids=[nodeid], tests=[skipped])
             return self.result(report, 0, "1 skipped", request)
         failed = TestCase(
             nodeid=nodeid,
@@ -80,7 +80,7 @@ class TreeSandbox:
             exception_type="AssertionError",
             exception_message=f"assert {app.strip()} == 2",
         )
-        report = PytestReport(
+        report = TestReport(
             exitstatus=0 if green else 1,
             counts=TestCounts(collected=1, passed=1 if green else 0, failed=0 if green else 1),
             nodeids=[nodeid],
@@ -90,7 +90,7 @@ class TreeSandbox:
         return self.result(report, 0 if green else 1, stdout, request)
 
     def result(
-        self, report: PytestReport, exit_code: int, stdout: str, request: ExecRequest
+        self, report: TestReport, exit_code: int, stdout: str, request: ExecRequest
     ) -> ExecResult:
         nonce = request.env["FIXLOOP_REPORT_NONCE"]
         return ExecResult(

@@ -14,7 +14,7 @@ from engine.project.workspace import Workspace
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.verify.execute import Verifier
-from engine.verify.results import PytestReport, StageKind, TestCase, TestCounts
+from engine.verify.results import StageKind, TestCase, TestCounts, TestReport
 from engine.verify.stages import Stage
 from sandbox import ExecRequest, ExecResult
 from tests.engine.test_loop import ScriptedGate, ScriptedModel, TreeSandbox, answer
@@ -53,7 +53,7 @@ class DoublingSandbox(TreeSandbox):
             actual=str(got),
         )
         counts = TestCounts(collected=2, passed=2 if green else 1, failed=0 if green else 1)
-        report = PytestReport(
+        report = TestReport(
             exitstatus=0 if green else 1,
             counts=counts,
             nodeids=[nodeid, "tests/test_calc.py::test_two"],

@@ -9,7 +9,7 @@ from engine.feedback.distill import anchor_from_diff, distill, progress_between
 from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.results import PytestReport, StageKind, StageResult, TestCase, TestCounts
+from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
 
 LOGIC = Classification(error_class=ErrorClass.LOGIC, primary="x")
 
@@ -89,7 +89,7 @@ def test_an_edit_anchor_comes_from_a_real_git_diff(tmp_path: Path) -> None:
 
 
 def pytest_stage(nodeids: list[str], failed: list[str]) -> StageResult:
-    report = PytestReport(
+    report = TestReport(
         exitstatus=1 if failed else 0,
         counts=TestCounts(
             collected=len(nodeids), passed=len(nodeids) - len(failed), failed=len(failed)

@@ -10,7 +10,7 @@ from engine.feedback.distill import distill
 from engine.feedback.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.parsers import extract_report
-from engine.verify.results import PytestReport, StageKind, StageResult
+from engine.verify.results import StageKind, StageResult, TestReport
 from engine.verify.tree import Verification, rendered
 from engine.verify.verdict import Judgement, Verdict
 
@@ -20,7 +20,7 @@ SECRET = "sk-live-abcdefghijklmnopqrstuvwx"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
-def plugin_report(values: list[dict[str, str]], omitted: int = 0) -> PytestReport:
+def plugin_report(values: list[dict[str, str]], omitted: int = 0) -> TestReport:
     """A report as the plugin writes it, read back the way the verifier reads it."""
     case: dict[str, Any] = {
         "nodeid": "tests/test_bits.py::test_word_of_127",
@@ -53,7 +53,7 @@ def plugin_report(values: list[dict[str, str]], omitted: int = 0) -> PytestRepor
     return report
 
 
-def stage(report: PytestReport) -> StageResult:
+def stage(report: TestReport) -> StageResult:
     return StageResult(
         name="tests", kind=StageKind.TESTS, cmd="pytest", exit_code=1, duration_ms=1, report=report
     )
@@ -114,7 +114,7 @@ def test_the_runtime_line_goes_before_the_failure_itself_is_cut() -> None:
     assert approximate_tokens(tight) <= cap
 
 
-def verification(report: PytestReport) -> Verification:
+def verification(report: TestReport) -> Verification:
     stages = [stage(report)]
     judgement = Judgement(verdict=Verdict.FAILING, classification=LOGIC)
     return Verification(judgement=judgement, stages=stages, packet=distill(stages, LOGIC))

@@ -2,7 +2,7 @@
 
 Each project is copied to a temporary directory and run the way the verifier runs it
 (`python -m pytest -p fixloop_pytest` with the plugin on PYTHONPATH), and the report line
-is read back from stderr and validated as `PytestReport`.
+is read back from stderr and validated as `TestReport`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.verify.results import PytestReport, TestCase
+from engine.verify.results import TestCase, TestReport
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPO / "engine" / "verify" / "plugin"
@@ -49,8 +49,8 @@ class Session:
         return decoded
 
     @property
-    def report(self) -> PytestReport:
-        return PytestReport.model_validate(self.payload)
+    def report(self) -> TestReport:
+        return TestReport.model_validate(self.payload)
 
     def test(self, name: str) -> TestCase:
         return next(case for case in self.report.tests if case.nodeid.endswith(f"::{name}"))

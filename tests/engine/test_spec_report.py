@@ -17,11 +17,11 @@ from engine.spec.report import (
 )
 from engine.verify.results import (
     CollectionError,
-    PytestReport,
     StageKind,
     StageResult,
     TestCase,
     TestCounts,
+    TestReport,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,7 +149,7 @@ def test_without_a_verified_iteration_nothing_is_blamed() -> None:
 
 
 def test_the_test_reports_are_read_from_the_run_directory(tmp_path: Path) -> None:
-    report = PytestReport(
+    report = TestReport(
         exitstatus=1,
         counts=TestCounts(collected=6, passed=5, failed=1),
         tests=[example_miss(2, FIVE_MINUTES, "300", "5")],

@@ -5,7 +5,7 @@ imports nothing from fixloop: stdlib and pytest (7 or 8) only. It does nothing u
 FIXLOOP_REPORT_NONCE is set. When the session is over it writes one line, nonce + JSON,
 to the stderr it duplicated at import (before pytest captured fd 2); the host takes the
 last line that starts with the nonce. The JSON's field names are the contract with
-``engine.verify.results.PytestReport``. It never fails the session: its own errors end up in
+``engine.verify.results.TestReport``. It never fails the session: its own errors end up in
 the report's "internal_error" field.
 
 Its helpers are sibling modules in the same directory, mounted with it on PYTHONPATH (and

@@ -41,6 +41,7 @@ class Profile:
     preload: bool = False
     # Extra read-only directories: (destination, host source), sorted.
     mounts: tuple[tuple[str, str], ...] = ()
+    address_space_mb: int | None = None  # None: from memory_mb (`address_space_bytes`)
 
     @classmethod
     def of(
@@ -60,6 +61,7 @@ class Profile:
             limits.tmpfs_mb,
             preload,
             extra,
+            limits.address_space_mb,
         )
 
 
@@ -162,7 +164,12 @@ def sandbox_rlimits(profile: Profile, *, rootless: bool) -> list[tuple[str, int]
     """The rlimits of every process in a sandbox, by their names in `resource`: guest
     processes (RLIMIT_NPROC, see HOST_PIDS_LIMIT), file size, address space."""
     return [
-        ("RLIMIT_AS", address_space_bytes(profile.memory_mb, rootless=rootless)),
+        (
+            "RLIMIT_AS",
+            profile.address_space_mb * MIB
+            if profile.address_space_mb is not None
+            else address_space_bytes(profile.memory_mb, rootless=rootless),
+        ),
         ("RLIMIT_NPROC", profile.pids),
         ("RLIMIT_FSIZE", profile.tmpfs_mb * MIB),
         ("RLIMIT_NOFILE", 1024),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 BackendName = Literal["gvisor", "docker", "unsafe-local"]
 
@@ -55,6 +55,12 @@ class Limits(BaseModel):
     pids: int = Field(default=64, ge=8, description="processes the job may run at once")
     tmpfs_mb: int = Field(default=256, ge=8, description="size of the writable workspace")
     output_bytes: int = Field(default=1_000_000, ge=1024, description="cap per stream")
+    address_space_mb: int | None = Field(
+        default=None,
+        ge=256,
+        description="RLIMIT_AS of each process (default: from memory_mb). V8 reserves gigabytes"
+        " of address space it never touches; memory stays bounded by memory_mb either way",
+    )
 
 
 class ExecRequest(BaseModel):
@@ -77,6 +83,11 @@ class ExecRequest(BaseModel):
         default_factory=dict,
         description="read-only directories: destination under /fixloop/ -> host directory",
     )
+    links: dict[str, str] = Field(
+        default_factory=dict,
+        description="symlinks made in the workspace after the copy: name -> a mount's destination"
+        " (a project's node_modules, read-only, where its tools look for it)",
+    )
     network: Literal[False] = False
 
     @field_validator("mounts")
@@ -92,6 +103,15 @@ class ExecRequest(BaseModel):
             if not source.is_absolute():
                 raise ValueError(f"mount source {source} must be an absolute path")
         return mounts
+
+    @model_validator(mode="after")
+    def _links_point_at_mounts(self) -> ExecRequest:
+        for name, target in self.links.items():
+            if not name or "/" in name or name in (".", ".."):
+                raise ValueError(f"link name {name!r} must be one file name in the workspace")
+            if target not in self.mounts:
+                raise ValueError(f"link {name!r} -> {target!r}: the target must be a mount")
+        return self
 
 
 class ExecResult(BaseModel):

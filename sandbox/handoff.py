@@ -27,6 +27,7 @@ def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: boo
         "env": {**base_environment(interpreter), **request.env},
         "cwd": SANDBOX_WORKDIR,
         "has_files": has_files,
+        "links": request.links,
     }
     return json.dumps(header).encode() + b"\n"
 

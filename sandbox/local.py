@@ -38,7 +38,7 @@ def _limit(limits: Limits) -> None:
     """Runs in the child between fork and exec."""
     mib = 2**20
     for kind, value in (
-        (resource.RLIMIT_AS, max(limits.memory_mb, 256) * mib),
+        (resource.RLIMIT_AS, (limits.address_space_mb or max(limits.memory_mb, 256)) * mib),
         (resource.RLIMIT_FSIZE, limits.tmpfs_mb * mib),
         (resource.RLIMIT_NOFILE, 1024),
         (resource.RLIMIT_CORE, 0),
@@ -61,6 +61,9 @@ class UnsafeLocalSandbox:
                     pack_directory, request.workdir, request.excludes, limits.tmpfs_mb * 2**20
                 )
                 await asyncio.to_thread(_unpack, payload, work)
+            for name, target in request.links.items():
+                if not (work / name).is_symlink() and not (work / name).exists():
+                    (work / name).symlink_to(request.mounts[target])
             env = {
                 **BASE_ENV,
                 "PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin",

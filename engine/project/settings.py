@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.project.detect import detected_layer
 from sandbox import FixloopError
 
 
@@ -147,11 +148,14 @@ def load_settings(
     environ: Mapping[str, str] | None = None,
     user_config: Path | None = None,
 ) -> Settings:
-    """Merge every source over the defaults; flags given as None are "not set"."""
+    """Merge every source over the defaults; flags given as None are "not set". What the
+    project's files imply (a Go or JS test command) sits over the user's own config, under
+    the project's."""
     merged: dict[str, Any] = {}
     set_flags = {key: value for key, value in flags.items() if value is not None}
     for layer in (
         from_user_config(user_config),
+        detected_layer(project),
         from_pyproject(project),
         from_environment(os.environ if environ is None else environ),
         settings_layer(set_flags, "the command line"),

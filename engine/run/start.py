@@ -176,7 +176,7 @@ async def start_run(
         versions=found,
         escalation=escalation,
     )
-    return await _execute(config, stages, python, settings, deps, backend, sandbox)
+    return await _execute(config, stages, python, settings, deps, backend, sandbox, project=project)
 
 
 async def resume_run(
@@ -213,7 +213,9 @@ async def resume_run(
     deps = functools.partial(
         _wiring(client, workspace, gate, run_dir, sinks, on_model_text), escalation=escalation
     )
-    return await _execute(config, stages, record.python, settings, deps, backend, sandbox, state)
+    return await _execute(
+        config, stages, record.python, settings, deps, backend, sandbox, state, project=project
+    )
 
 
 async def escalation_client(
@@ -263,6 +265,8 @@ async def _execute(
     backend: BackendName | None,
     sandbox: Sandbox | None,
     resume: ResumeState | None = None,
+    *,
+    project: Path,
 ) -> RunResult:
     owned = sandbox is None
     if sandbox is None:
@@ -270,7 +274,7 @@ async def _execute(
         # Two warm sandboxes (one per candidate): the one an iteration takes is replaced while
         # the model thinks.
         sandbox = open_configured_sandbox(settings, backend, warm=max(2, config.candidates))
-    parts = deps(verifier=configured_verifier(sandbox, stages, settings, python))
+    parts = deps(verifier=configured_verifier(sandbox, stages, settings, python, project))
     # litellm takes seconds to import: let it load while the first verification runs.
     preload = (
         asyncio.create_task(load_litellm()) if isinstance(parts.model, LiteLLMClient) else None

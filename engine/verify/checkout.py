@@ -28,9 +28,15 @@ def open_configured_sandbox(settings: Settings, backend: BackendName, *, warm: i
 
 
 def configured_verifier(
-    sandbox: Sandbox, stages: list[Stage], settings: Settings, python: Path
+    sandbox: Sandbox, stages: list[Stage], settings: Settings, python: Path, project: Path
 ) -> Verifier:
-    return Verifier(sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout))
+    return Verifier(
+        sandbox,
+        stages,
+        python=python,
+        limits=Limits(timeout_s=settings.exec_timeout),
+        project=project,
+    )
 
 
 async def verify_checkout(project: Path, settings: Settings) -> Verification:
@@ -45,7 +51,7 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
     try:
         examined = await examine_tree(
             project,
-            configured_verifier(sandbox, stages, settings, python),
+            configured_verifier(sandbox, stages, settings, python, project),
             baseline=baseline,
             touched=touched,
             last_diff=diff or None,

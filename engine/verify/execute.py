@@ -22,6 +22,13 @@ from engine.verify.parsers import (
 )
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stages import Stage
+from engine.verify.toolchains import (
+    runner_argv,
+    runner_env,
+    runner_limits,
+    runner_links,
+    runner_mounts,
+)
 from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
@@ -45,11 +52,15 @@ class Verifier:
         *,
         python: Path | None = None,
         limits: Limits | None = None,
+        project: Path | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.stages = list(stages)
         self.python = python
         self.limits = limits or Limits()
+        # The person's checkout: where a runner's read-only trees (node_modules) come from,
+        # never what is verified.
+        self.project = project
 
     async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
         """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
@@ -81,13 +92,17 @@ class Verifier:
     async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""
         nonce = f"FIXLOOP-REPORT-{secrets.token_hex(8)}:"
+        runner = stage.runner
+        mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if runner == "pytest" else {}
+        mounts |= runner_mounts(runner, self.project)
         request = ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
-            env=stage_env(stage, nonce, self.limits.timeout_s),
-            limits=self.limits,
+            env={**stage_env(stage, nonce, self.limits.timeout_s), **runner_env(runner, mounts)},
+            limits=runner_limits(runner, self.limits),
             python=self.python,
-            mounts={PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {},
+            mounts=mounts,
+            links=runner_links(mounts),
         )
         return await self.sandbox.run(request), nonce
 
@@ -105,7 +120,7 @@ def stage_argv(stage: Stage) -> list[str]:
         return [*argv, "--output-format", "json"]
     if tool == "mypy" and not (_has_option(args, "-O") or _has_option(args, "--output")):
         return [*argv, "-O", "json"]
-    return argv
+    return runner_argv(stage.runner, argv)
 
 
 def _has_option(args: list[str], option: str) -> bool:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from engine.project.settings import DEFAULT_TEST_CMD, ConfigError, Settings
 from engine.verify.results import StageKind
+from engine.verify.toolchains import Runner, runner_of
 
 # Cheapest first: a formatting complaint costs milliseconds, a test run seconds.
 ORDER = (StageKind.FORMAT, StageKind.LINT, StageKind.TYPES, StageKind.OTHER, StageKind.TESTS)
@@ -48,8 +50,13 @@ class Stage(BaseModel):
         return words
 
     @property
+    def runner(self) -> Runner | None:
+        """The test runner it starts, when its structured report can be read."""
+        return runner_of(self.cmd)
+
+    @property
     def runs_pytest(self) -> bool:
-        return bool(re.search(r"(^|[\s/;&|(])(py\.test|pytest)(\s|$)", self.cmd))
+        return self.runner == "pytest"
 
 
 def needs_shell(cmd: str) -> bool:
@@ -102,14 +109,16 @@ def _pipes_away_status(cmd: str) -> bool:
 
 def kind_of(cmd: str, default: StageKind) -> StageKind:
     """What a command checks, from the tool it runs; `default` when unknown."""
-    words = set(re.split(r"[\s;&|()]+", cmd))
-    if words & {"pytest", "py.test"}:
+    words = {Path(word).name for word in re.split(r"[\s;&|()]+", cmd)}
+    if runner_of(cmd) is not None:
         return StageKind.TESTS
-    if "ruff" in words and "format" in words:
+    if ("ruff" in words and "format" in words) or words & {"gofmt", "prettier"}:
         return StageKind.FORMAT
-    if words & {"ruff", "flake8", "pylint"}:
+    if words & {"ruff", "flake8", "pylint", "eslint", "golangci-lint", "staticcheck"} or (
+        "go" in words and "vet" in words
+    ):
         return StageKind.LINT
-    if words & {"mypy", "pyright"}:
+    if words & {"mypy", "pyright", "tsc"}:
         return StageKind.TYPES
     return default
 

@@ -178,6 +178,11 @@ def read_job() -> dict[str, Any]:
                 archive.extractall(workdir, filter="tar")
             else:
                 archive.extractall(workdir)
+    # A mounted tree where the project's tools look for it (node_modules): never over a
+    # file the workspace already has.
+    for name, target in header.get("links", {}).items():
+        if not os.path.lexists(os.path.join(workdir, name)):
+            os.symlink(target, os.path.join(workdir, name))
     return header
 
 

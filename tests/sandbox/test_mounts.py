@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from sandbox.contract import ExecRequest
+from sandbox.contract import ExecRequest, Limits
 from sandbox.gvisor import GvisorSandbox
 from sandbox.local import UnsafeLocalSandbox, UnsafeLocalWarning
 
@@ -63,3 +63,94 @@ def test_mounts_outside_fixloop_or_over_its_own_paths_are_refused(
 ) -> None:
     with pytest.raises(ValidationError, match="must be /fixloop/<name>"):
         ExecRequest(argv=["true"], mounts={destination: tmp_path})
+
+
+# --- links: a mounted tree where the project's tools look for it (node_modules) --------------
+
+READ_THROUGH_LINK = (
+    "import os\n"
+    "print(os.readlink('node_modules'), open('node_modules/data.txt').read())\n"
+    "try:\n"
+    "    open('node_modules/new.txt', 'w').write('x')\n"
+    "except OSError as exc:\n"
+    "    print('write refused', type(exc).__name__)\n"
+)
+
+
+@pytest.mark.sandbox
+async def test_a_link_in_the_workspace_reaches_a_mount_read_only(
+    gvisor: GvisorSandbox, extra: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    result = await gvisor.run(
+        ExecRequest(
+            argv=["python", "-c", READ_THROUGH_LINK],
+            workdir=work,
+            mounts={"/fixloop/extra": extra},
+            links={"node_modules": "/fixloop/extra"},
+        )
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split("\n")[0] == "/fixloop/extra mounted content"
+    assert "write refused" in result.stdout
+    assert not (extra / "new.txt").exists()
+
+
+@pytest.mark.sandbox
+async def test_a_link_never_replaces_a_file_the_workspace_has(
+    gvisor: GvisorSandbox, extra: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    (work / "node_modules").mkdir(parents=True)
+    (work / "node_modules" / "data.txt").write_text("the project's own")
+    result = await gvisor.run(
+        ExecRequest(
+            argv=["python", "-c", "print(open('node_modules/data.txt').read())"],
+            workdir=work,
+            excludes=frozenset(),
+            mounts={"/fixloop/extra": extra},
+            links={"node_modules": "/fixloop/extra"},
+        )
+    )
+    assert result.stdout.strip() == "the project's own", result.stderr
+
+
+async def test_unsafe_local_links_to_the_host_path(extra: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.warns(UnsafeLocalWarning):
+        result = await UnsafeLocalSandbox().run(
+            ExecRequest(
+                argv=["python", "-c", "print(open('node_modules/data.txt').read())"],
+                workdir=work,
+                mounts={"/fixloop/extra": extra},
+                links={"node_modules": "/fixloop/extra"},
+            )
+        )
+    assert result.stdout.strip() == "mounted content", result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [("a/b", "/fixloop/extra"), ("..", "/fixloop/extra"), ("node_modules", "/fixloop/other")],
+)
+def test_a_link_must_be_one_name_pointing_at_a_mount(name: str, target: str, extra: Path) -> None:
+    with pytest.raises(ValidationError):
+        ExecRequest(argv=["true"], mounts={"/fixloop/extra": extra}, links={name: target})
+
+
+# --- address space: V8 reserves far more than it uses ------------------------------------------
+
+PRINT_AS = "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)"
+
+
+@pytest.mark.sandbox
+async def test_the_address_space_limit_follows_memory_unless_a_job_asks_for_more(
+    gvisor: GvisorSandbox,
+) -> None:
+    default = await gvisor.run(ExecRequest(argv=["python", "-c", PRINT_AS], limits=Limits()))
+    assert default.stdout.strip() == str(Limits().memory_mb), default.stderr
+    wide = Limits(address_space_mb=8192)
+    asked = await gvisor.run(ExecRequest(argv=["python", "-c", PRINT_AS], limits=wide))
+    assert asked.stdout.strip() == "8192", asked.stderr

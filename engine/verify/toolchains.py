@@ -1,0 +1,125 @@
+"""What each test runner needs to run honestly in the sandbox (ARCHITECTURE.md, "Beyond
+Python"): its structured output switched on, an environment that never downloads (caches on
+the sandbox's tmpfs, Go's proxy off), the read-only trees it reads (Go's module cache, the
+project's `node_modules`) and room for its threads.
+
+Pure apart from reading where the host keeps Go's module cache: the verifier asks per stage.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+from sandbox import Limits
+
+Runner = Literal["pytest", "go", "jest", "vitest"]
+
+GO_MODCACHE_MOUNT = "/fixloop/gomodcache"
+NODE_MODULES_MOUNT = "/fixloop/node_modules"
+# The Go tool, a compile and a test binary each run a dozen threads, Node's libuv and V8 as
+# many; the sandbox counts threads against its process limit (measured: `go test` under 64
+# aborts in pthread_create).
+TOOLCHAIN_PIDS = 512
+NODE_ADDRESS_SPACE_MB = 16 * 1024
+_WORD = r"(^|[\s/;&|(])"
+
+
+def runner_of(cmd: str) -> Runner | None:
+    """The test runner a stage command starts, when we can read its structured output."""
+    if re.search(_WORD + r"(py\.test|pytest)(\s|$)", cmd):
+        return "pytest"
+    if re.search(r"(^|[\s;&|(])go\s+test(\s|$)", cmd):
+        return "go"
+    if re.search(_WORD + r"vitest(\.mjs)?(\s|$)", cmd):
+        return "vitest"
+    if re.search(_WORD + r"jest(\.js)?(\s|$)", cmd):
+        return "jest"
+    return None
+
+
+def runner_argv(runner: Runner | None, argv: list[str]) -> list[str]:
+    """`argv` with the runner's machine-readable report switched on, unless the command
+    already chose one. A shell command (`sh -c ...`) is left as it is."""
+    if argv[0] == "sh" or runner is None:
+        return argv
+    if runner == "go" and "test" in argv and not _has_option(argv, "-json"):
+        at = argv.index("test") + 1
+        return [*argv[:at], "-json", *argv[at:]]
+    if runner == "jest":
+        extra = [] if _has_option(argv, "--json") else ["--json"]
+        if not _has_option(argv, "--testLocationInResults"):
+            extra.append("--testLocationInResults")
+        return [*argv, *extra]
+    if runner == "vitest" and not _has_option(argv, "--reporter"):
+        return [*argv, "--reporter=json"]
+    return argv
+
+
+def _has_option(args: list[str], option: str) -> bool:
+    return any(arg == option or arg.startswith(option + "=") for arg in args)
+
+
+def runner_env(runner: Runner | None, mounts: dict[str, Path]) -> dict[str, str]:
+    """Variables the runner needs inside: nothing may try the network or write outside
+    the workspace and /tmp."""
+    if runner == "go":
+        return {
+            "GOCACHE": "/tmp/go-build",
+            "GOPATH": "/tmp/go",
+            "GOMODCACHE": GO_MODCACHE_MOUNT if GO_MODCACHE_MOUNT in mounts else "/tmp/go/pkg/mod",
+            "GOFLAGS": "-mod=mod",
+            "GOPROXY": "off",
+            "GOSUMDB": "off",
+            "GOTOOLCHAIN": "local",
+            "GOTELEMETRY": "off",
+        }
+    if runner in ("jest", "vitest"):
+        # CI: no watch mode, no interactive reporter, snapshots never written.
+        return {"CI": "true", "FORCE_COLOR": "0"}
+    return {}
+
+
+def runner_mounts(runner: Runner | None, project: Path | None) -> dict[str, Path]:
+    """Read-only trees from the host: Go's module cache (the modules `go.sum` names, already
+    downloaded by the person), the project's own `node_modules` (never copied: it is large
+    and excluded from the workspace)."""
+    if runner == "go":
+        cache = go_module_cache()
+        return {GO_MODCACHE_MOUNT: cache} if cache is not None else {}
+    if runner in ("jest", "vitest") and project is not None:
+        modules = project / "node_modules"
+        if modules.is_dir():
+            return {NODE_MODULES_MOUNT: modules.resolve()}
+    return {}
+
+
+def runner_links(mounts: dict[str, Path]) -> dict[str, str]:
+    """`node_modules` in the workspace points at the mounted one, where Node looks."""
+    return {"node_modules": NODE_MODULES_MOUNT} if NODE_MODULES_MOUNT in mounts else {}
+
+
+def runner_limits(runner: Runner | None, limits: Limits) -> Limits:
+    """More threads for the toolchains; for Node, the address space V8 reserves (its heap
+    cage: measured, Jest aborts in 1 GiB of it, runs in 1.25 GiB) while the memory it may
+    use stays `memory_mb`."""
+    update: dict[str, int] = {}
+    if runner in ("go", "jest", "vitest") and limits.pids < TOOLCHAIN_PIDS:
+        update["pids"] = TOOLCHAIN_PIDS
+    if runner in ("jest", "vitest") and limits.address_space_mb is None:
+        update["address_space_mb"] = NODE_ADDRESS_SPACE_MB
+    return limits.model_copy(update=update) if update else limits
+
+
+def go_module_cache(environ: dict[str, str] | None = None) -> Path | None:
+    """Where `go` keeps downloaded modules on this host (GOMODCACHE, else GOPATH's first
+    entry, else ~/go), when it exists."""
+    env = os.environ if environ is None else environ
+    if env.get("GOMODCACHE"):
+        path = Path(env["GOMODCACHE"])
+    else:
+        gopath = env.get("GOPATH", "").split(os.pathsep)[0]
+        path = Path(gopath or Path.home() / "go") / "pkg" / "mod"
+    return path.resolve() if path.is_dir() else None

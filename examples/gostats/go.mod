@@ -1,0 +1,3 @@
+module example.com/gostats
+
+go 1.19

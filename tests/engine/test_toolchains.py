@@ -1,0 +1,168 @@
+"""Go and JS test runners: which command is which runner, what it is asked for, what it gets
+in the sandbox, and which command a project implies when none is configured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.project.detect import GO_TEST_CMD, JEST_TEST_CMD, VITEST_TEST_CMD, detected_test_cmd
+from engine.project.settings import load_settings
+from engine.verify.execute import stage_argv
+from engine.verify.results import StageKind
+from engine.verify.stages import Stage, kind_of
+from engine.verify.toolchains import (
+    GO_MODCACHE_MOUNT,
+    NODE_MODULES_MOUNT,
+    TOOLCHAIN_PIDS,
+    go_module_cache,
+    runner_env,
+    runner_limits,
+    runner_links,
+    runner_mounts,
+    runner_of,
+)
+from sandbox import Limits
+
+
+@pytest.mark.parametrize(
+    ("cmd", "runner"),
+    [
+        ("python -m pytest -q", "pytest"),
+        ("go test ./...", "go"),
+        ("go test -run TestX ./pkg/...", "go"),
+        ("node_modules/.bin/jest --ci", "jest"),
+        ("npx jest", "jest"),
+        ("node_modules/.bin/vitest run", "vitest"),
+        ("go vet ./...", None),
+        ("npm test", None),
+        ("make test", None),
+    ],
+)
+def test_the_runner_is_read_from_the_command(cmd: str, runner: str | None) -> None:
+    assert runner_of(cmd) == runner
+
+
+@pytest.mark.parametrize(
+    ("cmd", "argv"),
+    [
+        ("go test ./...", ["go", "test", "-json", "./..."]),
+        ("go test -json ./...", ["go", "test", "-json", "./..."]),
+        (
+            "node_modules/.bin/jest --ci",
+            ["node_modules/.bin/jest", "--ci", "--json", "--testLocationInResults"],
+        ),
+        ("node_modules/.bin/vitest run", ["node_modules/.bin/vitest", "run", "--reporter=json"]),
+        (
+            "node_modules/.bin/vitest run --reporter=junit",
+            ["node_modules/.bin/vitest", "run", "--reporter=junit"],
+        ),
+        ("go test ./... && echo done", ["sh", "-c", "go test ./... && echo done"]),
+    ],
+)
+def test_each_runner_is_asked_for_its_structured_report(cmd: str, argv: list[str]) -> None:
+    assert stage_argv(Stage(name="tests", kind=StageKind.TESTS, cmd=cmd)) == argv
+
+
+@pytest.mark.parametrize(
+    ("cmd", "kind"),
+    [
+        ("go test ./...", StageKind.TESTS),
+        ("node_modules/.bin/jest", StageKind.TESTS),
+        ("gofmt -l .", StageKind.FORMAT),
+        ("npx prettier --check .", StageKind.FORMAT),
+        ("go vet ./...", StageKind.LINT),
+        ("node_modules/.bin/eslint .", StageKind.LINT),
+        ("npx tsc --noEmit", StageKind.TYPES),
+        ("make check", StageKind.OTHER),
+    ],
+)
+def test_go_and_js_tools_have_their_stage_kind(cmd: str, kind: StageKind) -> None:
+    assert kind_of(cmd, StageKind.OTHER) is kind
+
+
+def test_go_never_downloads_and_caches_on_tmpfs() -> None:
+    env = runner_env("go", {})
+    assert env["GOPROXY"] == "off"
+    assert env["GOCACHE"].startswith("/tmp/")
+    assert env["GOMODCACHE"].startswith("/tmp/")
+    mounted = runner_env("go", {GO_MODCACHE_MOUNT: Path("/x")})
+    assert mounted["GOMODCACHE"] == GO_MODCACHE_MOUNT
+
+
+def test_the_host_module_cache_is_found_where_go_keeps_it(tmp_path: Path) -> None:
+    cache = tmp_path / "gopath" / "pkg" / "mod"
+    cache.mkdir(parents=True)
+    assert go_module_cache({"GOPATH": str(tmp_path / "gopath")}) == cache.resolve()
+    assert go_module_cache({"GOMODCACHE": str(cache)}) == cache.resolve()
+    assert go_module_cache({"GOMODCACHE": str(tmp_path / "missing")}) is None
+
+
+def test_node_modules_is_mounted_and_linked_not_copied(tmp_path: Path) -> None:
+    assert runner_mounts("jest", tmp_path) == {}  # not installed: the runner will say so
+    (tmp_path / "node_modules").mkdir()
+    mounts = runner_mounts("jest", tmp_path)
+    assert mounts == {NODE_MODULES_MOUNT: (tmp_path / "node_modules").resolve()}
+    assert runner_links(mounts) == {"node_modules": NODE_MODULES_MOUNT}
+    assert runner_mounts("pytest", tmp_path) == {}
+    assert runner_links({}) == {}
+
+
+def test_toolchains_get_room_for_their_threads_and_v8_its_address_space() -> None:
+    base = Limits()
+    assert runner_limits("pytest", base) == base
+    go = runner_limits("go", base)
+    assert go.pids == TOOLCHAIN_PIDS
+    assert go.address_space_mb is None
+    jest = runner_limits("jest", base)
+    assert jest.pids == TOOLCHAIN_PIDS
+    assert jest.address_space_mb is not None
+    assert jest.address_space_mb > base.memory_mb
+    assert jest.memory_mb == base.memory_mb  # what it may use does not change
+
+
+# --- detection --------------------------------------------------------------------------------
+
+
+def _package(root: Path, **fields: object) -> None:
+    (root / "package.json").write_text(json.dumps({"name": "p", **fields}))
+
+
+def test_a_go_module_is_tested_with_go_test(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text("module example.com/x\n")
+    assert detected_test_cmd(tmp_path) == GO_TEST_CMD
+
+
+def test_a_package_is_tested_with_the_runner_it_depends_on(tmp_path: Path) -> None:
+    _package(tmp_path, devDependencies={"jest": "29.7.0"})
+    assert detected_test_cmd(tmp_path) == JEST_TEST_CMD
+    _package(tmp_path, devDependencies={"vitest": "1.6.0"})
+    assert detected_test_cmd(tmp_path) == VITEST_TEST_CMD
+    _package(tmp_path, scripts={"test": "jest --coverage"})
+    assert detected_test_cmd(tmp_path) == JEST_TEST_CMD
+    _package(tmp_path, scripts={"test": "mocha"})
+    assert detected_test_cmd(tmp_path) is None
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", ""])
+def test_a_broken_package_json_implies_nothing(tmp_path: Path, content: str) -> None:
+    (tmp_path / "package.json").write_text(content)
+    assert detected_test_cmd(tmp_path) is None
+
+
+def test_a_python_project_keeps_pytest(tmp_path: Path) -> None:
+    assert load_settings(tmp_path, {}, environ={}, user_config=tmp_path / "none").test_cmd is None
+
+
+def test_the_detected_command_sits_under_what_the_person_configured(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text("module example.com/x\n")
+    user = tmp_path / "user.toml"
+    user.write_text('test_cmd = "python -m pytest -x"\n')
+    assert load_settings(tmp_path, {}, environ={}, user_config=user).test_cmd == GO_TEST_CMD
+    (tmp_path / "pyproject.toml").write_text('[tool.fixloop]\ntest_cmd = "go test -v ./..."\n')
+    settings = load_settings(tmp_path, {}, environ={}, user_config=user)
+    assert settings.test_cmd == "go test -v ./..."
+    flagged = load_settings(tmp_path, {"test_cmd": "go test ./a"}, environ={}, user_config=user)
+    assert flagged.test_cmd == "go test ./a"

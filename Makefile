@@ -6,14 +6,24 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: system setup demo test lint
+.PHONY: system test-system packages setup demo test lint
 
 # libgomp1: the embedded model's llama.cpp wheel (the `local` extra) links the system's OpenMP.
 PACKAGES := runsc git tmux libgomp1 python3-venv
+# The tests also verify Go and JavaScript projects with the real toolchains.
+TEST_PACKAGES := golang-go
 # As root, what is missing is installed; as anyone else it is only checked, and the one line
 # that installs it is printed before anything else runs.
 system:
-	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
+	@$(MAKE) -s packages WANT="$(PACKAGES)"
+
+test-system:
+	@$(MAKE) -s packages WANT="$(TEST_PACKAGES)"
+	@# Node.js with npm: this machine's kind has it; Debian's packages when it is missing
+	@command -v npm >/dev/null || $(MAKE) -s packages WANT="nodejs npm"
+
+packages:
+	@missing=$$(for p in $(WANT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then \
 	    echo "fixloop needs system packages: sudo apt-get install -y $$missing" >&2; exit 1; fi; \
@@ -43,6 +53,6 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: test-system lint
 	@# the 15 slowest tests are listed at the end: where CI's time goes
 	$(BIN)/pytest -q --durations=15

@@ -16,8 +16,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine.model import preflight
+from engine.project.detect import detected_test_cmd
 from engine.project.paths import project_python
 from engine.project.settings import ConfigError, from_environment, from_pyproject, from_user_config
+from engine.verify.toolchains import runner_of
 from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
@@ -211,6 +213,36 @@ def check_python(project: Path) -> Check:
     )
 
 
+def check_toolchain(project: Path) -> Check | None:
+    """The Go or Node toolchain the project's tests need (the sandbox runs the host's, from
+    /usr), and Jest or Vitest installed in the project; None for a Python project."""
+    cmd = configured(project, "test_cmd") or detected_test_cmd(project)
+    runner = runner_of(cmd) if cmd else None
+    if runner == "go":
+        done = _run(["go", "version"])
+        if done is None or done.returncode != 0:
+            return Check(
+                name="go", ok=False, detail="not found", fix="apt-get install -y golang-go"
+            )
+        return Check(name="go", ok=True, detail=done.stdout.strip())
+    if runner in ("jest", "vitest"):
+        done = _run(["node", "--version"])
+        if done is None or done.returncode != 0:
+            return Check(
+                name="node", ok=False, detail="not found", fix="apt-get install -y nodejs npm"
+            )
+        tool = project / "node_modules" / ".bin" / str(runner)
+        if not tool.exists():
+            return Check(
+                name="node",
+                ok=False,
+                detail=f"Node {done.stdout.strip()}, but {runner} is not installed in the project",
+                fix=f"npm ci (or npm install) in {project}: the sandbox has no network",
+            )
+        return Check(name="node", ok=True, detail=f"Node {done.stdout.strip()}, {runner} installed")
+    return None
+
+
 def configured(project: Path, name: str) -> str | None:
     """A setting (`model`, `api_base`) from env, the project's pyproject or the user's config,
     if any. A source that cannot be read is skipped: the doctor reports, it does not stop."""
@@ -262,7 +294,13 @@ async def diagnose(project: Path) -> Diagnosis:
     python = project_python(project)
     checks = [check_runsc(), check_cgroups()]
     checks.append(await check_gvisor_sandbox(python))
+    toolchain = await asyncio.to_thread(check_toolchain, project)
     checks += await asyncio.to_thread(
-        lambda: [check_docker(), check_git(), check_python(project), check_model(project)]
+        lambda: [
+            check_docker(),
+            check_git(),
+            toolchain or check_python(project),
+            check_model(project),
+        ]
     )
     return Diagnosis(checks=checks)

@@ -3,7 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.doctor import Check, Diagnosis, check_model, check_python, project_python
+from engine.doctor import (
+    Check,
+    Diagnosis,
+    check_model,
+    check_python,
+    check_toolchain,
+    project_python,
+)
 
 
 def fake_python(project: Path, script: str) -> Path:
@@ -104,3 +111,39 @@ def test_only_a_working_sandbox_makes_a_healthy_machine() -> None:
     assert not broken.sandbox_works
     healthy = Diagnosis(checks=[Check(name="gvisor sandbox", ok=True, detail="ran")])
     assert healthy.sandbox_works
+
+
+# --- the toolchain a Go or JavaScript project needs ---------------------------------------------
+
+
+def test_a_python_project_needs_no_other_toolchain(tmp_path: Path) -> None:
+    assert check_toolchain(tmp_path) is None
+
+
+def test_a_go_module_needs_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "go.mod").write_text("module example.com/x\n")
+    found = check_toolchain(tmp_path)
+    assert found is not None
+    assert found.ok, found  # CI installs golang-go
+    assert found.detail.startswith("go version go")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    missing = check_toolchain(tmp_path)
+    assert missing is not None
+    assert not missing.ok
+    assert missing.fix == "apt-get install -y golang-go"
+
+
+def test_a_jest_package_needs_jest_installed_in_it(tmp_path: Path) -> None:
+    (tmp_path / "package.json").write_text('{"devDependencies": {"jest": "29.7.0"}}')
+    check = check_toolchain(tmp_path)
+    assert check is not None
+    assert not check.ok
+    assert "jest is not installed" in check.detail
+    assert check.fix is not None
+    assert check.fix.startswith("npm ci")
+    runner = tmp_path / "node_modules" / ".bin" / "jest"
+    runner.parent.mkdir(parents=True)
+    runner.write_text("#!/bin/sh\n")
+    installed = check_toolchain(tmp_path)
+    assert installed is not None
+    assert installed.ok, installed

@@ -68,7 +68,7 @@ def prepare(target: Path | None, name: str = "textstats") -> Path:
         source, root, ignore=shutil.ignore_patterns("__pycache__", "node_modules", FIXLOOP_DIR)
     )
     repo = git.Repo.init(root)
-    (root / ".gitignore").write_text("node_modules/\n")
+    (root / ".gitignore").write_text("node_modules\n")
     repo.git.add("-A")
     with repo.config_writer() as config:
         config.set_value("user", "name", "fixloop demo")

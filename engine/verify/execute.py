@@ -92,10 +92,15 @@ class Verifier:
     async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""
         nonce = f"FIXLOOP-REPORT-{secrets.token_hex(8)}:"
+        return await self.sandbox.run(self.request(stage, workdir, nonce)), nonce
+
+    def request(self, stage: Stage, workdir: Path, nonce: str) -> ExecRequest:
+        """The sandbox job that runs `stage` over `workdir`: its runner's report switched on,
+        its environment, read-only trees and limits (`engine/verify/toolchains.py`)."""
         runner = stage.runner
         mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if runner == "pytest" else {}
         mounts |= runner_mounts(runner, self.project)
-        request = ExecRequest(
+        return ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
             env={**stage_env(stage, nonce, self.limits.timeout_s), **runner_env(runner, mounts)},
@@ -104,7 +109,6 @@ class Verifier:
             mounts=mounts,
             links=runner_links(mounts),
         )
-        return await self.sandbox.run(request), nonce
 
 
 def stage_argv(stage: Stage) -> list[str]:

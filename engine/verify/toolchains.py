@@ -23,7 +23,7 @@ NODE_MODULES_MOUNT = "/fixloop/node_modules"
 # many; the sandbox counts threads against its process limit (measured: `go test` under 64
 # aborts in pthread_create).
 TOOLCHAIN_PIDS = 512
-NODE_ADDRESS_SPACE_MB = 16 * 1024
+TOOLCHAIN_ADDRESS_SPACE_MB = 16 * 1024
 _WORD = r"(^|[\s/;&|(])"
 
 
@@ -102,14 +102,15 @@ def runner_links(mounts: dict[str, Path]) -> dict[str, str]:
 
 
 def runner_limits(runner: Runner | None, limits: Limits) -> Limits:
-    """More threads for the toolchains; for Node, the address space V8 reserves (its heap
-    cage: measured, Jest aborts in 1 GiB of it, runs in 1.25 GiB) while the memory it may
-    use stays `memory_mb`."""
+    """More threads for the toolchains, and the address space they reserve without using it
+    (measured: Jest aborts with RLIMIT_AS at 1 GiB, runs at 1.25 GiB; `go test` fails one run
+    in two in pthread_create, each thread's stack being reserved): the memory they may use
+    stays `memory_mb`, bounded by the cgroup or the memory watch."""
     update: dict[str, int] = {}
     if runner in ("go", "jest", "vitest") and limits.pids < TOOLCHAIN_PIDS:
         update["pids"] = TOOLCHAIN_PIDS
-    if runner in ("jest", "vitest") and limits.address_space_mb is None:
-        update["address_space_mb"] = NODE_ADDRESS_SPACE_MB
+    if runner in ("go", "jest", "vitest") and limits.address_space_mb is None:
+        update["address_space_mb"] = TOOLCHAIN_ADDRESS_SPACE_MB
     return limits.model_copy(update=update) if update else limits
 
 

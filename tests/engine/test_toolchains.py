@@ -110,12 +110,12 @@ def test_node_modules_is_mounted_and_linked_not_copied(tmp_path: Path) -> None:
     assert runner_links({}) == {}
 
 
-def test_toolchains_get_room_for_their_threads_and_v8_its_address_space() -> None:
+def test_toolchains_get_room_for_their_threads_and_the_address_space_they_reserve() -> None:
     base = Limits()
     assert runner_limits("pytest", base) == base
     go = runner_limits("go", base)
     assert go.pids == TOOLCHAIN_PIDS
-    assert go.address_space_mb is None
+    assert go.address_space_mb is not None
     jest = runner_limits("jest", base)
     assert jest.pids == TOOLCHAIN_PIDS
     assert jest.address_space_mb is not None

@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"per stage (default {DEFAULTS.exec_timeout:g})",
     )
+    verify.add_argument(
+        "--test-timeout",
+        type=float,
+        metavar="S",
+        help=f"per pytest test, 0 for none (default {DEFAULTS.test_timeout:g})",
+    )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
 
     run_command = commands.add_parser(

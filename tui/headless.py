@@ -67,6 +67,7 @@ RUN_FLAGS = (
     "escalate_model",
     "max_iters",
     "exec_timeout",
+    "test_timeout",
     "max_cost",
     "max_tokens",
     "wall_clock",
@@ -146,6 +147,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--exec-timeout", type=float, help=f"seconds per stage (default {DEFAULTS.exec_timeout:g})"
+    )
+    parser.add_argument(
+        "--test-timeout",
+        type=float,
+        help=f"seconds per pytest test, 0 for none (default {DEFAULTS.test_timeout:g})",
     )
     parser.add_argument("--max-cost", type=float, help="USD")
     parser.add_argument("--max-tokens", type=int)

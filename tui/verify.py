@@ -29,6 +29,7 @@ VERIFY_FLAGS = (
     "image",
     "python",
     "exec_timeout",
+    "test_timeout",
 )
 
 

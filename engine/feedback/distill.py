@@ -97,7 +97,7 @@ def _test_failure(case: TestCase) -> Failure:
     location = case.test_frame
     return Failure(
         test=case.nodeid,
-        kind="error" if case.outcome == "error" else "failed",
+        kind=_kind(case),
         file=location.file if location else case.file,
         line=location.line if location else case.line,
         assertion=case.assertion,
@@ -109,6 +109,12 @@ def _test_failure(case: TestCase) -> Failure:
         runtime=case.runtime,
         captured=case.captured,
     )
+
+
+def _kind(case: TestCase) -> str:
+    if case.exception_type == "TestTimeout":  # the plugin stopped it at its time limit
+        return "timeout"
+    return "error" if case.outcome == "error" else "failed"
 
 
 def _stage_failure(stage: StageResult) -> Failure:

@@ -56,6 +56,9 @@ class Settings(BaseModel):
     max_iters: int = Field(default=4, ge=1, le=100)
     no_progress: int = Field(default=2, ge=1)
     exec_timeout: float = Field(default=300.0, gt=0)
+    # One pytest test's limit (0: none): a hang costs this, not the stage's timeout, and the
+    # rest of the suite still reports. Never more than half the stage's (`per_test_limit`).
+    test_timeout: float = Field(default=20.0, ge=0)
     max_cost: float | None = Field(default=None, ge=0)
     max_tokens: int | None = Field(default=None, ge=1)
     wall_clock: float | None = Field(default=None, gt=0)

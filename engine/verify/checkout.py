@@ -36,6 +36,7 @@ def configured_verifier(
         python=python,
         limits=Limits(timeout_s=settings.exec_timeout),
         project=project,
+        test_timeout=settings.test_timeout or None,
     )
 
 

@@ -53,6 +53,7 @@ class Verifier:
         python: Path | None = None,
         limits: Limits | None = None,
         project: Path | None = None,
+        test_timeout: float | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.stages = list(stages)
@@ -61,6 +62,7 @@ class Verifier:
         # The person's checkout: where a runner's read-only trees (node_modules) come from,
         # never what is verified.
         self.project = project
+        self.test_timeout = test_timeout  # one pytest test's limit; None: only the stage's
 
     async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
         """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
@@ -103,7 +105,10 @@ class Verifier:
         return ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
-            env={**stage_env(stage, nonce, self.limits.timeout_s), **runner_env(runner, mounts)},
+            env={
+                **stage_env(stage, nonce, self.limits.timeout_s, self.test_timeout),
+                **runner_env(runner, mounts),
+            },
             limits=runner_limits(runner, self.limits),
             python=self.python,
             mounts=mounts,
@@ -131,20 +136,34 @@ def _has_option(args: list[str], option: str) -> bool:
     return any(arg == option or arg.startswith(option + "=") for arg in args)
 
 
-def stage_env(stage: Stage, nonce: str, timeout_s: float) -> dict[str, str]:
+def stage_env(
+    stage: Stage, nonce: str, timeout_s: float, test_timeout: float | None = None
+) -> dict[str, str]:
     if not stage.runs_pytest:
         return {}
     # A test still running at 60% of the stage's time is the one that hangs: pytest's
     # faulthandler prints its stack, which is all a timeout leaves to go on.
     hang_s = max(1, int(timeout_s * 0.6))
     # PYTEST_ADDOPTS reaches pytest however the command starts it (a shell, make, tox).
-    return {
+    env = {
         "PYTHONPATH": PLUGIN_MOUNT,
         "PYTEST_ADDOPTS": (
             f"-p {PLUGIN_MODULE} -p no:cacheprovider -o faulthandler_timeout={hang_s}"
         ),
         "FIXLOOP_REPORT_NONCE": nonce,
     }
+    limit = per_test_limit(test_timeout, timeout_s)
+    if limit is not None:
+        env["FIXLOOP_TEST_TIMEOUT"] = f"{limit:g}"
+    return env
+
+
+def per_test_limit(test_timeout: float | None, stage_timeout_s: float) -> float | None:
+    """One test's limit inside the plugin: the setting, but never more than half the stage's
+    time, so one hang leaves the rest of the suite time to report."""
+    if not test_timeout:
+        return None
+    return min(test_timeout, stage_timeout_s / 2)
 
 
 def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:

@@ -56,8 +56,10 @@ class Session:
         return next(case for case in self.report.tests if case.nodeid.endswith(f"::{name}"))
 
 
-def run_pytest(workdir: Path, *args: str, nonce: str | None = None) -> Session:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PLUGIN_DIR)}
+def run_pytest(
+    workdir: Path, *args: str, nonce: str | None = None, extra_env: dict[str, str] | None = None
+) -> Session:
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(PLUGIN_DIR), **(extra_env or {})}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     nonce = nonce if nonce is not None else f"FIXLOOP-{secrets.token_hex(8)}:"
     if nonce:

@@ -43,6 +43,7 @@ from fixloop_pytest_source import (
     statement_source,
     strip_prefix,
 )
+from fixloop_pytest_timeout import MARKER, configured_limit, describe_hang, limit_of, time_limit
 
 NONCE_VARIABLE = "FIXLOOP_REPORT_NONCE"
 
@@ -78,6 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _NONCE or _recording or hasattr(config, "workerinput"):  # xdist workers: controller
         return
     try:
+        if not config.pluginmanager.hasplugin("timeout"):  # pytest-timeout registers its own
+            config.addinivalue_line("markers", MARKER)
         config.pluginmanager.register(SessionRecorder(config), "fixloop-session-recorder")
         _recording = True
     except Exception as exc:  # the plugin must never break the session
@@ -116,6 +119,10 @@ class SessionRecorder:
         self.internal_errors: list[str] = []
         self.emitted = False
         self._relative: dict[str, str] = {}
+        # Per-test limits: ours, unless pytest-timeout is loaded and keeps its own.
+        external = config.pluginmanager.hasplugin("timeout")
+        self.test_timeout = None if external else configured_limit()
+        self.limits_tests = not external
 
     @contextlib.contextmanager
     def guard(self, where: str) -> Iterator[None]:
@@ -234,6 +241,17 @@ class SessionRecorder:
         }
 
     # -- hooks: running tests
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
+        limit = limit_of(item, self.test_timeout) if self.limits_tests else None
+        with time_limit(limit, self.where_it_hung):
+            yield
+
+    def where_it_hung(self, frame: FrameType | None) -> str:
+        return describe_hang(
+            frame, lambda path: self.relative(path) if self.in_project(path) else None
+        )
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.comparison = None

@@ -34,6 +34,7 @@ from engine.run.events import (
     RunFinished,
     RunStarted,
     SpecPrepared,
+    StageStarted,
     StrategyChanged,
     TestEditsRefused,
     TestsLatched,
@@ -221,6 +222,8 @@ class ProgressPrinter:
             return f"run {event.run_id} on {event.branch} with {event.model} ({event.sandbox})"
         if isinstance(event, IterationStarted):  # a resumed run has no RunStarted to read
             self.max_n = event.max_n
+        if isinstance(event, StageStarted) and event.n == 0:  # the commands, said once
+            return f"stage {event.stage}: {event.cmd}"
         prefix = f"[{getattr(event, 'n', 0)}/{self.max_n}]"
         if isinstance(event, ModelRetrying):
             return f"{prefix} {event.said}"

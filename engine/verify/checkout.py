@@ -10,7 +10,7 @@ import git
 from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
-from engine.verify.stages import Stage, configured_stages
+from engine.verify.stages import Stage, configured_stages, fix_stage
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
 
@@ -30,7 +30,13 @@ def open_configured_sandbox(settings: Settings, backend: BackendName, *, warm: i
 def configured_verifier(
     sandbox: Sandbox, stages: list[Stage], settings: Settings, python: Path
 ) -> Verifier:
-    return Verifier(sandbox, stages, python=python, limits=Limits(timeout_s=settings.exec_timeout))
+    return Verifier(
+        sandbox,
+        stages,
+        python=python,
+        limits=Limits(timeout_s=settings.exec_timeout),
+        fix=fix_stage(settings),
+    )
 
 
 async def verify_checkout(project: Path, settings: Settings) -> Verification:

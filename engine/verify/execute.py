@@ -45,11 +45,14 @@ class Verifier:
         *,
         python: Path | None = None,
         limits: Limits | None = None,
+        fix: Stage | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.stages = list(stages)
         self.python = python
         self.limits = limits or Limits()
+        # `fix_cmd`: run before the stages by the run's checker (engine/verify/fix.py)
+        self.fix = fix
 
     async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
         """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
@@ -81,7 +84,11 @@ class Verifier:
     async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""
         nonce = f"FIXLOOP-REPORT-{secrets.token_hex(8)}:"
-        request = ExecRequest(
+        return await self.sandbox.run(self.request(stage, workdir, nonce)), nonce
+
+    def request(self, stage: Stage, workdir: Path, nonce: str) -> ExecRequest:
+        """The sandbox job that runs `stage` over a copy of `workdir` (the fix pass's too)."""
+        return ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
             env=stage_env(stage, nonce, self.limits.timeout_s),
@@ -89,7 +96,6 @@ class Verifier:
             python=self.python,
             mounts={PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {},
         )
-        return await self.sandbox.run(request), nonce
 
 
 def stage_argv(stage: Stage) -> list[str]:

@@ -33,6 +33,8 @@ def regular_files(root: str, excludes: Iterable[str]) -> Iterator[tuple[str, int
     """(relative posix path, open read-only fd) of each regular file under `root`,
     symlinks never followed; the caller closes each fd."""
     skip = frozenset(excludes)
+    if os.path.islink(root):  # a job that swapped its workspace for a link has none
+        return
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in skip)
         for name in sorted(f for f in filenames if f not in skip):
@@ -78,7 +80,15 @@ def snapshot(root: str, excludes: Iterable[str]) -> Snapshot:
 def collect(root: str, before: Snapshot, excludes: Iterable[str], cap: int) -> bytes:
     """The JSON of what changed since `before`: new or changed regular files with their
     content (base64) and executable bit, and deleted ones (content null). Past `cap`
-    bytes of JSON it is `{"truncated": true, "changes": []}`: all or nothing."""
+    bytes of JSON it is `{"truncated": true, "changes": []}`: all or nothing; so is a
+    workspace that cannot be read whole (a tree too deep to walk, say)."""
+    try:
+        return _collect(root, before, excludes, cap)
+    except (OSError, RecursionError, MemoryError):
+        return _truncated()
+
+
+def _collect(root: str, before: Snapshot, excludes: Iterable[str], cap: int) -> bytes:
     changes: list[dict[str, object]] = []
     size = 0
     seen: set[str] = set()

@@ -214,3 +214,25 @@ async def test_a_job_killed_at_its_timeout_sends_nothing_back(
         result = await backend.run(request)
     assert result.timed_out
     assert result.changes is None
+
+
+async def test_a_tree_too_deep_to_walk_brings_back_nothing_and_keeps_the_status(
+    isolating: Sandbox, workspace: Path
+) -> None:
+    # Isolating backends only: unsafe-local's own clean-up cannot remove such a tree.
+    result = await run(
+        isolating,
+        """
+        import os
+        open("hello.txt", "w").write("changed\\n")
+        for _ in range(1200):
+            os.mkdir("d")
+            os.chdir("d")
+        open("deep.txt", "w").write("deep\\n")
+        raise SystemExit(4)
+        """,
+        workspace,
+    )
+    assert result.exit_code == 4, result.stderr
+    assert result.changes == []
+    assert result.changes_truncated is True

@@ -6,8 +6,10 @@ fixes never reaches the model.
 
 Tool-agnostic: the command is run as any stage is (`Verifier.request`), with the
 sandbox's `return_changes`. A pinned test file (the baseline's) is never rewritten by a
-formatter: its change is held back and said, the rest applies. A fix command that fails
-applies nothing; its result then counts as a failing stage of the verification.
+formatter: its change is held back and said, the rest applies. A formatter rewrites files
+in place; one that would create or delete a file is not doing that (and its commit is
+never reviewed at the gate), so such changes are refused and said. A fix command that
+fails applies nothing; its result then counts as a failing stage of the verification.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class FixRun(BaseModel):
     stage: StageResult  # the fix command's own result
     applied: list[str] = Field(default_factory=list)  # written (or deleted) in the tree
     held_back: list[str] = Field(default_factory=list)  # pinned test files it would change
-    refused: list[str] = Field(default_factory=list)  # a symlink or directory in the way
+    refused: list[str] = Field(default_factory=list)  # created, deleted, or a link in the way
     truncated: bool = False  # more than the sandbox's changes cap: nothing applied
 
     @property
@@ -55,8 +57,8 @@ class FixRun(BaseModel):
             notes.append("The formatter changed too much to bring back: nothing was applied.")
         if self.refused:
             notes.append(
-                "The formatter's changes to these paths were not applied (a symlink or "
-                f"directory is in the way): {', '.join(self.refused)}."
+                "The formatter's changes to these paths were not applied (a formatter only "
+                f"rewrites existing files): {', '.join(self.refused)}."
             )
         return notes
 
@@ -93,25 +95,21 @@ async def run_fix(verifier: Verifier, tree: Path, pinned: Collection[str]) -> Fi
 
 
 def write_changes(root: Path, changes: Sequence[FileChange]) -> tuple[list[str], list[str]]:
-    """Each change written under `root` (content, executable bit; None: deleted), never
-    through a symlink and never into .git or .fixloop: (written, refused) paths."""
+    """Each change to an existing regular file written under `root` (its content and
+    executable bit), never through a symlink and never into .git or .fixloop; a file
+    created or deleted is refused: (written, refused) paths."""
     written, refused = [], []
     for change in changes:
         target = _plain_target(root, change.path)
-        if target is None:
+        if target is None or change.content is None or not target.is_file():
             refused.append(change.path)
             continue
-        if change.content is None:
-            target.unlink(missing_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            mode = target.stat().st_mode if target.exists() else 0o644
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-            fd = os.open(target, flags, 0o644)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(change.content)
-            executable = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
-            target.chmod((mode | executable) if change.executable else (mode & ~executable))
+        mode = target.stat().st_mode
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(change.content)
+        executable = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+        target.chmod((mode | executable) if change.executable else (mode & ~executable))
         written.append(change.path)
     return written, refused
 

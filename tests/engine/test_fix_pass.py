@@ -14,6 +14,7 @@ from engine.project.workspace import Workspace
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.verify.execute import Verifier
+from engine.verify.fix import write_changes
 from engine.verify.results import StageKind
 from engine.verify.stages import Stage
 from sandbox import ExecRequest, ExecResult, FileChange
@@ -198,3 +199,37 @@ async def test_candidates_are_formatted_before_they_are_verified(tmp_path: Path)
     assert branch_log(result)[0] == "fixloop[iter 1/4]: formatted"
     chosen = [e for e in events(result) if e["type"] == "CandidateVerified" and e["k"] == 1]
     assert chosen[0]["verdict"] == "ok"
+
+
+def test_only_existing_files_are_rewritten_and_never_through_a_link(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("a  =  1\n")
+    (root / "run.sh").write_text("echo\n")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host file\n")
+    (root / "link.txt").symlink_to(outside)
+    (root / "linked").symlink_to(tmp_path)
+    changes = [
+        FileChange(path="pkg/a.py", content=b"a = 1\n"),
+        FileChange(path="run.sh", content=b"echo\n", executable=True),
+        FileChange(path="link.txt", content=b"overwritten\n"),
+        FileChange(path="linked/outside.txt", content=b"overwritten\n"),
+        FileChange(path="pkg/new.py", content=b"created\n"),
+        FileChange(path="pkg/a.py.orig", content=None),
+        FileChange(path=".git/config", content=b"[core]\n"),
+    ]
+    written, refused = write_changes(root, changes)
+    assert written == ["pkg/a.py", "run.sh"]
+    assert refused == [
+        "link.txt",
+        "linked/outside.txt",
+        "pkg/new.py",
+        "pkg/a.py.orig",
+        ".git/config",
+    ]
+    assert (root / "pkg" / "a.py").read_text() == "a = 1\n"
+    assert (root / "run.sh").stat().st_mode & 0o100
+    assert outside.read_text() == "host file\n"
+    assert not (root / "pkg" / "new.py").exists()
+    assert not (root / ".git").exists()

@@ -236,3 +236,17 @@ async def test_a_tree_too_deep_to_walk_brings_back_nothing_and_keeps_the_status(
     assert result.exit_code == 4, result.stderr
     assert result.changes == []
     assert result.changes_truncated is True
+
+
+async def test_a_warm_pooled_sandbox_returns_changes_the_same_way(
+    isolating_pool: Sandbox, workspace: Path
+) -> None:
+    """A pooled sandbox's zygote has warmed up pytest; the job (in-process, warm) runs in
+    its forked child all the same."""
+    result = await run(
+        isolating_pool,
+        "import sys; open('hello.txt', 'w').write(str('pytest' in sys.modules))",
+        workspace,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert by_path(result) == {"hello.txt": FileChange(path="hello.txt", content=b"True")}

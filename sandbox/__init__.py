@@ -4,13 +4,14 @@ Knows nothing of models, git or tests.
 """
 
 from sandbox.choose import choose_backend
-from sandbox.contract import BackendName, ExecRequest, ExecResult, Limits, Sandbox
+from sandbox.contract import BackendName, ExecRequest, ExecResult, FileChange, Limits, Sandbox
 from sandbox.errors import FixloopError, RuncWarning, SandboxError, SandboxUnavailable
 
 __all__ = [
     "BackendName",
     "ExecRequest",
     "ExecResult",
+    "FileChange",
     "FixloopError",
     "Limits",
     "RuncWarning",

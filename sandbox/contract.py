@@ -61,6 +61,11 @@ class Limits(BaseModel):
         description="RLIMIT_AS of each process (default: from memory_mb). V8 reserves gigabytes"
         " of address space it never touches; memory stays bounded by memory_mb either way",
     )
+    changes_bytes: int = Field(
+        default=16 * 2**20,
+        ge=1024,
+        description="cap on the changed files a job sends back (return_changes), encoded",
+    )
 
 
 class ExecRequest(BaseModel):
@@ -89,6 +94,10 @@ class ExecRequest(BaseModel):
         " (a project's node_modules, read-only, where its tools look for it)",
     )
     network: Literal[False] = False
+    return_changes: bool = Field(
+        default=False,
+        description="send back the regular files the job changed in its workspace copy",
+    )
 
     @field_validator("mounts")
     @classmethod
@@ -114,8 +123,42 @@ class ExecRequest(BaseModel):
         return self
 
 
+class FileChange(BaseModel):
+    """One regular file a job created, changed or deleted in its workspace copy.
+
+    `path` is workspace-relative and posix, checked here (never absolute, never `..`,
+    never empty parts), so no consumer has to trust the sandbox for it; `content` None
+    means deleted. Symlinks, devices, FIFOs and excluded names never become one.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    content: bytes | None
+    executable: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _path_stays_in_the_workspace(cls, path: str) -> str:
+        parts = path.split("/")
+        if (
+            not path
+            or "\0" in path
+            or path.startswith("/")
+            or any(part in ("", ".", "..") for part in parts)
+        ):
+            raise ValueError(f"{path!r} is not a workspace-relative path")
+        return path
+
+
 class ExecResult(BaseModel):
-    """What a job did. `exit_code` is the command's own; see the flags for why it ended."""
+    """What a job did. `exit_code` is the command's own; see the flags for why it ended.
+
+    `changes` (only when the request asked, `return_changes`): the files the job changed,
+    or None when they could not be collected (the job was killed: timeout, memory).
+    `changes_truncated`: they were over `Limits.changes_bytes`; `changes` is then empty
+    and a caller must apply nothing.
+    """
 
     exit_code: int
     stdout: str
@@ -126,6 +169,8 @@ class ExecResult(BaseModel):
     truncated: bool = False
     backend: BackendName
     workdir: str = Field(description="where the workspace was inside the sandbox")
+    changes: list[FileChange] | None = None
+    changes_truncated: bool = False
 
 
 class Sandbox(Protocol):

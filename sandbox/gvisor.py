@@ -31,7 +31,15 @@ from sandbox.bundle import (
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.errors import SandboxError
-from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_files, job_header
+from sandbox.handoff import (
+    DRAIN_GRACE_S,
+    READY,
+    START_TIMEOUT_S,
+    job_changes,
+    job_files,
+    job_header,
+    job_stdout,
+)
 from sandbox.memory_watch import MemoryWatch, file_measure, sentry_memory_file
 from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.owners import (
@@ -163,7 +171,7 @@ class Container:
         assert self._stderr_task is not None
         limits = request.limits
         header = job_header(request, self.profile.interpreter, has_files=payload is not None)
-        stdout = CappedStream(limits.output_bytes)
+        stdout = job_stdout(request)
         # Output the zygote wrote before the job is not the job's.
         self._stderr = CappedStream(limits.output_bytes)
         self._stderr_task.cancel()
@@ -207,6 +215,7 @@ class Container:
             oom = watch.fired
         else:
             oom = self.cgroup is not None and self.cgroup.oom_killed()
+        changes, changes_truncated = job_changes(request, stdout, killed=timed_out or oom)
         return ExecResult(
             exit_code=exit_code,
             stdout=stdout.text(),
@@ -217,6 +226,8 @@ class Container:
             truncated=stdout.truncated or self._stderr.truncated,
             backend="gvisor",
             workdir=SANDBOX_WORKDIR,
+            changes=changes,
+            changes_truncated=changes_truncated,
         )
 
     async def kill(self) -> None:

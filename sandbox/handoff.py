@@ -9,8 +9,10 @@ import asyncio
 import json
 
 from sandbox.bundle import MIB, SANDBOX_WORKDIR, base_environment
-from sandbox.contract import ExecRequest
+from sandbox.changes import StdoutWithChanges, read_changes
+from sandbox.contract import ExecRequest, FileChange
 from sandbox.interpreter import Interpreter
+from sandbox.output import CappedStream
 from sandbox.pack import pack_directory
 
 # What the zygote prints when it waits for its job (inside/zygote.py says the same).
@@ -28,6 +30,9 @@ def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: boo
         "cwd": SANDBOX_WORKDIR,
         "has_files": has_files,
         "links": request.links,
+        "return_changes": request.return_changes,
+        "excludes": sorted(request.excludes),
+        "changes_bytes": request.limits.changes_bytes,
     }
     return json.dumps(header).encode() + b"\n"
 
@@ -39,3 +44,24 @@ async def job_files(request: ExecRequest) -> bytes | None:
     return await asyncio.to_thread(
         pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * MIB
     )
+
+
+def job_stdout(request: ExecRequest) -> CappedStream:
+    """Where the job's stdout goes: a capped stream, holding back the changes frame when
+    the job asked for its changes."""
+    if request.return_changes:
+        return StdoutWithChanges(request.limits.output_bytes, request.limits.changes_bytes)
+    return CappedStream(request.limits.output_bytes)
+
+
+def job_changes(
+    request: ExecRequest, stdout: CappedStream, *, killed: bool
+) -> tuple[list[FileChange] | None, bool]:
+    """(changes, truncated) for the result, once the stream ended; (None, False) when not
+    asked for, or when the job was killed (whatever ends its stdout then is the job's)."""
+    if not isinstance(stdout, StdoutWithChanges):
+        return None, False
+    frame = stdout.take_frame()
+    if killed:
+        return None, False
+    return read_changes(frame, request.excludes)

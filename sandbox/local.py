@@ -17,7 +17,9 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
-from sandbox.contract import BASE_ENV, ExecRequest, ExecResult, Limits
+from sandbox.changes import read_changes
+from sandbox.contract import BASE_ENV, ExecRequest, ExecResult, FileChange, Limits
+from sandbox.inside import changes as workspace_changes
 from sandbox.interpreter import default_python
 from sandbox.output import CappedStream, await_job, exit_status
 from sandbox.pack import pack_directory
@@ -64,6 +66,11 @@ class UnsafeLocalSandbox:
             for name, target in request.links.items():
                 if not (work / name).is_symlink() and not (work / name).exists():
                     (work / name).symlink_to(request.mounts[target])
+            before = (
+                await asyncio.to_thread(workspace_changes.snapshot, str(work), request.excludes)
+                if request.return_changes
+                else None
+            )
             env = {
                 **BASE_ENV,
                 "PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -101,6 +108,16 @@ class UnsafeLocalSandbox:
                 process.wait, kill, readers, timeout_s=limits.timeout_s, grace_s=DRAIN_GRACE_S
             )
             exit_code = exit_status(process.returncode, timed_out)
+            changes: tuple[list[FileChange] | None, bool] = (None, False)
+            if before is not None and not timed_out:
+                frame = await asyncio.to_thread(
+                    workspace_changes.collect,
+                    str(work),
+                    before,
+                    request.excludes,
+                    limits.changes_bytes,
+                )
+                changes = read_changes(frame, request.excludes)
             result = ExecResult(
                 exit_code=exit_code,
                 stdout=out.text(),
@@ -110,6 +127,8 @@ class UnsafeLocalSandbox:
                 truncated=out.truncated or err.truncated,
                 backend="unsafe-local",
                 workdir=str(work),
+                changes=changes[0],
+                changes_truncated=changes[1],
             )
         return result
 

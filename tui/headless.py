@@ -24,6 +24,7 @@ from engine.run.events import (
     CandidateVerified,
     Committed,
     EditsApplied,
+    Formatted,
     GuardTripped,
     IterationStarted,
     ModelResponded,
@@ -45,7 +46,13 @@ from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resume_run
-from tui.lever_lines import chosen_line, reasked_line, strategy_line, verified_line
+from tui.lever_lines import (
+    chosen_line,
+    formatted_line,
+    reasked_line,
+    strategy_line,
+    verified_line,
+)
 
 RUN_FLAGS = (
     "task",
@@ -55,6 +62,7 @@ RUN_FLAGS = (
     "lint_cmd",
     "type_cmd",
     "format_cmd",
+    "fix_cmd",
     "model",
     "model_path",
     "api_base",
@@ -100,6 +108,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lint-cmd")
     parser.add_argument("--type-cmd")
     parser.add_argument("--format-cmd")
+    parser.add_argument(
+        "--fix-cmd",
+        help="a formatter that writes, run before the checks, its changes committed on their "
+        "own, e.g. 'ruff format .' or 'gofmt -w .'",
+    )
     parser.add_argument("--model", help="any litellm model name; default: the embedded one")
     parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
@@ -265,6 +278,9 @@ class ProgressPrinter:
             return f"{prefix} {chosen_line(event, self.candidates.get(event.n, 0))}"
         if isinstance(event, StrategyChanged):
             return f"{prefix} {strategy_line(event)}"
+        if isinstance(event, Formatted) and (line := formatted_line(event)):
+            label = "baseline" if event.n == 0 else prefix
+            return f"{label} {line}"
         return None
 
     def spec_line(self, event: BaseEvent, prefix: str) -> str | None:

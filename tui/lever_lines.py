@@ -1,10 +1,17 @@
 """Issue 17's levers in one short line each, said the same by the app's history pane and the
 headless printer: an answer asked again, a verified (or dropped) candidate, the chosen one, a
-change of strategy. No Textual here: the headless printer imports it."""
+change of strategy, and the fix pass's formatting. No Textual here: the headless printer
+imports it."""
 
 from __future__ import annotations
 
-from engine.run.events import AnswerReasked, CandidateChosen, CandidateVerified, StrategyChanged
+from engine.run.events import (
+    AnswerReasked,
+    CandidateChosen,
+    CandidateVerified,
+    Formatted,
+    StrategyChanged,
+)
 
 
 def reasked_line(event: AnswerReasked) -> str:
@@ -40,3 +47,20 @@ def strategy_line(event: StrategyChanged) -> str:
     if event.kind == "escalate":
         return f"escalated to {event.model or 'the escalation model'}: {event.reason}"
     return f"restarted from the baseline: {event.reason}"
+
+
+def formatted_line(event: Formatted) -> str | None:
+    """`formatted: 2 files`, with the pinned test files it left alone, or that the fix
+    command failed; None when it changed nothing (said every iteration, it would be noise)."""
+    if event.failed:
+        return "formatter failed: nothing applied"
+    if event.truncated:
+        return "formatter changed too much to bring back: nothing applied"
+    said = []
+    if event.files:
+        said.append(f"formatted: {len(event.files)} file{'s' if len(event.files) != 1 else ''}")
+    if event.held_back:
+        said.append(f"not formatted (pinned tests): {', '.join(event.held_back)}")
+    if event.refused:
+        said.append(f"not formatted (a link in the way): {', '.join(event.refused)}")
+    return "; ".join(said) or None

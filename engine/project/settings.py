@@ -37,6 +37,9 @@ class Settings(BaseModel):
     lint_cmd: str | None = None
     type_cmd: str | None = None
     format_cmd: str | None = None
+    # A formatter that writes (`ruff format .`, `gofmt -w .`): run before the checks, its
+    # changes committed on their own (engine/verify/fix.py). None: no fix pass.
+    fix_cmd: str | None = None
     model: str | None = None
     model_path: Path | None = None
     api_base: str | None = None

@@ -1,6 +1,7 @@
-"""One iteration's check (ARCHITECTURE.md, "One iteration, step by step"): verify the tree in
-the sandbox, judge the verdict (the gate on a doubtful pass, then the guards), and render the
-next packet once, repeat note and notes included, into the run's trail."""
+"""One iteration's check (ARCHITECTURE.md, "One iteration, step by step"): format the tree
+(`fix_cmd`: its changes committed on their own), verify it in the sandbox, judge the verdict
+(the gate on a doubtful pass, then the guards), and render the next packet once, repeat note
+and notes included, into the run's trail."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from engine.feedback.raw import raw_feedback
 from engine.feedback.tokens import count_tokens
 from engine.project.workspace import Workspace
-from engine.run.events import Committed, ReviewRequested, ReviewResolved
+from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
 from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
@@ -20,12 +21,15 @@ from engine.run.outcome import RunConfig
 from engine.run.steps import Check
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
+from engine.verify.fix import FixRun, run_fix
 from engine.verify.results import StageResult
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 
 BASELINE_TESTS = "baseline-tests.json"
 REVERT_MESSAGE = "fixloop[iter {n}]: revert the test changes of a rejected pass"
+FORMAT_MESSAGE = "fixloop[iter {n}/{max_n}]: formatted"
+FORMAT_TRAIL = "format.json"
 
 
 class IterationChecker:
@@ -92,6 +96,12 @@ class IterationChecker:
         """A commit verified (unless the mode's check, or the chosen candidate's verification
         of the same tree, stands in for the run) and judged; `notes` go into the next packet."""
         started = time.monotonic()
+        if verified is not None and self.verifier.fix is not None:
+            # The candidate's scratch copy was formatted by the same command before it was
+            # verified: formatting the worktree gives the tree that verification saw.
+            fixed = await self.formatted(n, None, self.journal.on_stage(n))
+            if fixed is not None and fixed.failed:
+                verified = None  # not the tree the candidate's verification saw
         examined = verified or self.mode.check_before_verify(n, previous)
         if verified is not None:
             await self.journal.stages(n, verified.stages)
@@ -196,8 +206,10 @@ class IterationChecker:
         stages in the trail; with `retry`, an environment failure is run once more, in case
         it was a fluke."""
         workspace = self.workspace
+        heard = on_stage or self.journal.on_stage(n, trail_name)
 
         async def once() -> Verification:
+            fixed = await self.formatted(n, tree, heard)
             return await examine_tree(
                 tree or workspace.root,
                 self.verifier,
@@ -213,7 +225,8 @@ class IterationChecker:
                 previous=previous,
                 iteration=n + 1 if n < self.config.max_iterations else None,
                 max_iterations=self.config.max_iterations,
-                on_stage=on_stage or self.journal.on_stage(n, trail_name),
+                on_stage=heard,
+                fixed=fixed,
             )
 
         examined = await once()
@@ -221,6 +234,39 @@ class IterationChecker:
             self.settled(n, examined)  # the failed attempt stays in the trail
             examined = await once()
         return examined
+
+    async def formatted(self, n: int, tree: Path | None, on_stage: StageCallback) -> FixRun | None:
+        """The fix pass over the worktree (its changes committed on their own, in the trail
+        and as an event) or over `tree`, a candidate's scratch copy (changed in place,
+        nothing recorded but its stage); None without a fix command."""
+        stage = self.verifier.fix
+        if stage is None:
+            return None
+        await on_stage(stage, None)
+        fixed = await run_fix(self.verifier, tree or self.workspace.root, self.workspace.pins.files)
+        assert fixed is not None
+        await on_stage(stage, fixed.stage)
+        if tree is not None:
+            return fixed
+        commit = None
+        if fixed.applied:
+            message = FORMAT_MESSAGE.format(n=n, max_n=self.config.max_iterations)
+            commit = self.workspace.commit(message)
+            if commit is not None:
+                self.journal.emit(Committed(n=n, sha=commit, message=message))
+        self.journal.emit(
+            Formatted(
+                n=n,
+                files=fixed.applied,
+                held_back=fixed.held_back,
+                refused=fixed.refused,
+                truncated=fixed.truncated,
+                failed=fixed.failed,
+                commit=commit,
+            )
+        )
+        self.journal.json(n, FORMAT_TRAIL, fixed)
+        return fixed
 
     def settled(
         self,

@@ -164,6 +164,21 @@ class Committed(BaseEvent):
     message: str
 
 
+class Formatted(BaseEvent):
+    """The fix pass (`fix_cmd`) ran before a verification: the files it changed (committed
+    on their own as `commit`), the pinned test files it would have changed (not applied),
+    and whether it failed (then nothing was applied)."""
+
+    type: Literal["Formatted"] = "Formatted"
+    n: int
+    files: list[str] = Field(default_factory=list)
+    held_back: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    truncated: bool = False
+    failed: bool = False
+    commit: str | None = None
+
+
 class StageStarted(BaseEvent):
     type: Literal["StageStarted"] = "StageStarted"
     n: int
@@ -280,6 +295,7 @@ Event = Annotated[
     | ReviewResolved
     | EditsApplied
     | Committed
+    | Formatted
     | StageStarted
     | StageFinished
     | PacketReady

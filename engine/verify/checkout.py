@@ -10,7 +10,7 @@ import git
 from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
-from engine.verify.stages import Stage, configured_stages
+from engine.verify.stages import Stage, configured_stages, fix_stage
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
 
@@ -37,6 +37,7 @@ def configured_verifier(
         limits=Limits(timeout_s=settings.exec_timeout),
         project=project,
         test_timeout=settings.test_timeout or None,
+        fix=fix_stage(settings),
     )
 
 

@@ -54,6 +54,7 @@ class Verifier:
         limits: Limits | None = None,
         project: Path | None = None,
         test_timeout: float | None = None,
+        fix: Stage | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.stages = list(stages)
@@ -63,6 +64,8 @@ class Verifier:
         # never what is verified.
         self.project = project
         self.test_timeout = test_timeout  # one pytest test's limit; None: only the stage's
+        # `fix_cmd`: run before the stages by the run's checker (engine/verify/fix.py)
+        self.fix = fix
 
     async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
         """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
@@ -97,8 +100,9 @@ class Verifier:
         return await self.sandbox.run(self.request(stage, workdir, nonce)), nonce
 
     def request(self, stage: Stage, workdir: Path, nonce: str) -> ExecRequest:
-        """The sandbox job that runs `stage` over `workdir`: its runner's report switched on,
-        its environment, read-only trees and limits (`engine/verify/toolchains.py`)."""
+        """The sandbox job that runs `stage` over a copy of `workdir` (the fix pass's too): its
+        runner's report switched on, its environment, read-only trees and limits
+        (`engine/verify/toolchains.py`)."""
         runner = stage.runner
         mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if runner == "pytest" else {}
         mounts |= runner_mounts(runner, self.project)

@@ -123,6 +123,19 @@ def kind_of(cmd: str, default: StageKind) -> StageKind:
     return default
 
 
+def fix_stage(settings: Settings) -> Stage | None:
+    """The fix pass's command (`fix_cmd`), run before the stages with its changes kept
+    (engine/verify/fix.py); None when none is configured. Checked like a stage's."""
+    cmd = settings.fix_cmd
+    if cmd is None:
+        return None
+    if not cmd.strip():
+        raise StageConfigError("fix_cmd must be a non-empty command")
+    stage = Stage(name="fix", kind=kind_of(cmd, StageKind.FORMAT), cmd=cmd.strip())
+    stage.argv()
+    return stage
+
+
 def configured_stages(settings: Settings) -> list[Stage]:
     """The stages `settings` name (format, lint, types, tests; pytest when no test command is
     configured), sorted cheapest first. A command that cannot be parsed fails here."""
@@ -141,4 +154,5 @@ def configured_stages(settings: Settings) -> list[Stage]:
         stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip())
         stage.argv()  # a command that cannot be parsed fails now, not in the sandbox
         stages.append(stage)
+    fix_stage(settings)  # a fix command that cannot be parsed fails now too
     return sorted(stages, key=lambda stage: ORDER.index(stage.kind))

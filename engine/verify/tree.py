@@ -20,6 +20,7 @@ from engine.project.modules import modules_of, project_modules
 from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
 from engine.verify.classify import classify, signature
 from engine.verify.execute import StageCallback, Verifier
+from engine.verify.fix import FixRun
 from engine.verify.pins import (
     AddedSkip,
     TestChange,
@@ -58,6 +59,7 @@ class Verification(BaseModel):
     added_skips: list[AddedSkip] = Field(default_factory=list)
     new_tests: list[str] = Field(default_factory=list)  # test ids the baseline did not have
     notes: list[str] = Field(default_factory=list)
+    fixed: FixRun | None = None  # the fix pass (`fix_cmd`) that ran on the tree first
 
 
 def working_tree_diff(repo: Path, rev: str = "HEAD") -> tuple[str, list[str]]:
@@ -80,10 +82,17 @@ async def examine_tree(
     iteration: int | None = None,
     max_iterations: int | None = None,
     on_stage: StageCallback | None = None,
+    fixed: FixRun | None = None,
 ) -> Verification:
     """Run the stages, classify, judge and distill. The packet is not rendered yet: the loop
-    adds its notes first; `rendered(examine_tree(...))` is the whole verification."""
+    adds its notes first; `rendered(examine_tree(...))` is the whole verification.
+
+    `fixed`: the fix pass that already ran on `root`; a failed one is a failing stage of
+    this verification (a passing one is not: only the check pass's status counts), and
+    what it held back is in the packet's notes."""
     stages = await verifier.run(root, on_stage)
+    if fixed is not None and fixed.failed:
+        stages = [fixed.stage, *stages]
     classification = classify(
         stages, project_modules=project_modules(root), touched_modules=modules_of(touched)
     )
@@ -119,6 +128,7 @@ async def examine_tree(
             max_iterations=max_iterations,
             previous=previous,
             last_diff=last_diff,
+            notes=fixed.notes() if fixed is not None else (),
         )
     return Verification(
         judgement=judgement,
@@ -128,6 +138,7 @@ async def examine_tree(
         added_skips=skips,
         new_tests=tests.new_tests,
         notes=notes,
+        fixed=fixed,
     )
 
 

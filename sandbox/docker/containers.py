@@ -35,7 +35,14 @@ from sandbox.bundle import (
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.docker.kernel import KernelReport, require_gvisor
 from sandbox.errors import SandboxError
-from sandbox.handoff import DRAIN_GRACE_S, READY, START_TIMEOUT_S, job_header
+from sandbox.handoff import (
+    DRAIN_GRACE_S,
+    READY,
+    START_TIMEOUT_S,
+    job_changes,
+    job_header,
+    job_stdout,
+)
 from sandbox.memory_watch import Measure, MemoryWatch, sentry_argv, stats_measure
 from sandbox.output import CHUNK, CappedStream
 from sandbox.owners import new_name
@@ -279,7 +286,7 @@ class Container:
             raise SandboxError("internal: execute() on a container that was not started")
         limits = request.limits
         header = job_header(request, self.profile.interpreter, has_files=payload is not None)
-        outputs = {1: CappedStream(limits.output_bytes), 2: CappedStream(limits.output_bytes)}
+        outputs = {1: job_stdout(request), 2: CappedStream(limits.output_bytes)}
         pump = asyncio.create_task(self._pump(outputs))
         started = time.monotonic()
         timed_out = False
@@ -312,6 +319,7 @@ class Container:
             exit_code = 124 if exit_code in (0, 128 + signal.SIGKILL) else exit_code
         oom = await asyncio.to_thread(self.oom_killed)
         stdout, stderr = outputs[1], outputs[2]
+        changes, changes_truncated = job_changes(request, stdout, killed=timed_out or oom)
         return ExecResult(
             exit_code=exit_code,
             stdout=stdout.text(),
@@ -322,6 +330,8 @@ class Container:
             truncated=stdout.truncated or stderr.truncated,
             backend="docker",
             workdir=SANDBOX_WORKDIR,
+            changes=changes,
+            changes_truncated=changes_truncated,
         )
 
     async def _pump(self, outputs: dict[int, CappedStream]) -> None:

@@ -9,6 +9,11 @@ by a tar stream of the workspace. It unpacks the workspace, adopts the job's
 environment and becomes the job — in-process for Python commands (so the warm
 imports pay off), by exec for anything else.
 
+A job that asks for its changes back (`return_changes`) runs in a forked child instead:
+the zygote snapshots the workspace first, waits for the child, kills whatever the job
+left running, then writes the frame of changed files (`changes.py`, beside this file) as
+the last bytes of stdout and exits with the job's status.
+
 The warm interpreter is used only when it behaves like a fresh one would: if
 the workspace (or PYTHONPATH) shadows a module the warm-up imported, or the job
 changes an environment variable the warm-up read or an interpreter setting, the
@@ -283,6 +288,61 @@ def lower_limits(args: list[str]) -> None:
     del sys.modules["resource"]
 
 
+def load_changes_module() -> Any:
+    """`changes.py` beside this file, loaded by path: never in sys.modules, where a job
+    could import it or the warm-up's shadowing check would count it."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "changes.py")
+    spec = importlib.util.spec_from_file_location("fixloop_changes", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_returning_changes(job: dict[str, Any]) -> None:
+    """Fork: the child goes on to become the job; this process waits, ends every process
+    the job left, and sends the changes frame. Never returns in the parent."""
+    changes = load_changes_module()
+    excludes = job.get("excludes", [])
+    before = changes.snapshot(job["cwd"], excludes)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        return
+    _, status = os.waitpid(child, 0)
+    end_every_other_process(child)
+    payload = changes.collect(job["cwd"], before, excludes, int(job["changes_bytes"]))
+    out = sys.stdout.buffer
+    out.write(changes.frame(payload))
+    out.flush()
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
+def end_every_other_process(child: int) -> None:
+    """As the sandbox's first process (gvisor): every other process in it. Under the docker
+    backend's init script (not pid 1): the job's session, which its child started."""
+    import signal
+
+    if os.getpid() == 1:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while True:
+                os.waitpid(-1, 0)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+
+
 def main() -> None:
     lower_limits(sys.argv[1:])
     # sys.path[0] is the zygote's own directory: neither warm-up nor job may import from it.
@@ -292,6 +352,8 @@ def main() -> None:
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     job = read_job()
+    if job.get("return_changes"):
+        run_returning_changes(job)
     # Finders cached directory listings before the workspace existed.
     importlib.invalidate_caches()
     detach_stdin()

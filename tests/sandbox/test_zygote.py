@@ -180,3 +180,55 @@ async def test_workspace_shadowing_a_warm_module_gets_a_fresh_interpreter(
     result = await isolating_pool.run(request)
 
     assert result.stdout.split() == ["False", "True"], result
+
+
+def test_changes_come_back_from_a_zygote_that_is_not_pid_1(tmp_path: Path) -> None:
+    """The docker backend's zygote runs under its init script, not as pid 1: it ends the
+    job's session (a child left running included) and still sends the frame last."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from sandbox.changes import StdoutWithChanges, read_changes
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kept.txt").write_text("kept\n")
+    (work / "changed.txt").write_text("before\n")
+    job = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', "
+        '\'import time; time.sleep(5); open("late.txt", "w").write("late")\'])\n'
+        "open('changed.txt', 'w').write('after\\n')\n"
+        "print('job says hi')\n"
+        "raise SystemExit(7)\n"
+    )
+    header = {
+        "argv": [sys.executable, "-c", job],
+        "env": {"PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"},
+        "cwd": str(work),
+        "has_files": False,
+        "return_changes": True,
+        "excludes": [".git"],
+        "changes_bytes": 1 << 20,
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-s", str(INSIDE_DIR / "zygote.py"), "--no-preload"],
+        input=json.dumps(header).encode() + b"\n",
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert time.monotonic() - started < 5
+    assert done.returncode == 7, done.stderr
+    stdout = StdoutWithChanges(cap=1 << 16, frame_cap=1 << 20)
+    stdout.feed(done.stdout)
+    changes, truncated = read_changes(stdout.take_frame(), [".git"])
+    assert stdout.text() == zygote.READY.decode() + "job says hi\n"
+    assert changes is not None
+    assert [(c.path, c.content) for c in changes] == [("changed.txt", b"after\n")]
+    assert not truncated
+    time.sleep(5.5)
+    assert not (work / "late.txt").exists()  # the child left running was ended

@@ -68,7 +68,10 @@ def test_sandbox_run_json_prints_the_result_fields(tmp_path: Path) -> None:
         "oom_killed",
         "truncated",
         "backend",
+        "changes",
+        "changes_truncated",
     }
+    assert result["changes"] is None  # not asked for
     assert result["stdout"] == "from the workdir\n"
     assert result["backend"] == "gvisor"
 

@@ -11,10 +11,12 @@ from engine.run.events import (
     CandidateChosen,
     CandidateVerified,
     EditsApplied,
+    Formatted,
     IterationStarted,
     StrategyChanged,
 )
 from tui.headless import ProgressPrinter
+from tui.widgets.run_view import RunView
 
 TESTS = {"collected": 5, "passed": 4, "failed": 1, "errors": 0, "skipped": 0}
 
@@ -90,3 +92,23 @@ def test_a_restart_and_an_escalation_are_one_line_each() -> None:
         " the code is back as it was at the start",
         "fixloop: [4/4] escalated to openai/stronger: the last iteration",
     ]
+
+
+def test_the_fix_pass_is_one_line_when_it_changed_or_left_out_something() -> None:
+    assert printed(
+        Formatted(n=1, files=["a.py", "b.py"], commit="abc"),
+        Formatted(n=1, files=["a.py"], held_back=["tests/test_a.py"]),
+        Formatted(n=1, failed=True),
+        Formatted(n=1),
+    ) == [
+        "fixloop: [1/4] formatted: 2 files",
+        "fixloop: [1/4] formatted: 1 file; not formatted (pinned tests): tests/test_a.py",
+        "fixloop: [1/4] formatter failed: nothing applied",
+    ]
+
+
+def test_the_history_pane_has_the_same_line_for_the_fix_pass() -> None:
+    view = RunView()
+    for event in (IterationStarted(n=1, max_n=4), Formatted(n=1, files=["a.py", "b.py"])):
+        view.apply(event)
+    assert view.iterations[1].levers == ["formatted: 2 files"]

@@ -15,6 +15,7 @@ from engine.run.events import (
     CandidateVerified,
     Committed,
     EditsApplied,
+    Formatted,
     GuardTripped,
     IterationStarted,
     ModelRequested,
@@ -34,7 +35,7 @@ from engine.run.events import (
     StrategyChanged,
     TestEditsRefused,
 )
-from tui.lever_lines import chosen_line, reasked_line, strategy_line
+from tui.lever_lines import chosen_line, formatted_line, reasked_line, strategy_line
 
 # An iteration in one of these is still under way.
 IN_PROGRESS = frozenset(
@@ -242,6 +243,9 @@ class RunView:
         elif isinstance(event, CandidateChosen):
             it.status = "applying"
             it.levers.append(chosen_line(event, it.candidates))
+        elif isinstance(event, Formatted):
+            if line := formatted_line(event):
+                it.levers.append(line)
         elif isinstance(event, StrategyChanged):
             it.levers.append(strategy_line(event))
             if event.kind == "escalate" and event.model:

@@ -98,6 +98,11 @@ class ExecRequest(BaseModel):
         default=False,
         description="send back the regular files the job changed in its workspace copy",
     )
+    changes_only: tuple[str, ...] = Field(
+        default=(),
+        description="with return_changes: only files whose workspace-relative path matches one"
+        " of these globs (a runner's report files, say, not its build output)",
+    )
 
     @field_validator("mounts")
     @classmethod

@@ -33,6 +33,7 @@ def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: boo
         "return_changes": request.return_changes,
         "excludes": sorted(request.excludes),
         "changes_bytes": request.limits.changes_bytes,
+        "changes_only": list(request.changes_only),
     }
     return json.dumps(header).encode() + b"\n"
 

@@ -116,6 +116,7 @@ class UnsafeLocalSandbox:
                     before,
                     request.excludes,
                     limits.changes_bytes,
+                    request.changes_only,
                 )
                 changes = read_changes(frame, request.excludes)
             result = ExecResult(

@@ -15,6 +15,7 @@ the host (`sandbox/changes.py`) cuts it off and reads it as untrusted data.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import os
@@ -77,22 +78,34 @@ def snapshot(root: str, excludes: Iterable[str]) -> Snapshot:
     return taken
 
 
-def collect(root: str, before: Snapshot, excludes: Iterable[str], cap: int) -> bytes:
+def collect(
+    root: str, before: Snapshot, excludes: Iterable[str], cap: int, only: Iterable[str] = ()
+) -> bytes:
     """The JSON of what changed since `before`: new or changed regular files with their
-    content (base64) and executable bit, and deleted ones (content null). Past `cap`
+    content (base64) and executable bit, and deleted ones (content null); with `only`
+    (glob patterns of workspace-relative paths), just the files matching one. Past `cap`
     bytes of JSON it is `{"truncated": true, "changes": []}`: all or nothing; so is a
     workspace that cannot be read whole (a tree too deep to walk, say)."""
     try:
-        return _collect(root, before, excludes, cap)
+        return _collect(root, before, excludes, cap, tuple(only))
     except (OSError, RecursionError, MemoryError):
         return _truncated()
 
 
-def _collect(root: str, before: Snapshot, excludes: Iterable[str], cap: int) -> bytes:
+def _wanted(relative: str, only: tuple[str, ...]) -> bool:
+    return not only or any(fnmatch.fnmatchcase(relative, pattern) for pattern in only)
+
+
+def _collect(
+    root: str, before: Snapshot, excludes: Iterable[str], cap: int, only: tuple[str, ...]
+) -> bytes:
     changes: list[dict[str, object]] = []
     size = 0
     seen: set[str] = set()
     for relative, fd in regular_files(root, excludes):
+        if not _wanted(relative, only):
+            os.close(fd)
+            continue
         try:
             seen.add(relative)
             room = cap - size
@@ -115,6 +128,8 @@ def _collect(root: str, before: Snapshot, excludes: Iterable[str], cap: int) -> 
             return _truncated()
         changes.append(entry)
     for relative in sorted(before.keys() - seen):
+        if not _wanted(relative, only):
+            continue
         entry = {"path": relative, "content": None, "executable": False}
         size += len(json.dumps(entry)) + 2
         if size > cap:

@@ -316,7 +316,9 @@ def run_returning_changes(job: dict[str, Any]) -> None:
         return
     _, status = os.waitpid(child, 0)
     end_every_other_process(child)
-    payload = changes.collect(job["cwd"], before, excludes, int(job["changes_bytes"]))
+    payload = changes.collect(
+        job["cwd"], before, excludes, int(job["changes_bytes"]), job.get("changes_only", [])
+    )
     out = sys.stdout.buffer
     out.write(changes.frame(payload))
     out.flush()

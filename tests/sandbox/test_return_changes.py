@@ -44,12 +44,15 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-async def run(backend: Sandbox, code: str, workdir: Path, **limits: int) -> ExecResult:
+async def run(
+    backend: Sandbox, code: str, workdir: Path, only: tuple[str, ...] = (), **limits: int
+) -> ExecResult:
     request = ExecRequest(
         argv=["python", "-c", textwrap.dedent(code)],
         workdir=workdir,
         limits=Limits(timeout_s=30, memory_mb=256, **limits),
         return_changes=True,
+        changes_only=only,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnsafeLocalWarning)
@@ -85,6 +88,28 @@ async def test_changed_new_and_deleted_files_come_back(backend: Sandbox, workspa
     }
     assert result.changes_truncated is False
     assert (workspace / "hello.txt").read_text() == "hello\n"
+
+
+async def test_only_the_files_asked_for_come_back(backend: Sandbox, workspace: Path) -> None:
+    """A runner's report files, not its build output (JUnit XML under build/, say)."""
+    result = await run(
+        backend,
+        """
+        import os
+        os.makedirs("build/test-results")
+        open("build/test-results/TEST-a.xml", "w").write("<testsuite/>")
+        open("build/classes.bin", "wb").write(b"x" * 1000)
+        open("hello.txt", "w").write("changed")
+        os.remove("pkg/module.py")
+        """,
+        workspace,
+        only=("build/test-results/*.xml",),
+    )
+    assert by_path(result) == {
+        "build/test-results/TEST-a.xml": FileChange(
+            path="build/test-results/TEST-a.xml", content=b"<testsuite/>"
+        )
+    }
 
 
 async def test_nothing_comes_back_unless_asked(backend: Sandbox, workspace: Path) -> None:

@@ -65,13 +65,13 @@ def _find_object(text: str) -> dict[str, object] | None:
     return None
 
 
-def _unrooted(text: str, roots: list[str]) -> str:
+def unrooted(text: str, roots: list[str]) -> str:
     for root in roots:
         text = text.replace(root.rstrip("/") + "/", "")
     return text
 
 
-def _project_frames(text: str, roots: list[str]) -> list[Frame]:
+def project_frames(text: str, roots: list[str]) -> list[Frame]:
     """Stack frames inside the project (relative, not in node_modules), innermost first."""
     frames = []
     for line in text.splitlines():
@@ -84,7 +84,7 @@ def _project_frames(text: str, roots: list[str]) -> list[Frame]:
     return frames
 
 
-def _message(failure: str) -> str:
+def without_stack(failure: str) -> str:
     """The failure without its stack."""
     lines = []
     for line in failure.splitlines():
@@ -94,7 +94,7 @@ def _message(failure: str) -> str:
     return "\n".join(lines).strip()
 
 
-def _comparison(message: str) -> tuple[str | None, str | None]:
+def comparison(message: str) -> tuple[str | None, str | None]:
     expected, received = _EXPECTED.search(message), _RECEIVED.search(message)
     if expected or received:
         return (
@@ -106,7 +106,7 @@ def _comparison(message: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _kind(message: str) -> tuple[str | None, str]:
+def error_kind(message: str) -> tuple[str | None, str]:
     """(exception type, message): a matcher's failure is an AssertionError."""
     first = message.split("\n", 1)[0]
     if first.startswith(("expect(", "Error: expect(")) or first.startswith(
@@ -145,12 +145,12 @@ def _case(
             line=defined,
             skip_reason=_SKIP_REASONS.get(status, status),
         )
-    failures = [_unrooted(strip_ansi(str(m)), roots) for m in _list(item.get("failureMessages"))]
+    failures = [unrooted(strip_ansi(str(m)), roots) for m in _list(item.get("failureMessages"))]
     failure = failures[0] if failures else ""
-    message = _message(failure)
-    kind, text = _kind(message)
-    expected, actual = _comparison(text)
-    frames = _project_frames(failure, roots)
+    message = without_stack(failure)
+    kind, text = error_kind(message)
+    expected, actual = comparison(text)
+    frames = project_frames(failure, roots)
     in_test = [f for f in frames if f.file == file]
     test_frame = in_test[0] if in_test else None
     line = test_frame.line if test_frame else defined  # Jest: where the test is defined
@@ -199,7 +199,7 @@ def _list(value: object) -> list[object]:
 
 
 def _collection_error(file: str, message: str, roots: list[str]) -> CollectionError:
-    text = _unrooted(strip_ansi(message), roots).replace(_SUITE_HEADER, "").strip()
+    text = unrooted(strip_ansi(message), roots).replace(_SUITE_HEADER, "").strip()
     kind, what, frame = None, "", None
     for line in text.splitlines():
         if match := _ERROR_LINE.match(line):
@@ -213,7 +213,7 @@ def _collection_error(file: str, message: str, roots: list[str]) -> CollectionEr
         if re.search(r"invalid JS syntax|Unexpected token|Failed to parse", what):
             kind = "SyntaxError"
     if frame is None:
-        frames = _project_frames(text, roots)
+        frames = project_frames(text, roots)
         frame = frames[-1] if frames else None
     return CollectionError(
         nodeid=file, exception_type=kind, exception_message=what, frame=frame, text=text[:4000]
@@ -241,7 +241,7 @@ def parse_js_tests(text: str, roots: Iterable[str] = ()) -> TestReport | None:
         items = [i for i in _list(suite.get("assertionResults")) if isinstance(i, dict)]
         for item in items:
             outcome = _OUTCOMES.get(str(item.get("status")), "skipped")
-            case = _case(item, file, _unrooted(strip_ansi(message), roots), roots, outcome)
+            case = _case(item, file, unrooted(strip_ansi(message), roots), roots, outcome)
             nodeids.append(case.nodeid)
             counts[outcome] += 1
             if outcome != "passed":

@@ -41,7 +41,7 @@ def _stack(lines: list[str], roots: list[str]) -> list[Frame]:
     return frames
 
 
-def _comparison(message: str) -> tuple[str | None, str | None]:
+def comparison(message: str) -> tuple[str | None, str | None]:
     for pattern in _COMPARISONS:
         if match := pattern.search(message.split("\n", 1)[0]):
             return match["expected"].strip(), match["actual"].strip()
@@ -94,7 +94,7 @@ def go_case(
         return TestCase(nodeid=nodeid, outcome=outcome, captured="\n".join(captured[-40:]))
     file, number, message = messages[0]
     where = Frame(file=_in_dir(directory, file), line=number, function=name.split("/")[0])
-    expected, actual = _comparison(message)
+    expected, actual = comparison(message)
     return TestCase(
         nodeid=nodeid,
         outcome=outcome,

@@ -152,7 +152,7 @@ def parse_junit(text: str, roots: Iterable[str] = ()) -> TestReport | None:
         return None
     roots = list(roots)
     elements, is_junit, cut = _elements(text)
-    if not is_junit:
+    if not is_junit or (cut and not elements):
         return None
     nodeids: list[str] = []
     cases: list[TestCase] = []

@@ -65,6 +65,14 @@ _COMMAND_NOT_FOUND = re.compile(
     r"|Command '\[?'?([^\s',\]]+).*' returned non-zero exit status 127",
     re.MULTILINE,
 )
+# Go and Node say a dependency is missing in their own words; a relative import is the project's.
+_GO_MODULE_MISSING = re.compile(
+    r"no required module provides package ([^\s;]+)|cannot find module providing package (\S+?):"
+)
+_JS_MODULE_MISSING = re.compile(
+    r"Cannot find (?:module|package) '([^'./][^']*)'|Failed to load url ([^\s./][^\s]*) "
+)
+_JS_LOCAL_MODULE = re.compile(r"Cannot find module '\.{0,2}/|Failed to load url \.{0,2}/")
 _DISK_FULL = re.compile(r"No space left on device|ENOSPC|\[Errno 28\]|Disk quota exceeded")
 _NETWORK = (
     (re.compile(r"Connection ?refused", re.IGNORECASE), "connection refused"),
@@ -132,6 +140,21 @@ def _env_in_text(text: str, known: frozenset[str]) -> _EnvFinding | None:
         )
     if finding := _missing_module(text, known):
         return finding
+    if match := _GO_MODULE_MISSING.search(text):
+        package = match.group(1) or match.group(2)
+        return _EnvFinding(
+            f"Go package {package} is not in the module cache, and the sandbox has no network: "
+            f"run `go get {package}` (or `go mod download`) on the host",
+            match.group(0),
+        )
+    if match := _JS_MODULE_MISSING.search(text):
+        name = match.group(1) or match.group(2)
+        package = "/".join(name.split("/")[: 2 if name.startswith("@") else 1])
+        return _EnvFinding(
+            f"npm package '{package}' is not installed in node_modules, and the sandbox has no "
+            f"network: run `npm install {package}` on the host",
+            match.group(0),
+        )
     if match := _COMMAND_NOT_FOUND.search(text):
         return _command_not_found(match.group(1) or match.group(2) or match.group(3))
     if match := _DISK_FULL.search(text):
@@ -192,7 +215,15 @@ def _env(finding: _EnvFinding, where: str) -> Classification:
 # --- the code: mechanical or logic --------------------------------------------------------------
 
 _ALWAYS_MECHANICAL = frozenset(
-    {"SyntaxError", "IndentationError", "TabError", "NameError", "UnboundLocalError"}
+    {
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "NameError",
+        "UnboundLocalError",
+        "CompileError",  # a Go package that does not build (engine/verify/go_report.py)
+        "ReferenceError",  # JavaScript's NameError
+    }
 )
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _MODULE_ATTRIBUTE = re.compile(r"^module '[\w.]+' has no attribute ")
@@ -226,6 +257,8 @@ def _is_mechanical(failure: Failure, known: frozenset[str]) -> bool:
         if missing and missing.group(2):  # "'os' is not a package": a wrong submodule name
             return True
         return bool(missing and missing.group(1).split(".")[0] in known)
+    if _JS_LOCAL_MODULE.search(message):  # a require/import of the project's own file
+        return True
     return bool(_FIXTURE_NOT_FOUND.search(message))
 
 

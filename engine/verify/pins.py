@@ -25,10 +25,22 @@ _SKIPPED_DIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules"
 _SKIPPED_NAMES = frozenset({"__pycache__", "site-packages"})
 
 
+_JS_SUFFIXES = frozenset({".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts"})
+_JS_TEST_MARKS = frozenset({"test", "spec"})
+
+
 def is_test_file(path: str) -> bool:
-    """Whether a project-relative posix path is a file pytest would treat as tests."""
+    """Whether a project-relative posix path is a file its runner treats as tests (or as what
+    tests compare against): pytest's, Go's `*_test.go`, Jest's and Vitest's `*.test.*`,
+    `*.spec.*` and `__tests__/`, and Jest's stored snapshots."""
     pure = PurePosixPath(path)
     name = pure.name
+    if name.endswith("_test.go"):
+        return not {"testdata", "vendor"} & set(pure.parts[:-1])  # both are ignored by `go test`
+    if pure.suffix in _JS_SUFFIXES:
+        return "__tests__" in pure.parts[:-1] or name.split(".")[-2] in _JS_TEST_MARKS
+    if pure.suffix == ".snap" and pure.parent.name == "__snapshots__":
+        return True
     if not name.endswith(".py"):
         return False
     if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"):
@@ -132,6 +144,7 @@ class AddedSkip(BaseModel):
     file: str
     line: int  # 1-based, in the working-tree file
     text: str
+    why: str = ""  # what the line does, when its text does not say it plainly
 
 
 _SKIP_PATTERNS = tuple(
@@ -146,6 +159,19 @@ _SKIP_PATTERNS = tuple(
         r"^\s*pytestmark\s*=",
         r"^\s*__test__\s*=\s*False\b",
         r"\bcollect_ignore",
+    )
+)
+# Go and JS/TS: a skip, and a focus that silently drops every test not focused. Each with what
+# it does, for the reason the verdict gives.
+_JS_BLOCKS = r"\b(?:it|test|describe|suite|context|bench)(?:\.\w+)*"
+_NAMED_SKIP_PATTERNS = tuple(
+    (re.compile(pattern), why)
+    for pattern, why in (
+        (r"\b\w+\.Skip(?:Now|f)?\s*\(", "`t.Skip` skips the Go test"),
+        (_JS_BLOCKS + r"\.(?:skip|skipIf|runIf)\b", "`.skip` skips the tests"),
+        (r"\bx(?:it|test|describe)\s*\(", "`xit`/`xtest`/`xdescribe` skips the tests"),
+        (_JS_BLOCKS + r"\.only\b", "`.only` runs only the focused tests"),
+        (r"\bf(?:it|describe)\s*\(", "`fit`/`fdescribe` runs only the focused tests"),
     )
 )
 _SELECTION_PATTERNS = tuple(
@@ -166,12 +192,13 @@ _SELECTION_PATTERNS = tuple(
 _CONFIG_FILES = frozenset(
     {"pyproject.toml", "pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini", "conftest.py"}
 )
-_COMMENT_PREFIXES = ("#", ";")
+_COMMENT_PREFIXES = ("#", ";", "//", "/*")
 
 
 def added_skips(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
-    """Lines added to test files since `rev` that skip, xfail or hide tests."""
-    return _added_matching(repo, rev, root, is_test_file, _SKIP_PATTERNS)
+    """Lines added to test files since `rev` that skip, xfail, focus or hide tests."""
+    patterns = [(p, "") for p in _SKIP_PATTERNS] + list(_NAMED_SKIP_PATTERNS)
+    return _added_matching(repo, rev, root, is_test_file, patterns)
 
 
 def config_changes(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
@@ -180,7 +207,7 @@ def config_changes(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
     def is_config(path: str) -> bool:
         return PurePosixPath(path).name in _CONFIG_FILES
 
-    return _added_matching(repo, rev, root, is_config, _SELECTION_PATTERNS)
+    return _added_matching(repo, rev, root, is_config, [(p, "") for p in _SELECTION_PATTERNS])
 
 
 def _added_matching(
@@ -188,7 +215,7 @@ def _added_matching(
     rev: str,
     root: Path,
     wanted: Callable[[str], bool],
-    patterns: tuple[re.Pattern[str], ...],
+    patterns: list[tuple[re.Pattern[str], str]],
 ) -> list[AddedSkip]:
     with git.Repo(repo) as handle:
         tree = handle.commit(rev).tree
@@ -199,7 +226,7 @@ def _added_in(
     tree: git.Tree,
     root: Path,
     wanted: Callable[[str], bool],
-    patterns: tuple[re.Pattern[str], ...],
+    patterns: list[tuple[re.Pattern[str], str]],
 ) -> list[AddedSkip]:
     found: list[AddedSkip] = []
     for path in _walk(root):
@@ -210,8 +237,9 @@ def _added_in(
             stripped = text.strip()
             if stripped.startswith(_COMMENT_PREFIXES):
                 continue
-            if any(p.search(text) for p in patterns):
-                found.append(AddedSkip(file=path, line=number, text=stripped))
+            why = next((why for p, why in patterns if p.search(text)), None)
+            if why is not None:
+                found.append(AddedSkip(file=path, line=number, text=stripped, why=why))
     return found
 
 

@@ -80,7 +80,8 @@ def pass_doubts(
         if change.change != "added":
             reasons.append(f"test file {change.path} was {change.change} since the baseline")
     for skip in added_skips:
-        reasons.append(f"added {skip.text.strip()} at {skip.file}:{skip.line}")
+        why = f" ({skip.why})" if skip.why else ""
+        reasons.append(f"added {skip.text.strip()} at {skip.file}:{skip.line}{why}")
     counts = test_counts(stages)
     collected = counts.collected if counts is not None else None
     if baseline_collected is not None and collected is not None and collected < baseline_collected:

@@ -148,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     verify.add_argument("--test-cmd", metavar="CMD", help=f"default: {DEFAULT_TEST_CMD}")
+    verify.add_argument(
+        "--test-report",
+        metavar="GLOB",
+        help="JUnit XML files the test command writes, read as its report (any runner)",
+    )
     verify.add_argument("--lint-cmd", metavar="CMD", help="e.g. 'ruff check .'")
     verify.add_argument("--type-cmd", metavar="CMD", help="e.g. 'mypy .'")
     verify.add_argument("--format-cmd", metavar="CMD", help="e.g. 'ruff format --check .'")

@@ -59,6 +59,7 @@ RUN_FLAGS = (
     "spec",
     "files",
     "test_cmd",
+    "test_report",
     "lint_cmd",
     "type_cmd",
     "format_cmd",
@@ -105,6 +106,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="spec mode: write a new module and its tests from a spec TOML (examples/specs/)",
     )
     parser.add_argument("--test-cmd", help=f"default: {DEFAULT_TEST_CMD}")
+    parser.add_argument(
+        "--test-report",
+        metavar="GLOB",
+        help="JUnit XML files the test command writes, read as its report (any runner)",
+    )
     parser.add_argument("--lint-cmd")
     parser.add_argument("--type-cmd")
     parser.add_argument("--format-cmd")

@@ -20,6 +20,7 @@ from tui.sandbox_warnings import unsafe_local_said_once
 
 VERIFY_FLAGS = (
     "test_cmd",
+    "test_report",
     "lint_cmd",
     "type_cmd",
     "format_cmd",

@@ -37,6 +37,9 @@ class Settings(BaseModel):
     lint_cmd: str | None = None
     type_cmd: str | None = None
     format_cmd: str | None = None
+    # JUnit XML files the test command writes (a glob in the project, e.g.
+    # "build/test-results/test/*.xml"): read as its report, for runners fixloop cannot read.
+    test_report: str | None = None
     # A formatter that writes (`ruff format .`, `gofmt -w .`): run before the checks, its
     # changes committed on their own (engine/verify/fix.py). None: no fix pass.
     fix_cmd: str | None = None

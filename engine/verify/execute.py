@@ -13,6 +13,9 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from engine.verify.go_report import parse_go_test
+from engine.verify.js_report import parse_js_tests
+from engine.verify.junit_report import parse_junit
 from engine.verify.parsers import (
     extract_report,
     generic_excerpt,
@@ -20,7 +23,7 @@ from engine.verify.parsers import (
     parse_ruff,
     parse_ruff_format,
 )
-from engine.verify.results import StageKind, StageResult
+from engine.verify.results import StageKind, StageResult, TestCounts, TestReport
 from engine.verify.stages import Stage
 from engine.verify.toolchains import (
     runner_argv,
@@ -117,6 +120,9 @@ class Verifier:
             python=self.python,
             mounts=mounts,
             links=runner_links(mounts),
+            # A JUnit report is a file the runner writes: it comes back as a change.
+            return_changes=stage.report is not None,
+            changes_only=(stage.report,) if stage.report else (),
         )
 
 
@@ -170,6 +176,36 @@ def per_test_limit(test_timeout: float | None, stage_timeout_s: float) -> float 
     return min(test_timeout, stage_timeout_s / 2)
 
 
+def junit_reports(result: ExecResult, roots: list[str]) -> TestReport | None:
+    """The JUnit XML files the stage wrote (`test_report`), read as one report; None when
+    none came back or none is JUnit."""
+    found = [
+        parse_junit(change.content.decode("utf-8", errors="replace"), roots)
+        for change in sorted(result.changes or [], key=lambda change: change.path)
+        if change.content is not None
+    ]
+    return _merged([report for report in found if report is not None])
+
+
+def _merged(reports: list[TestReport]) -> TestReport | None:
+    """Several report files (one per suite, as Surefire and Gradle write them) as one."""
+    if len(reports) < 2:
+        return reports[0] if reports else None
+    counts = {
+        name: sum(getattr(report.counts, name) for report in reports)
+        for name in TestCounts.model_fields
+    }
+    statuses = [report.exitstatus for report in reports if report.exitstatus is not None]
+    return TestReport(
+        exitstatus=max(statuses) if statuses else None,
+        counts=TestCounts(**counts),
+        nodeids=[nodeid for report in reports for nodeid in report.nodeids],
+        tests=[case for report in reports for case in report.tests],
+        collection_errors=[error for report in reports for error in report.collection_errors],
+        truncated=any(report.truncated for report in reports),
+    )
+
+
 def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:
     """Everything we can learn from one stage's process: pure, so captured results replay."""
     roots = [result.workdir]
@@ -185,6 +221,12 @@ def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:
     report = None
     if stage.runs_pytest:
         report, stderr = extract_report(stderr, nonce)
+    elif stage.report is not None:
+        report = junit_reports(result, roots)
+    elif stage.runner == "go":
+        report = parse_go_test(result.stdout + "\n" + stderr, roots)
+    elif stage.runner in ("jest", "vitest"):
+        report = parse_js_tests(result.stdout, roots)
     diagnostics = []
     if stage.kind is StageKind.LINT:
         diagnostics = parse_ruff(result.stdout, roots) or []

@@ -34,6 +34,7 @@ class Stage(BaseModel):
     name: str
     kind: StageKind
     cmd: str
+    report: str | None = None  # JUnit XML files it writes, a glob in the workspace
 
     def argv(self) -> list[str]:
         """The argv to execute: the command's own words, or `sh -c` when it needs a shell."""
@@ -151,7 +152,8 @@ def configured_stages(settings: Settings) -> list[Stage]:
             continue
         if not cmd.strip():
             raise StageConfigError(f"{setting} must be a non-empty command")
-        stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip())
+        report = settings.test_report if kind is StageKind.TESTS else None
+        stage = Stage(name=kind.value, kind=kind_of(cmd, kind), cmd=cmd.strip(), report=report)
         stage.argv()  # a command that cannot be parsed fails now, not in the sandbox
         stages.append(stage)
     fix_stage(settings)  # a fix command that cannot be parsed fails now too

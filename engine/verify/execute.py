@@ -27,10 +27,11 @@ from engine.verify.results import StageKind, StageResult, TestCounts, TestReport
 from engine.verify.stages import Stage
 from engine.verify.toolchains import (
     runner_argv,
-    runner_env,
-    runner_limits,
-    runner_links,
-    runner_mounts,
+    toolchain_env,
+    toolchain_limits,
+    toolchain_links,
+    toolchain_mounts,
+    toolchain_of,
 )
 from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
 
@@ -106,20 +107,20 @@ class Verifier:
         """The sandbox job that runs `stage` over a copy of `workdir` (the fix pass's too): its
         runner's report switched on, its environment, read-only trees and limits
         (`engine/verify/toolchains.py`)."""
-        runner = stage.runner
-        mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if runner == "pytest" else {}
-        mounts |= runner_mounts(runner, self.project)
+        toolchain = toolchain_of(stage.cmd)
+        mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {}
+        mounts |= toolchain_mounts(toolchain, self.project)
         return ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
             env={
                 **stage_env(stage, nonce, self.limits.timeout_s, self.test_timeout),
-                **runner_env(runner, mounts),
+                **toolchain_env(toolchain, mounts),
             },
-            limits=runner_limits(runner, self.limits),
+            limits=toolchain_limits(toolchain, self.limits),
             python=self.python,
             mounts=mounts,
-            links=runner_links(mounts),
+            links=toolchain_links(mounts),
             # A JUnit report is a file the runner writes: it comes back as a change.
             return_changes=stage.report is not None,
             changes_only=(stage.report,) if stage.report else (),

@@ -16,6 +16,7 @@ from typing import Literal
 from sandbox import Limits
 
 Runner = Literal["pytest", "go", "jest", "vitest"]
+Toolchain = Literal["go", "node"]
 
 GO_MODCACHE_MOUNT = "/fixloop/gomodcache"
 NODE_MODULES_MOUNT = "/fixloop/node_modules"
@@ -37,6 +38,20 @@ def runner_of(cmd: str) -> Runner | None:
         return "vitest"
     if re.search(_WORD + r"jest(\.js)?(\s|$)", cmd):
         return "jest"
+    return None
+
+
+_NODE_PROGRAMS = frozenset({"node", "npm", "npx", "yarn", "pnpm", "jest", "vitest", "tsc"})
+
+
+def toolchain_of(cmd: str) -> Toolchain | None:
+    """The toolchain a command runs on (its environment, read-only trees and limits follow),
+    whether or not fixloop reads its report: `go vet`, `node --test`, `npm test` too."""
+    words = {Path(word).name for word in re.split(r"[\s;&|()]+", cmd) if word}
+    if "go" in words:
+        return "go"
+    if words & _NODE_PROGRAMS or "node_modules/.bin/" in cmd:
+        return "node"
     return None
 
 
@@ -62,10 +77,10 @@ def _has_option(args: list[str], option: str) -> bool:
     return any(arg == option or arg.startswith(option + "=") for arg in args)
 
 
-def runner_env(runner: Runner | None, mounts: dict[str, Path]) -> dict[str, str]:
-    """Variables the runner needs inside: nothing may try the network or write outside
+def toolchain_env(toolchain: Toolchain | None, mounts: dict[str, Path]) -> dict[str, str]:
+    """Variables the toolchain needs inside: nothing may try the network or write outside
     the workspace and /tmp."""
-    if runner == "go":
+    if toolchain == "go":
         return {
             "GOCACHE": "/tmp/go-build",
             "GOPATH": "/tmp/go",
@@ -76,40 +91,40 @@ def runner_env(runner: Runner | None, mounts: dict[str, Path]) -> dict[str, str]
             "GOTOOLCHAIN": "local",
             "GOTELEMETRY": "off",
         }
-    if runner in ("jest", "vitest"):
+    if toolchain == "node":
         # CI: no watch mode, no interactive reporter, snapshots never written.
         return {"CI": "true", "FORCE_COLOR": "0"}
     return {}
 
 
-def runner_mounts(runner: Runner | None, project: Path | None) -> dict[str, Path]:
+def toolchain_mounts(toolchain: Toolchain | None, project: Path | None) -> dict[str, Path]:
     """Read-only trees from the host: Go's module cache (the modules `go.sum` names, already
     downloaded by the person), the project's own `node_modules` (never copied: it is large
     and excluded from the workspace)."""
-    if runner == "go":
+    if toolchain == "go":
         cache = go_module_cache()
         return {GO_MODCACHE_MOUNT: cache} if cache is not None else {}
-    if runner in ("jest", "vitest") and project is not None:
+    if toolchain == "node" and project is not None:
         modules = project / "node_modules"
         if modules.is_dir():
             return {NODE_MODULES_MOUNT: modules.resolve()}
     return {}
 
 
-def runner_links(mounts: dict[str, Path]) -> dict[str, str]:
+def toolchain_links(mounts: dict[str, Path]) -> dict[str, str]:
     """`node_modules` in the workspace points at the mounted one, where Node looks."""
     return {"node_modules": NODE_MODULES_MOUNT} if NODE_MODULES_MOUNT in mounts else {}
 
 
-def runner_limits(runner: Runner | None, limits: Limits) -> Limits:
+def toolchain_limits(toolchain: Toolchain | None, limits: Limits) -> Limits:
     """More threads for the toolchains, and the address space they reserve without using it
     (measured: Jest aborts with RLIMIT_AS at 1 GiB, runs at 1.25 GiB; `go test` fails one run
     in two in pthread_create, each thread's stack being reserved): the memory they may use
     stays `memory_mb`, bounded by the cgroup or the memory watch."""
     update: dict[str, int] = {}
-    if runner in ("go", "jest", "vitest") and limits.pids < TOOLCHAIN_PIDS:
+    if toolchain is not None and limits.pids < TOOLCHAIN_PIDS:
         update["pids"] = TOOLCHAIN_PIDS
-    if runner in ("go", "jest", "vitest") and limits.address_space_mb is None:
+    if toolchain is not None and limits.address_space_mb is None:
         update["address_space_mb"] = TOOLCHAIN_ADDRESS_SPACE_MB
     return limits.model_copy(update=update) if update else limits
 

@@ -257,3 +257,29 @@ def test_a_badly_formatted_go_edit_is_formatted_in_its_own_commit(
     assert messages[:2] == ["fixloop[iter 1/4]: formatted", "fixloop[iter 1/4]: fix both"]
     formatted = git.Repo(root).commit(result["branch"]).tree / "stats.go"
     assert "return float64(total) / float64(len(found))" in formatted.data_stream.read().decode()
+
+
+# --- any runner that writes JUnit XML ------------------------------------------------------------
+
+NODE_JUNIT = REPO / "tests" / "fixtures" / "projects" / "node_junit"
+NODE_TEST = (
+    "mkdir -p build && node --test --test-reporter=junit --test-reporter-destination=build/r.xml"
+)
+
+
+def test_a_junit_report_written_by_the_runner_is_read_like_any_other(tmp_path: Path) -> None:
+    """Node's own test runner writes JUnit XML into the workspace copy; it comes back and is
+    the stage's report (test_report), with its skip counted."""
+    root = example_checkout(NODE_JUNIT, tmp_path)
+    code, result = verify(root, "--test-cmd", NODE_TEST, "--test-report", "build/*.xml")
+    assert code == 1, result
+    tests = result["tests"]
+    assert (tests["collected"], tests["passed"], tests["failed"], tests["skipped"]) == (3, 1, 1, 1)
+    mean = failure(result, "mean is exact")
+    assert mean["file"] == "test/math.test.js"
+    assert "2 !== 2.5" in result["packet_text"]
+    assert not (root / "build").exists()  # the report stayed a value, never written here
+    _, fixed = verify(
+        root, "--test-cmd", NODE_TEST.replace("build/", "out/"), "--test-report", "build/*.xml"
+    )
+    assert fixed["status"] != "ok"  # no report where it was said to be: never a pass

@@ -10,7 +10,8 @@ import pytest
 
 from engine.project.detect import GO_TEST_CMD, JEST_TEST_CMD, VITEST_TEST_CMD, detected_test_cmd
 from engine.project.settings import load_settings
-from engine.verify.execute import stage_argv
+from engine.verify.execute import parse_stage, stage_argv
+from engine.verify.junit_report import parse_junit
 from engine.verify.results import StageKind
 from engine.verify.stages import Stage, kind_of
 from engine.verify.toolchains import (
@@ -18,13 +19,15 @@ from engine.verify.toolchains import (
     NODE_MODULES_MOUNT,
     TOOLCHAIN_PIDS,
     go_module_cache,
-    runner_env,
-    runner_limits,
-    runner_links,
-    runner_mounts,
     runner_of,
+    toolchain_env,
+    toolchain_limits,
+    toolchain_links,
+    toolchain_mounts,
+    toolchain_of,
 )
-from sandbox import Limits
+from engine.verify.verdict import pass_doubts
+from sandbox import ExecResult, FileChange, Limits
 
 
 @pytest.mark.parametrize(
@@ -83,12 +86,30 @@ def test_go_and_js_tools_have_their_stage_kind(cmd: str, kind: StageKind) -> Non
     assert kind_of(cmd, StageKind.OTHER) is kind
 
 
+@pytest.mark.parametrize(
+    ("cmd", "toolchain"),
+    [
+        ("go test ./...", "go"),
+        ("go vet ./...", "go"),
+        ("/usr/bin/go test", "go"),
+        ("node --test", "node"),
+        ("npm test", "node"),
+        ("node_modules/.bin/jest --ci", "node"),
+        ("python -m pytest", None),
+        ("gofmt -l .", None),
+        ("make test", None),
+    ],
+)
+def test_the_toolchain_is_read_from_the_program(cmd: str, toolchain: str | None) -> None:
+    assert toolchain_of(cmd) == toolchain
+
+
 def test_go_never_downloads_and_caches_on_tmpfs() -> None:
-    env = runner_env("go", {})
+    env = toolchain_env("go", {})
     assert env["GOPROXY"] == "off"
     assert env["GOCACHE"].startswith("/tmp/")
     assert env["GOMODCACHE"].startswith("/tmp/")
-    mounted = runner_env("go", {GO_MODCACHE_MOUNT: Path("/x")})
+    mounted = toolchain_env("go", {GO_MODCACHE_MOUNT: Path("/x")})
     assert mounted["GOMODCACHE"] == GO_MODCACHE_MOUNT
 
 
@@ -101,22 +122,22 @@ def test_the_host_module_cache_is_found_where_go_keeps_it(tmp_path: Path) -> Non
 
 
 def test_node_modules_is_mounted_and_linked_not_copied(tmp_path: Path) -> None:
-    assert runner_mounts("jest", tmp_path) == {}  # not installed: the runner will say so
+    assert toolchain_mounts("node", tmp_path) == {}  # not installed: the runner will say so
     (tmp_path / "node_modules").mkdir()
-    mounts = runner_mounts("jest", tmp_path)
+    mounts = toolchain_mounts("node", tmp_path)
     assert mounts == {NODE_MODULES_MOUNT: (tmp_path / "node_modules").resolve()}
-    assert runner_links(mounts) == {"node_modules": NODE_MODULES_MOUNT}
-    assert runner_mounts("pytest", tmp_path) == {}
-    assert runner_links({}) == {}
+    assert toolchain_links(mounts) == {"node_modules": NODE_MODULES_MOUNT}
+    assert toolchain_mounts(None, tmp_path) == {}
+    assert toolchain_links({}) == {}
 
 
 def test_toolchains_get_room_for_their_threads_and_the_address_space_they_reserve() -> None:
     base = Limits()
-    assert runner_limits("pytest", base) == base
-    go = runner_limits("go", base)
+    assert toolchain_limits(None, base) == base
+    go = toolchain_limits("go", base)
     assert go.pids == TOOLCHAIN_PIDS
     assert go.address_space_mb is not None
-    jest = runner_limits("jest", base)
+    jest = toolchain_limits("node", base)
     assert jest.pids == TOOLCHAIN_PIDS
     assert jest.address_space_mb is not None
     assert jest.address_space_mb > base.memory_mb
@@ -166,3 +187,33 @@ def test_the_detected_command_sits_under_what_the_person_configured(tmp_path: Pa
     assert settings.test_cmd == "go test -v ./..."
     flagged = load_settings(tmp_path, {"test_cmd": "go test ./a"}, environ={}, user_config=user)
     assert flagged.test_cmd == "go test ./a"
+
+
+# --- JUnit XML files a test command writes ------------------------------------------------------
+
+JUNIT = Path(__file__).parents[1] / "fixtures" / "captured" / "runners" / "junit"
+
+
+def test_the_junit_files_a_stage_wrote_are_its_report_merged() -> None:
+    stage = Stage(name="tests", kind=StageKind.TESTS, cmd="make test", report="out/*.xml")
+    files = sorted(JUNIT.glob("*.xml"))[:2]
+    result = ExecResult(
+        exit_code=1,
+        stdout="",
+        stderr="",
+        duration_ms=5,
+        backend="gvisor",
+        workdir="/fixloop/work",
+        changes=[FileChange(path=f"out/{path.name}", content=path.read_bytes()) for path in files],
+    )
+    merged = parse_stage(stage, result, "nonce:").report
+    singles = [parse_junit(path.read_text()) for path in files]
+    assert merged is not None
+    assert all(single is not None for single in singles)
+    assert merged.counts.collected == sum(s.counts.collected for s in singles if s)
+    assert len(merged.tests) == sum(len(s.tests) for s in singles if s)
+    no_files = parse_stage(stage, result.model_copy(update={"changes": []}), "nonce:")
+    assert no_files.report is None
+    passed = parse_stage(stage, result.model_copy(update={"changes": [], "exit_code": 0}), "n:")
+    doubts = pass_doubts([passed])
+    assert "stage 'tests' gave no test report" in doubts[0]  # never an honest pass

@@ -4,7 +4,10 @@ change of strategy. No Textual here: the headless printer imports it."""
 
 from __future__ import annotations
 
-from engine.run.events import AnswerReasked, CandidateChosen, CandidateVerified, StrategyChanged
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the app's first frame loads no event model (issue 21)
+    from engine.run.events import AnswerReasked, CandidateChosen, CandidateVerified, StrategyChanged
 
 
 def reasked_line(event: AnswerReasked) -> str:

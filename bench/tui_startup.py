@@ -56,7 +56,7 @@ class FirstFrame(FixloopApp):
             if not self.shown:
                 self.shown = True
                 print(time.time(), type(screen).__name__, flush=True)
-                self.call_later(self.exit)
+                self.call_after_refresh(self.exit)  # after on_mount's own after-refresh calls
 
     def _check_project(self):  # starts after the first frame; skipped so the process can exit
         return None

@@ -4,8 +4,9 @@
   sends its first frame of the task screen to the terminal, as `fixloop-tui PATH` opens: the
   process imports the command line and the app, reads the flags and settings as the command
   does, builds the app and runs it with Textual's headless driver; the app reports the moment
-  it first displays the task screen and exits. The sandbox check that starts after the first
-  frame is left out, so that the process can exit at once (target: median < 0.5 s).
+  it first displays the task screen and exits. The checks (sandbox, model) and the warm-up that
+  start after the first frame are left out, so that the process can exit at once (target:
+  median < 0.5 s).
 * imports - one more such process under `python -X importtime`: the 10 modules whose import
   (with everything they import) costs most, and the total, to see what the first frame waits
   for.
@@ -58,7 +59,15 @@ class FirstFrame(FixloopApp):
                 print(time.time(), type(screen).__name__, flush=True)
                 self.call_after_refresh(self.exit)  # after on_mount's own after-refresh calls
 
-    def _check_project(self):  # starts after the first frame; skipped so the process can exit
+    # The checks and the warm-up start after the first frame: skipped, so that the process can
+    # exit at once and its -X importtime shows only what the first frame waited for.
+    def _check_project(self):
+        return None
+
+    def _check_model(self):
+        return None
+
+    def _warm_up(self):
         return None
 
 argv = ["run", sys.argv[1], "--model", "openai/scripted", "--api-base", "http://127.0.0.1:9"]

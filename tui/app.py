@@ -2,10 +2,12 @@
 
 The engine runs in a thread worker with its own asyncio loop (the workspace makes blocking
 git calls); its events, streamed text and review requests come back as messages. Opening is
-fast: the runner (and with it the model client) is imported inside the worker, and the
-first frame waits for neither the sandbox nor the verifier. FixloopApp's other parts are its
-bases: the checks before a run (tui/app_checks.py), the end of a run (tui/app_end.py), and
-stop, abort and quit (tui/app_quit.py); its palette is tui/commands.py.
+fast: the engine (the runner, the model client, the verifier, git, the events' models) is
+imported inside the workers and handlers that use it, never at module level, and the first
+frame waits for neither the sandbox nor the verifier (issue 21; tests/tui/test_startup.py).
+FixloopApp's other parts are its bases: the checks before a run (tui/app_checks.py), the end
+of a run (tui/app_end.py), and stop, abort and quit (tui/app_quit.py); its palette is
+tui/commands.py.
 """
 
 from __future__ import annotations
@@ -24,9 +26,7 @@ from textual.theme import Theme
 
 import themes
 from engine.project.settings import ConfigError, Settings
-from engine.run.events import RunFinished, RunStarted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
-from engine.run.finish import Finished
 from engine.run.guards import RunStopped
 from tui.app_checks import ProjectChecks
 from tui.app_end import RunEnding
@@ -58,6 +58,7 @@ from tui.state import remember_theme, remembered_theme
 from tui.widgets.code import warm_up
 
 if TYPE_CHECKING:
+    from engine.run.finish import Finished
     from engine.spec.definition import Spec
 
 
@@ -156,7 +157,9 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.theme = wanted
         # From now on a change of theme (the palette, Textual's picker) is remembered.
         self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._theme_changed)
-        self._warm_up()
+        # The workers below start once the first frame is painted: the engine, the model client
+        # and the highlighter they import would hold the GIL while it is drawn (issue 21).
+        self.call_after_refresh(self._warm_up)
         if self.browse is not None:
             if self.browse:
                 self.replay(self.browse)
@@ -183,7 +186,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             )
             self.push_screen(screen, self.begin)
             self.call_after_refresh(self._check_project)
-            self._check_model()
+            self.call_after_refresh(self._check_model)
         else:
             self.call_after_refresh(self.begin, self.initial_task)
 
@@ -252,6 +255,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     @on(EngineEvent)
     def _engine_event(self, message: EngineEvent) -> None:
+        from engine.run.events import RunFinished, RunStarted
+
         event = message.event
         if isinstance(event, RunStarted):
             self.main.note = ""

@@ -13,11 +13,15 @@ from textual.app import App
 from textual.message import Message
 
 from engine.project.settings import ConfigError, Settings
-from engine.verify.tree import Verification
 from tui.app_quit import OnItsLoop, cancel
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.widgets.model_problem import ModelProblem
+
+# The verifier, git and the model client are imported by the workers that check (after the first
+# frame, off the UI thread), never here: the first screen needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.verify.tree import Verification
 
 
 class ProjectChecks(App[int]):

@@ -13,11 +13,15 @@ from textual.app import App
 from textual.message import Message
 
 from engine.project.paths import run_path
-from engine.run.events import RunFinished
 from engine.run.exit_codes import EXIT_INFRA, RUN_EXIT_CODES
-from engine.run.finish import Finish, Finished
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
+
+# What ends a run (its event, git's accept, keep or discard) is imported when one ends, not with
+# the app: its first frame needs none of it (issue 21).
+if TYPE_CHECKING:
+    from engine.run.events import RunFinished
+    from engine.run.finish import Finish, Finished
 
 
 class RunEnding(App[int]):
@@ -105,7 +109,7 @@ class RunEnding(App[int]):
 
     @work(thread=True, exclusive=True, group="finish", exit_on_error=False)
     def _finish(self, run_id: str, choice: Finish) -> None:
-        from engine.run.finish import finish_run
+        from engine.run.finish import Finished, finish_run
 
         try:
             finished = finish_run(self.project, run_id, choice)

@@ -22,61 +22,6 @@ from sandbox import FixloopError
 if TYPE_CHECKING:
     from engine.batch.on_ray import RayOptions
 
-DEFAULT_OUT = Path("fixloop-batch")
-
-
-def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tasks", type=Path, help="the batch file: JSONL, one task a line")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=DEFAULT_OUT,
-        metavar="DIR",
-        help=f"where each task's result.json, run/ and branch.bundle go (default {DEFAULT_OUT})",
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=2, metavar="N", help="tasks at once on this machine (default 2)"
-    )
-    add_ray_arguments(parser, "task")
-    # Defaults for every task; a task's own line overrides them.
-    parser.add_argument("--model", help="every task's model unless its line names one")
-    parser.add_argument("--api-base", help="every task's endpoint unless its line names one")
-    parser.add_argument(
-        "--sandbox",
-        choices=["auto", "gvisor", "docker", "unsafe-local"],
-        help="every task's sandbox unless its line names one",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def add_ray_arguments(parser: argparse.ArgumentParser, unit: str) -> None:
-    """`--ray` and the resources of each Ray task, for `batch` (a task) and `bench` (a run)."""
-    parser.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        metavar="ADDRESS",
-        help=f"run each {unit} as a Ray task: on the cluster at ADDRESS (host:port, "
-        "ray://...), or auto: the one running here (needs fixloop-tui[ray])",
-    )
-    parser.add_argument(
-        "--num-cpus", type=float, default=1.0, metavar="N", help=f"Ray: CPUs per {unit} (default 1)"
-    )
-    parser.add_argument(
-        "--memory",
-        type=int,
-        default=1024,
-        metavar="MB",
-        help=f"Ray: memory reserved per {unit} (default 1024)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=int,
-        default=2,
-        metavar="N",
-        help=f"Ray: attempts after a {unit}'s worker or node died (default 2)",
-    )
-
 
 def ray_problem(args: argparse.Namespace) -> str | None:
     """Why `--ray` cannot be used as given (its resources, or Ray not installed), or None."""

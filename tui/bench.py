@@ -13,13 +13,12 @@ import json
 import shutil
 import sys
 import tempfile
-import textwrap
 import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, ArmError, describe, parse_arms
+from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
 from bench.suite.report import render, write_png
 from bench.suite.results import (
     ArmFinished,
@@ -41,66 +40,10 @@ from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from engine.verify.checkout import open_configured_sandbox
 from sandbox import FixloopError, choose_backend
-from tui.batch import add_ray_arguments, ray_options, ray_problem
+from tui.batch import ray_options, ray_problem
 
 if TYPE_CHECKING:
     from engine.batch.on_ray import RayOptions
-
-
-def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = "arms (run options of the loop):\n" + "\n".join(
-        textwrap.fill(
-            describe(name), 79, initial_indent=f"  {name:<9} ", subsequent_indent=" " * 12
-        )
-        for name in ARMS
-    )
-    parser.add_argument(
-        "--suite", default="humaneval", help="humaneval (default), examples, or a DIR of *.jsonl"
-    )
-    parser.add_argument(
-        "--mode",
-        choices=["generate", "repair"],
-        default="generate",
-        help="generate: complete each prompt (default); repair: fix a seeded mutant of each task",
-    )
-    parser.add_argument("--model", help="any litellm model name; default: the embedded one")
-    parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
-    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
-    parser.add_argument(
-        "--max-iters",
-        type=int,
-        default=2,
-        metavar="K",
-        help="repair rounds after the first answer (default 2): the loop gets K + 1 iterations",
-    )
-    parser.add_argument("--limit", type=int, metavar="N", help="tasks to run (default: all)")
-    parser.add_argument("--seed", type=int, default=0, help="which tasks (default 0)")
-    chosen = parser.add_mutually_exclusive_group()
-    chosen.add_argument(
-        "--arms",
-        metavar="A,B",
-        help=f"arms to compare, comma-separated (default {','.join(DEFAULT_ARMS)}; see below)",
-    )
-    chosen.add_argument(
-        "--feedback",
-        choices=list(FEEDBACK_ARMS),
-        help="the older way to name arms: packet = today, raw = raw, both = today,raw",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="also write the chart as a PNG")
-    parser.add_argument(
-        "--sandbox", choices=["gvisor", "docker", "auto", "unsafe-local"], default="gvisor"
-    )
-    parser.add_argument(
-        "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"
-    )
-    parser.add_argument(
-        "--keep",
-        action="store_true",
-        help="keep the task repositories and their runs' audit trails (default: removed)",
-    )
-    add_ray_arguments(parser, "run")
 
 
 class BenchProgress:

@@ -1,6 +1,6 @@
 """The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
 its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
-app).
+app), imported once the command is known; the flags of the heavy ones are in tui/arguments.py.
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -20,6 +20,12 @@ from engine.run.exit_codes import (
     EXIT_USAGE,
 )
 from sandbox import FixloopError
+from tui.arguments import (
+    add_batch_arguments,
+    add_bench_arguments,
+    add_docker_arguments,
+    add_run_arguments,
+)
 from tui.sandbox_warnings import show_runc_warnings
 
 DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
@@ -33,8 +39,6 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tui.headless import add_docker_arguments, add_run_arguments
-
     parser = argparse.ArgumentParser(
         prog="fixloop-tui",
         description="A sandboxed, audited code -> test -> distill -> repair loop.",
@@ -232,8 +236,6 @@ def build_parser() -> argparse.ArgumentParser:
         "Ray task on a cluster (as `batch --ray`); the same tables and plot.\n"
         "Exit: 0 done, 2 usage, 6 infrastructure.",
     )
-    from tui.bench import add_bench_arguments
-
     add_bench_arguments(bench)
 
     batch = commands.add_parser(
@@ -244,8 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
         "Ray cluster (--ray). Each task's result.json, run directory and branch bundle go to "
         "--out DIR/<id>/. Exit: 0 all ok, 1 some not ok, 2 usage, 6 infrastructure.",
     )
-    from tui.batch import add_batch_arguments
-
     add_batch_arguments(batch)
 
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")

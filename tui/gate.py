@@ -18,16 +18,20 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from textual.message import Message
 
-from engine.edits.proposal import Proposal
 from engine.project.paths import worktree_path
-from engine.run.events import BaseEvent, PacketReady, RunStarted
-from engine.run.gate import CandidateView, Choice, PassReview, Review
 from engine.run.guards import RunStopped
-from engine.run.preview import ProposalPreview, pass_test_diff, preview_proposal
+
+# The gate is built with the app, before its first frame; the engine's models (events, reviews,
+# previews) are imported where the engine's thread first asks or tells it something (issue 21).
+if TYPE_CHECKING:
+    from engine.edits.proposal import Proposal
+    from engine.run.events import BaseEvent
+    from engine.run.gate import CandidateView, Choice, PassReview, Review
+    from engine.run.preview import ProposalPreview
 
 Mode = Literal["step", "auto"]
 Post = Callable[[Message], object]
@@ -199,6 +203,8 @@ class InteractiveGate:
     # -- EventSink ----------------------------------------------------------------------------
 
     def emit(self, event: BaseEvent) -> None:
+        from engine.run.events import PacketReady, RunStarted
+
         if isinstance(event, RunStarted):
             self._root = worktree_path(Path(event.project), event.run_id)
             self._baseline = event.baseline
@@ -213,6 +219,8 @@ class InteractiveGate:
         return self.mode
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
+        from engine.run.gate import Review
+
         self._raise_if_stopped()
         if self._closed is not None:
             return Review(decision="abort", note=self._closed, by="person")
@@ -227,6 +235,9 @@ class InteractiveGate:
         return await asyncio.wrap_future(request.future)
 
     async def review_pass(self, n: int, reasons: list[str]) -> PassReview:
+        from engine.run.gate import PassReview
+        from engine.run.preview import pass_test_diff
+
         self._raise_if_stopped()
         if self._closed is not None:
             return PassReview(accept=False, note=self._closed, by="person")
@@ -242,6 +253,8 @@ class InteractiveGate:
         return await asyncio.wrap_future(request.future)
 
     async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        from engine.run.gate import Choice
+
         self._raise_if_stopped()
         if self._closed is not None:
             return Choice(decision="abort", why=self._closed, by="person")
@@ -292,6 +305,8 @@ class InteractiveGate:
 
     def close(self, note: str) -> None:
         """Answer every open and future review with abort / reject (the person aborted)."""
+        from engine.run.gate import Choice, PassReview, Review
+
         with self._lock:
             self._closed = note
             pending, self._pending = self._pending, []
@@ -330,6 +345,8 @@ class InteractiveGate:
             raise RunStopped(self._stopped)
 
     def _preview(self, proposal: Proposal, held_back: list[str] | None = None) -> ProposalPreview:
+        from engine.run.preview import ProposalPreview, preview_proposal
+
         if self._root is None:
             return ProposalPreview(files=[], diff="", error="the worktree is unknown")
         return preview_proposal(proposal, self._root, held_back or [])

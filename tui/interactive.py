@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from tui.app import FixloopApp
-from tui.headless import settings_from_args
+from tui.arguments import settings_from_args
 from tui.screens.quit import resume_command
 
 

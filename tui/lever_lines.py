@@ -5,13 +5,16 @@ imports it."""
 
 from __future__ import annotations
 
-from engine.run.events import (
-    AnswerReasked,
-    CandidateChosen,
-    CandidateVerified,
-    Formatted,
-    StrategyChanged,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the app's first frame loads no event model (issue 21)
+    from engine.run.events import (
+        AnswerReasked,
+        CandidateChosen,
+        CandidateVerified,
+        Formatted,
+        StrategyChanged,
+    )
 
 
 def reasked_line(event: AnswerReasked) -> str:

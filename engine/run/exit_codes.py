@@ -4,7 +4,6 @@ and the failures around them (ARCHITECTURE.md, "Guards and endings")."""
 from __future__ import annotations
 
 from engine.run.guards import RunStatus
-from engine.verify.verdict import Verdict
 
 EXIT_USAGE = 2  # the user can fix it: a bad flag, setting, path or spec
 EXIT_INFRA = 6  # the machinery failed: no sandbox, a dead model, a crashed engine thread
@@ -25,10 +24,13 @@ RUN_EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.ABORTED: EXIT_INTERRUPTED,
 }
 
-VERDICT_EXIT_CODES: dict[Verdict, int] = {
-    Verdict.OK: 0,
-    Verdict.FAILING: 1,
-    Verdict.ENV_FAILURE: 3,
-    Verdict.SUSPICIOUS_PASS: 4,
-    Verdict.ERROR: EXIT_INFRA,
+# Keyed by each Verdict's value (engine/verify/verdict.py; a Verdict is a StrEnum, so it looks
+# itself up): importing the enum would load the verifier into every command, the app's first
+# frame included, for one table.
+VERDICT_EXIT_CODES: dict[str, int] = {
+    "ok": 0,
+    "failing": 1,
+    "env_failure": 3,
+    "suspicious_pass": 4,
+    "error": EXIT_INFRA,
 }

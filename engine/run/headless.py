@@ -7,19 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.project.settings import Settings, load_settings
-from engine.run.events import EventSink
-from engine.run.gate import PolicyGate
-from engine.run.outcome import RunResult
-from engine.run.start import resolve_spec, start_run
+
+# The run's machinery is imported by the functions that run: `headless_settings` is also how the
+# app reads its flags before its first frame, which needs none of it (issue 21).
+if TYPE_CHECKING:
+    from engine.run.events import EventSink
+    from engine.run.outcome import RunResult
 
 
 def headless_settings(project: Path, flags: Mapping[str, Any]) -> Settings:
     """Every settings layer over `project`, `flags` the highest; a spec is checked here, so a
     bad one stops the run before anything is written. Raises ConfigError."""
     settings = load_settings(project, flags)
+    if settings.spec is None:
+        return settings
+    from engine.run.start import resolve_spec
+
     spec = resolve_spec(project, settings)
     if spec is not None:  # the spec is the task
         settings = settings.model_copy(update={"task": spec.task})
@@ -30,6 +36,9 @@ async def run_headless(
     project: Path, settings: Settings, sinks: Sequence[EventSink] = ()
 ) -> RunResult:
     """The whole run, every proposal approved by the policy gate."""
+    from engine.run.gate import PolicyGate
+    from engine.run.start import start_run
+
     gate = PolicyGate(accept_suspicious=settings.accept_suspicious)
     return await start_run(project, settings, gate=gate, sinks=sinks)
 

@@ -6,7 +6,7 @@ selected one's diff; select with the arrows or a candidate's number (as in the t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -18,7 +18,6 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
 from engine.edits.diff import parse_diff
-from engine.run.gate import CandidateView, Choice
 from tui.gate import CandidatesRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.review import (
@@ -30,6 +29,11 @@ from tui.screens.review import (
 )
 from tui.widgets.diff import diff_content
 from tui.widgets.history import status_colour
+
+# The engine's models are imported where a decision is made: the app imports this screen
+# before its first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.run.gate import CandidateView, Choice
 
 CHOSEN_BY_YOU = "chosen by you"
 FILES_WIDTH = 20  # what the files column may take of an 80-column table
@@ -79,7 +83,7 @@ def without_git_headers(diff: str) -> str:
     return "".join(kept)
 
 
-class CandidatesScreen(ModalScreen[Choice]):
+class CandidatesScreen(ModalScreen["Choice"]):
     """Dismissed with the person's Choice."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -262,6 +266,8 @@ class CandidatesScreen(ModalScreen[Choice]):
 
     def _choice(self) -> Choice:
         """The selected candidate as it is, or as the person edited it; with the note."""
+        from engine.run.gate import Choice
+
         candidate, comment = self.candidate, self.note_text()
         texts = self.edited.get(candidate.k)
         if texts is None:
@@ -279,6 +285,8 @@ class CandidatesScreen(ModalScreen[Choice]):
         )
 
     def action_abort(self) -> None:
+        from engine.run.gate import Choice
+
         self.dismiss(Choice(decision="abort", why="aborted by you at the candidates", by="person"))
 
     def action_open_note(self) -> None:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -20,10 +20,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
-from engine.run.finish import Finish, Finished
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.diff import diff_content
 from tui.widgets.history import status_colour
+
+if TYPE_CHECKING:  # types only: the app imports this screen before its first frame (issue 21)
+    from engine.run.finish import Finish, Finished
 
 CHOICES: tuple[Finish, ...] = ("accept", "keep", "discard")
 
@@ -242,7 +244,7 @@ class EndScreen(ModalScreen[None]):
             confirm = ConfirmScreen("discard the run?", question, yes="discard", no="keep it")
             self.app.push_screen(confirm, self._discard_confirmed)
             return
-        self._decide(cast(Finish, choice))
+        self._decide(cast("Finish", choice))
 
     def _discard_confirmed(self, yes: bool | None) -> None:
         if yes and self._can_decide():

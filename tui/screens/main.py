@@ -8,7 +8,7 @@ its commit) is read in a thread worker and shown when it arrives.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,8 +20,6 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from engine.run.artifacts import IterationArtifacts
-from engine.run.events import BaseEvent, ModelRequested, ModelRetrying, PacketReady, RunStarted
 from tui.widgets.code import CodePane
 from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane
@@ -29,8 +27,14 @@ from tui.widgets.header import Activity, RunHeader, activity_of
 from tui.widgets.history import HistoryPane
 from tui.widgets.run_view import IterationView, RunView
 
+# The engine's models (events, what an iteration left on disk) are imported where a run's data
+# arrives: this screen is composed before the first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.run.artifacts import IterationArtifacts
+    from engine.run.events import BaseEvent
+
 # (n, rev, touched files, files the user named) -> what the iteration left behind
-ArtifactLoader = Callable[[int, str | None, list[str], list[str]], IterationArtifacts]
+ArtifactLoader = Callable[[int, str | None, list[str], list[str]], "IterationArtifacts"]
 RELOAD_DELAY_S = 0.1
 
 
@@ -120,6 +124,8 @@ class MainScreen(Screen[None]):
 
     def apply(self, event: BaseEvent) -> None:
         """Fold in one engine event and bring the panes up to date."""
+        from engine.run.events import ModelRequested, ModelRetrying, PacketReady, RunStarted
+
         self.view.apply(event)
         if isinstance(event, RunStarted):
             self.follow, self.selected = True, None
@@ -163,6 +169,8 @@ class MainScreen(Screen[None]):
 
     def load_view(self, view: RunView, artifacts: dict[int, IterationArtifacts]) -> None:
         """Show a run from fixed data (a finished run, a snapshot): no worker, no disk."""
+        from engine.run.artifacts import IterationArtifacts
+
         self.view = view
         self._artifacts = dict(artifacts)
         self.loader = lambda n, *_: artifacts.get(n, IterationArtifacts())
@@ -207,6 +215,8 @@ class MainScreen(Screen[None]):
         self.query_one(RunHeader).show(self.view, self.mode, activity)
 
     def render_selected(self) -> None:
+        from engine.run.artifacts import IterationArtifacts
+
         n = self.selected
         it = self.view.iterations.get(n) if n is not None else None
         artifacts = self._artifacts.get(n, IterationArtifacts()) if n is not None else None

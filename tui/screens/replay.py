@@ -5,17 +5,20 @@ steps through its iterations; `escape` closes it. Nothing here can change the ru
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from engine.project.paths import run_path
-from engine.project.run_directory import read_events
-from engine.run.artifacts import IterationArtifacts, iteration_artifacts
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
+
+# The trail's readers (events, git) are imported when a run is read: the app imports this module
+# before its first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.run.artifacts import IterationArtifacts
 
 UNFINISHED = "the trail has no end: the run was cut off (`fixloop-tui resume`) or still runs"
 
@@ -24,6 +27,8 @@ def artifact_loader(project: Path, run_id: str) -> ArtifactLoader:
     """Reads what iteration n of the run left on disk and on its branch."""
 
     def load(n: int, rev: str | None, touched: list[str], named: list[str]) -> IterationArtifacts:
+        from engine.run.artifacts import iteration_artifacts
+
         return iteration_artifacts(project, run_id, n, rev=rev, touched=touched, named=named)
 
     return load
@@ -31,6 +36,8 @@ def artifact_loader(project: Path, run_id: str) -> ArtifactLoader:
 
 def replayed_view(project: Path, run_id: str) -> RunView:
     """The run as its events.jsonl tells it; ValueError if there is no such run."""
+    from engine.project.run_directory import read_events
+
     path = run_path(project, run_id) / "events.jsonl"
     events = read_events(path)
     if not events:

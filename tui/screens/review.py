@@ -5,7 +5,7 @@ pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`
 from __future__ import annotations
 
 from collections.abc import Iterable, Set
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -16,12 +16,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
-from engine.edits.proposal import Edit, EditFormat, Proposal
-from engine.run.gate import Review
-from engine.run.preview import ProposalPreview, file_diff
 from tui.gate import ProposalReviewRequest
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.widgets.diff import diff_content
+
+# The engine's models are imported where a decision is made: the app imports this screen
+# before its first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.edits.proposal import EditFormat, Proposal
+    from engine.run.gate import Review
+    from engine.run.preview import ProposalPreview
 
 EDITED_BY_YOU = "edited by you"
 REJECTED_BY_YOU = "rejected by you"
@@ -29,7 +33,7 @@ REJECTED_BY_YOU = "rejected by you"
 NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
 
 
-class ReviewScreen(ModalScreen[Review]):
+class ReviewScreen(ModalScreen["Review"]):
     """Dismissed with the person's Review; posts `ReviewScreen.Hide` to step aside."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -193,6 +197,8 @@ class ReviewScreen(ModalScreen[Review]):
         self.dismiss(self._approval(self.note_text()))
 
     def _approval(self, comment: str = "") -> Review:
+        from engine.run.gate import Review
+
         if self.edited is None:
             return Review(
                 decision="approve",
@@ -206,6 +212,8 @@ class ReviewScreen(ModalScreen[Review]):
         )
 
     def action_reject(self) -> None:
+        from engine.run.gate import Review
+
         self.dismiss(
             Review(decision="reject", comment=self.note_text(), note=REJECTED_BY_YOU, by="person")
         )
@@ -228,6 +236,8 @@ class ReviewScreen(ModalScreen[Review]):
         self.post_message(self.Hide(self))
 
     def action_abort(self) -> None:
+        from engine.run.gate import Review
+
         self.dismiss(Review(decision="abort", note="aborted by you at review", by="person"))
 
     def action_allow_tests(self) -> None:
@@ -268,12 +278,16 @@ def files_after(preview: ProposalPreview, skip: Set[str] = frozenset()) -> list[
 
 def edited_diff(preview: ProposalPreview, texts: dict[str, str]) -> str:
     """The diff of the person's edit, against the files before the proposal."""
+    from engine.run.preview import file_diff
+
     before = {f.path: f.before for f in preview.files}
     return "".join(file_diff(path, before.get(path), text) for path, text in texts.items())
 
 
 def edited_proposal(texts: dict[str, str], format: EditFormat) -> Proposal:
     """The person's edit as a proposal of whole files, committed as `edited by you`."""
+    from engine.edits.proposal import Edit, Proposal
+
     edits = [Edit(path=path, content=text) for path, text in texts.items()]
     return Proposal(explanation=EDITED_BY_YOU, edits=edits, format=format)
 

@@ -5,7 +5,7 @@ with how it ended and what became of its branch (accepted, kept, discarded, unde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -18,8 +18,12 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from engine.project.paths import runs_dir
-from engine.project.run_directory import RunSummary, list_runs
 from tui.widgets.history import status_colour
+
+# The run directory's typed records are read in the worker: the app imports this screen before
+# its first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.project.run_directory import RunSummary
 
 TASK_WIDTH = 48
 
@@ -67,6 +71,8 @@ class RunsScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def _list(self) -> None:
+        from engine.project.run_directory import list_runs
+
         try:
             runs = list_runs(self.project)
         except OSError as exc:

@@ -6,7 +6,7 @@ and the run goes on)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -15,13 +15,17 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 
-from engine.run.gate import PassReview
 from tui.gate import PassReviewRequest
 from tui.screens.review import dialog_button
 from tui.widgets.diff import diff_content
 
+# The engine's models are imported where a decision is made: the app imports this screen
+# before its first frame, which needs none of them (issue 21).
+if TYPE_CHECKING:
+    from engine.run.gate import PassReview  # noqa: F401 (in quotes below, as the screen's result)
 
-class SuspiciousPassScreen(ModalScreen[PassReview]):
+
+class SuspiciousPassScreen(ModalScreen["PassReview"]):
     """Dismissed with the person's PassReview."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -81,9 +85,13 @@ class SuspiciousPassScreen(ModalScreen[PassReview]):
         return True
 
     def action_accept(self) -> None:
+        from engine.run.gate import PassReview
+
         self.dismiss(PassReview(accept=True, note="accepted by you", by="person"))
 
     def action_reject(self) -> None:
+        from engine.run.gate import PassReview
+
         comment = self.query_one("#note", TextArea).text.strip() if self.noting else ""
         self.dismiss(
             PassReview(

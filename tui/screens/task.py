@@ -6,7 +6,7 @@ the project has no tests for a repair to be checked against."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,12 +15,15 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
-from engine.verify.baseline_tests import no_tests_reason
-from engine.verify.tree import Verification
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
 from tui.widgets.model_problem import ModelProblem
 from tui.widgets.run_view import IterationView, StageView
+
+# The verifier is imported once its verdict arrives: this is the first screen, drawn before any
+# verification starts (issue 21).
+if TYPE_CHECKING:
+    from engine.verify.tree import Verification
 
 DEFAULT_TASK = "Make the failing tests pass."
 CHECK_INTRO = "Your checkout as it is now (uncommitted work included), verified in the sandbox."
@@ -111,6 +114,8 @@ class TaskScreen(Screen[str]):
         if error is not None:
             body = Content.assemble(("could not check the project: ", "bold $text-error"), error)
         elif result is not None:
+            from engine.verify.baseline_tests import no_tests_reason
+
             body = feedback_content(
                 check_view(result), result.packet_text, intro=CHECK_INTRO, heading=CHECK_HEADING
             )

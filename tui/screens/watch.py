@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import watchfiles
 from textual import work
@@ -19,8 +19,10 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from engine.project.paths import FIXLOOP_DIR
-from engine.verify.tree import Verification
 from tui.screens.task import TaskScreen
+
+if TYPE_CHECKING:  # the verifier loads when its first verdict arrives (issue 21)
+    from engine.verify.tree import Verification
 
 IGNORED_DIRS = (FIXLOOP_DIR, ".ruff_cache", "venv", "build", "dist", ".eggs")
 DEBOUNCE_MS = 400  # an editor's save is often several writes: one check for all of them

@@ -7,35 +7,15 @@ and every pane renders a slice of it. Iteration 0 is the verification before any
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from engine.run.events import (
-    AnswerReasked,
-    BaseEvent,
-    CandidateChosen,
-    CandidateVerified,
-    Committed,
-    EditsApplied,
-    Formatted,
-    GuardTripped,
-    IterationStarted,
-    ModelRequested,
-    ModelResponded,
-    ModelRetrying,
-    PacketReady,
-    ProposalReady,
-    ReferencesChecked,
-    ReviewRequested,
-    ReviewResolved,
-    RunFinished,
-    RunStarted,
-    RunStopped,
-    SpecPrepared,
-    StageFinished,
-    StageStarted,
-    StrategyChanged,
-    TestEditsRefused,
-)
 from tui.lever_lines import chosen_line, formatted_line, reasked_line, strategy_line
+
+# The events' models are imported where events are folded (`from engine.run import events as
+# ev`), not here: the task screen draws these views before any run, and its first frame loads no
+# event model (issue 21).
+if TYPE_CHECKING:
+    from engine.run import events as ev
 
 # An iteration in one of these is still under way.
 IN_PROGRESS = frozenset(
@@ -142,21 +122,23 @@ class RunView:
                 return commit
         return self.baseline or None
 
-    def apply(self, event: BaseEvent) -> int | None:
+    def apply(self, event: ev.BaseEvent) -> int | None:
         """Fold one event in; returns the iteration it changed, if any."""
-        if isinstance(event, RunStarted):
+        from engine.run import events as ev
+
+        if isinstance(event, ev.RunStarted):
             self._started(event)
             return 0
-        if isinstance(event, RunFinished):
+        if isinstance(event, ev.RunFinished):
             self._finished(event)
             return self.latest
-        if isinstance(event, RunStopped):
+        if isinstance(event, ev.RunStopped):
             self._stopped(event)
             return self.latest
         n = getattr(event, "n", None)
         if not isinstance(n, int):
             return None
-        if isinstance(event, IterationStarted):
+        if isinstance(event, ev.IterationStarted):
             self._close_unfinished()
             self.iterations[n] = IterationView(n=n, started=event.ts)
         it = self.iterations.setdefault(n, IterationView(n=n, started=event.ts))
@@ -166,7 +148,7 @@ class RunView:
 
     # -- the events, one by one -----------------------------------------------------------
 
-    def _started(self, event: RunStarted) -> None:
+    def _started(self, event: ev.RunStarted) -> None:
         budget = event.config.get("budget") or {}
         self.run_id = event.run_id
         self.task = event.task
@@ -182,27 +164,29 @@ class RunView:
         self.candidates = int(event.config.get("candidates") or 1)
         self.iterations[0] = IterationView(n=0, status="verifying", started=event.ts)
 
-    def _update(self, it: IterationView, event: BaseEvent) -> None:
-        if isinstance(event, ModelRequested):
+    def _update(self, it: IterationView, event: ev.BaseEvent) -> None:
+        from engine.run import events as ev
+
+        if isinstance(event, ev.ModelRequested):
             it.status, it.model_text, it.retry = "asking", "", ""
-        elif isinstance(event, ModelRetrying):
+        elif isinstance(event, ev.ModelRetrying):
             it.retry, it.model_text = event.said, ""
-        elif isinstance(event, ModelResponded):  # an iteration may ask more than once
+        elif isinstance(event, ev.ModelResponded):  # an iteration may ask more than once
             it.status, it.retry = "answered", ""
             it.tokens += event.prompt_tokens + event.completion_tokens
             it.cost_usd += event.cost_usd
             self.tokens = sum(i.tokens for i in self.iterations.values())
             self.cost_usd = sum(i.cost_usd for i in self.iterations.values())
-        elif isinstance(event, ProposalReady):
+        elif isinstance(event, ev.ProposalReady):
             it.explanation = event.explanation
             it.files = list(event.files)
             if event.format_error:
                 it.status, it.format_error = "format_error", event.format_error
-        elif isinstance(event, ReviewRequested):
+        elif isinstance(event, ev.ReviewRequested):
             it.status = "review" if event.kind == "proposal" else "pass review"
             if event.kind == "pass":
                 it.pass_reasons = list(event.reasons)
-        elif isinstance(event, ReviewResolved):
+        elif isinstance(event, ev.ReviewResolved):
             it.decision = event.decision
             it.comment = event.comment.strip() or it.comment
             if event.kind == "proposal":
@@ -210,63 +194,67 @@ class RunView:
                 it.status = after.get(event.decision, "applying")
             else:
                 it.status = "accepted" if event.decision == "accept" else "suspicious_pass"
-        elif isinstance(event, EditsApplied):
+        elif isinstance(event, ev.EditsApplied):
             it.files, it.held_back = list(event.files), list(event.held_back)
             if not event.files:
                 it.status = "no_change"
-        elif isinstance(event, Committed):
+        elif isinstance(event, ev.Committed):
             it.commit = event.sha
-        elif isinstance(event, StageStarted):
+        elif isinstance(event, ev.StageStarted):
             it.status = "verifying"
             it.stages = [s for s in it.stages if s.name != event.stage]
             it.stages.append(StageView(name=event.stage, cmd=event.cmd))
-        elif isinstance(event, StageFinished):
+        elif isinstance(event, ev.StageFinished):
             self._stage_finished(it, event)
-        elif isinstance(event, PacketReady):
+        elif isinstance(event, ev.PacketReady):
             it.status = event.verdict
             it.tests = dict(event.tests) if event.tests else None
             it.error_class = event.error_class
-        elif isinstance(event, GuardTripped):
+        elif isinstance(event, ev.GuardTripped):
             it.guard = f"{event.guard}: {event.detail}"
         else:
             self._lever_update(it, event)
             self._spec_update(it, event)
 
-    def _lever_update(self, it: IterationView, event: BaseEvent) -> None:
+    def _lever_update(self, it: IterationView, event: ev.BaseEvent) -> None:
         """Issue 17's levers: a re-asked answer, the candidates, a change of strategy."""
-        if isinstance(event, AnswerReasked):
+        from engine.run import events as ev
+
+        if isinstance(event, ev.AnswerReasked):
             it.levers.append(reasked_line(event))
-        elif isinstance(event, CandidateVerified):
+        elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
             if it.candidates >= self.candidates:
                 it.status = "candidates"  # all in: one is being chosen
-        elif isinstance(event, CandidateChosen):
+        elif isinstance(event, ev.CandidateChosen):
             it.status = "applying"
             it.levers.append(chosen_line(event, it.candidates))
-        elif isinstance(event, Formatted):
+        elif isinstance(event, ev.Formatted):
             if line := formatted_line(event):
                 it.levers.append(line)
-        elif isinstance(event, StrategyChanged):
+        elif isinstance(event, ev.StrategyChanged):
             it.levers.append(strategy_line(event))
             if event.kind == "escalate" and event.model:
                 self.model = event.model  # the header names the model answering now
 
-    def _spec_update(self, it: IterationView, event: BaseEvent) -> None:
+    def _spec_update(self, it: IterationView, event: ev.BaseEvent) -> None:
         """Spec mode's own events: the examples written, refused test edits, references."""
-        if isinstance(event, SpecPrepared):
+        from engine.run import events as ev
+
+        if isinstance(event, ev.SpecPrepared):
             it.status = "spec"
             it.explanation = (
                 f"spec {event.name}: {event.examples} examples are tests in "
                 f"{event.examples_file}; the model writes {event.module} and {event.tests}"
             )
             it.files = [event.examples_file]
-        elif isinstance(event, TestEditsRefused):
+        elif isinstance(event, ev.TestEditsRefused):
             it.held_back = sorted({*it.held_back, *event.files})
-        elif isinstance(event, ReferencesChecked) and event.problems:
+        elif isinstance(event, ev.ReferencesChecked) and event.problems:
             it.status = it.error_class = "reference_error"
             it.format_error = "; ".join(event.problems)
 
-    def _stage_finished(self, it: IterationView, event: StageFinished) -> None:
+    def _stage_finished(self, it: IterationView, event: ev.StageFinished) -> None:
         stage = next((s for s in it.stages if s.name == event.stage), None)
         if stage is None:
             stage = StageView(name=event.stage, cmd="")
@@ -283,14 +271,14 @@ class RunView:
                 it.status = "format_error"
                 it.format_error = it.format_error or "the approved edits did not apply"
 
-    def _stopped(self, event: RunStopped) -> None:
+    def _stopped(self, event: ev.RunStopped) -> None:
         """Stopped to be resumed: not an ending, but nothing runs any more."""
         self.status, self.reason = "stopped", event.reason or "stopped by you"
         for it in self.iterations.values():
             if it.in_progress:
                 it.status, it.ended = "stopped", event.ts
 
-    def _finished(self, event: RunFinished) -> None:
+    def _finished(self, event: ev.RunFinished) -> None:
         self.status = event.status
         self.reason = event.reason
         self.final_commit = event.final_commit

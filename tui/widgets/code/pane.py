@@ -5,6 +5,7 @@ highlighted with the theme's colours, the lines the iteration added marked in th
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from pygments.lexers import find_lexer_class_for_filename  # type: ignore[import-untyped]
 from textual.app import ComposeResult
@@ -13,7 +14,8 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
-from engine.run.artifacts import CodeFile
+if TYPE_CHECKING:  # types only: the pane is composed before the first frame (issue 21)
+    from engine.run.artifacts import CodeFile
 
 GUTTER_MARK = "▌"
 CONTEXT_LINES = 3

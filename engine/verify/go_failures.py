@@ -11,8 +11,8 @@ from engine.verify.results import Frame, TestCase
 
 _TEST_LINE = re.compile(r"^\s+(?P<file>[\w.\-]+\.go):(?P<line>\d+): (?P<msg>.*)$")
 _PANIC = re.compile(r"^\s*panic: (?P<msg>.*?)(?: \[recovered\])?$")
-_STACK_CALL = re.compile(r"^(?P<func>[\w.\-/()*\[\]{}]+)\(.*\)$")
-_STACK_FILE = re.compile(r"^\t(?P<file>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$")
+STACK_CALL = re.compile(r"^(?P<func>[\w.\-/()*\[\]{}]+)\(.*\)$")
+STACK_FILE = re.compile(r"^\t(?P<file>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$")
 FRAMEWORK = re.compile(r"^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP):|PASS$|FAIL$|ok\s)")
 _COMPARISONS = (
     re.compile(r"\bgot:? (?P<actual>.+?),? want:? (?P<expected>.+)$"),
@@ -30,9 +30,9 @@ def _stack(lines: list[str], roots: list[str]) -> list[Frame]:
     frames: list[Frame] = []
     function = ""
     for line in lines:
-        if match := _STACK_CALL.match(line):
+        if match := STACK_CALL.match(line):
             function = match["func"].rsplit("/", 1)[-1]
-        elif match := _STACK_FILE.match(line):
+        elif match := STACK_FILE.match(line):
             path = relative(match["file"], roots)
             if not path.startswith("/") and not path.startswith("_testmain"):
                 frames.append(Frame(file=path, line=int(match["line"]), function=function))

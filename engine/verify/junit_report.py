@@ -58,8 +58,11 @@ def _nodeid(case: ET.Element) -> str:
 
 def _comparison(message: str) -> tuple[str | None, str | None]:
     first = message.strip().split("\n", 1)[0]
-    for read in (js_report.comparison, go_failures.comparison):
-        expected, actual = read(message)
+    expected, actual = js_report.comparison(message)
+    if expected is not None or actual is not None:
+        return expected, actual
+    for line in message.splitlines()[:20]:  # go-junit-report: the test's `file.go:N: msg` lines
+        expected, actual = go_failures.comparison(line)
         if expected is not None or actual is not None:
             return expected, actual
     if match := _JAVA.search(message) or _PY_ASSERT.match(first):

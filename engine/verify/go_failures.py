@@ -90,8 +90,9 @@ def go_case(
             frame=frames[0] if frames else None,
             captured="\n".join(captured[-40:]),
         )
-    if not messages:
-        return TestCase(nodeid=nodeid, outcome=outcome, captured="\n".join(captured[-40:]))
+    if not messages:  # an example's got:/want: output, or a test that printed and failed
+        said = "\n".join(captured[:20]) or None
+        return TestCase(nodeid=nodeid, outcome=outcome, exception_message=said)
     file, number, message = messages[0]
     where = Frame(file=_in_dir(directory, file), line=number, function=name.split("/")[0])
     expected, actual = comparison(message)

@@ -1,8 +1,9 @@
 """Pinned tests: which test files exist at the baseline, and what a run did to them.
 
 A green run is only honest if the tests that judged it are the ones the person started with:
-this module fingerprints them and finds edits, deletions, added skips and changes to pytest's
-test selection, for the verdict to call the pass suspicious (ARCHITECTURE.md, "Honest green").
+this module fingerprints them (pytest's, Go's and JS/TS test files) and finds edits, deletions,
+added skips and focus, and changes to pytest's test selection, for the verdict to call the pass
+suspicious (ARCHITECTURE.md, "Honest green").
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def pass_doubts(
     for stage in test_stages:
         if stage.report is None:
             reasons.append(
-                f"stage {stage.name!r} gave no pytest report: fixloop cannot confirm tests ran"
+                f"stage {stage.name!r} gave no test report: fixloop cannot confirm tests ran"
             )
         elif stage.report.counts.collected == 0:
             reasons.append(f"stage {stage.name!r} collected no tests")

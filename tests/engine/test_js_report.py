@@ -186,3 +186,19 @@ def test_hostile_or_foreign_input_gives_none_or_a_partial_report() -> None:
     found = parse_js_tests("console noise\n" + json.dumps(odd))
     assert found is not None
     assert found.counts.collected == 1
+
+
+def test_a_reference_error_is_mechanical_at_the_code_that_raised_it() -> None:
+    result = stage("jest_reference_timeout", parse_js_tests)
+    classification = classify([result], project_modules=frozenset())
+    assert classification.error_class is ErrorClass.MECHANICAL
+    packet = distill([result], classification).render()
+    assert "ReferenceError: width is not defined" in packet
+    assert "at area.js:2 in area: return width * h;" in packet
+
+
+def test_a_jest_timeout_fails_its_test_with_jests_message() -> None:
+    waits = case_of("jest_reference_timeout", "area.test.js::waits")
+    assert waits.outcome == "failed"
+    assert "Exceeded timeout of 200 ms" in (waits.exception_message or "")
+    assert (waits.file, waits.line) == ("area.test.js", 7)

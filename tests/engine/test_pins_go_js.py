@@ -9,7 +9,13 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.verify.pins import TestPins, added_skips, changed_tests, is_test_file
+from engine.verify.pins import (
+    TestPins,
+    added_skips,
+    changed_tests,
+    config_changes,
+    is_test_file,
+)
 from engine.verify.results import StageKind, StageResult
 from engine.verify.verdict import pass_doubts
 from tests.engine.test_pins import commit_all, write
@@ -190,3 +196,60 @@ def test_a_skip_in_code_that_is_not_a_test_file_is_not_a_pin_matter(polyglot: gi
     path.write_text(path.read_text() + "// describe.only is documented in the README\n")
     (root(polyglot) / "src/helpers.js").write_text("export const run = () => test.only;\n")
     assert added_skips(root(polyglot), "HEAD", root(polyglot)) == []
+
+
+def test_an_added_go_build_constraint_on_a_test_file_is_found(polyglot: git.Repo) -> None:
+    path = root(polyglot) / "bits/bits_test.go"
+    path.write_text("//go:build ignore\n\n" + GO_TEST)
+    (found,) = added_skips(root(polyglot), "HEAD", root(polyglot))
+    assert (found.line, found.text) == (1, "//go:build ignore")
+    assert "out of `go test`" in found.why
+
+
+PACKAGE_JSON = """\
+{
+  "name": "sum",
+  "version": "1.0.0",
+  "scripts": {
+    "lint": "eslint ."
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        ("jest.config.js", "module.exports = {\n  testPathIgnorePatterns: ['sum'],\n};\n"),
+        ("jest.config.ts", "export default { testMatch: ['**/none/**'] };\n"),
+        ("vitest.config.ts", "export default { test: { exclude: ['src/**'] } };\n"),
+        ("vite.config.mjs", "export default { test: { include: ['none/**'] } };\n"),
+        (
+            "package.json",
+            PACKAGE_JSON.replace('"lint"', '"test": "jest -t nothing",\n    "lint"'),
+        ),
+        (
+            "package.json",
+            PACKAGE_JSON.replace('"scripts"', '"jest": { "roots": ["none"] },\n  "scripts"'),
+        ),
+    ],
+)
+def test_jest_and_vitest_selection_changes_are_found(
+    polyglot: git.Repo, path: str, content: str
+) -> None:
+    write_root = root(polyglot)
+    if path == "package.json":
+        (write_root / path).write_text(PACKAGE_JSON)
+        commit_all(polyglot, "a package.json")
+    (write_root / path).write_text(content)
+    found = config_changes(write_root, "HEAD", write_root)
+    assert [f.file for f in found] == [path]
+    assert found[0].why == "it changes which tests Jest or Vitest runs"
+
+
+def test_other_package_json_changes_are_not_selection_changes(polyglot: git.Repo) -> None:
+    (root(polyglot) / "package.json").write_text(PACKAGE_JSON)
+    commit_all(polyglot, "a package.json")
+    bumped = PACKAGE_JSON.replace('"1.0.0"', '"1.0.1"').replace("eslint .", "eslint src")
+    (root(polyglot) / "package.json").write_text(bumped)
+    assert config_changes(root(polyglot), "HEAD", root(polyglot)) == []

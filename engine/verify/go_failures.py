@@ -14,6 +14,8 @@ _PANIC = re.compile(r"^\s*panic: (?P<msg>.*?)(?: \[recovered\])?$")
 STACK_CALL = re.compile(r"^(?P<func>[\w.\-/()*\[\]{}]+)\(.*\)$")
 STACK_FILE = re.compile(r"^\t(?P<file>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$")
 FRAMEWORK = re.compile(r"^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP):|PASS$|FAIL$|ok\s)")
+_TESTIFY_VALUE = re.compile(r"^(expected|actual)\s*:\s?(.*)$", re.MULTILINE)
+_TESTIFY_FIELD = re.compile(r"^(Error|Messages):\s*(.*)$", re.MULTILINE)
 _COMPARISONS = (
     re.compile(r"\bgot:? (?P<actual>.+?),? want:? (?P<expected>.+)$"),
     re.compile(r"\bwant:? (?P<expected>.+?),? got:? (?P<actual>.+)$"),
@@ -42,10 +44,26 @@ def _stack(lines: list[str], roots: list[str]) -> list[Frame]:
 
 
 def comparison(message: str) -> tuple[str | None, str | None]:
+    """(expected, actual) by Go's `got X, want Y` convention, or testify's `expected:` and
+    `actual  :` lines."""
     for pattern in _COMPARISONS:
         if match := pattern.search(message.split("\n", 1)[0]):
             return match["expected"].strip(), match["actual"].strip()
-    return None, None
+    values: dict[str, str] = {}
+    for match in _TESTIFY_VALUE.finditer(message):
+        values.setdefault(match[1], match[2].strip())
+    return values.get("expected"), values.get("actual")
+
+
+def _headline(message: str) -> str:
+    """The failure in a line: testify's `Error:` (and `Messages:`) under its `Error Trace:`."""
+    if not message.lstrip().startswith("Error Trace:"):
+        return message.strip()
+    fields: dict[str, str] = {}
+    for match in _TESTIFY_FIELD.finditer(message):
+        fields.setdefault(match[1], match[2].strip())
+    said = " ".join(v for v in (fields.get("Error"), fields.get("Messages")) if v)
+    return said or message.strip()
 
 
 def go_case(
@@ -101,8 +119,8 @@ def go_case(
         outcome=outcome,
         file=where.file,
         line=number,
-        explanation="\n".join(m[2] for m in messages[:10]),
-        exception_message=message,
+        explanation="\n".join(m[2] for m in messages[:10]).strip(),
+        exception_message=_headline(message),
         expected=expected,
         actual=actual,
         test_frame=where,

@@ -61,13 +61,13 @@ def _comparison(message: str) -> tuple[str | None, str | None]:
     expected, actual = js_messages.comparison(message)
     if expected is not None or actual is not None:
         return expected, actual
+    if match := _JAVA.search(message) or _PY_ASSERT.match(first):
+        return match["expected"], match["actual"]
     for line in message.splitlines()[:20]:  # go-junit-report: the test's `file.go:N: msg` lines
         expected, actual = go_failures.comparison(line)
         if expected is not None or actual is not None:
             return expected, actual
-    if match := _JAVA.search(message) or _PY_ASSERT.match(first):
-        return match["expected"], match["actual"]
-    return None, None
+    return go_failures.comparison(message)  # testify's expected:/actual: lines
 
 
 def _frames(text: str, roots: list[str]) -> list[Frame]:

@@ -224,3 +224,33 @@ def test_hostile_or_foreign_input_gives_none_or_a_partial_report() -> None:
     assert cut.counts.collected < 8
     # a python traceback is not go's output
     assert parse_go_test('Traceback (most recent call last):\n  File "x.py", line 1\n') is None
+
+
+def test_testify_failures_give_their_error_and_expected_actual() -> None:
+    # testify's assert.Equal output, hand-written in its format (the module cannot be fetched
+    # here): a `file:line:` line, then tab-aligned fields.
+    lines = [
+        "    tfy_test.go:11: \n",
+        "        \tError Trace:\t/fixloop/work/tfy_test.go:11\n",
+        "        \tError:      \tNot equal: \n",
+        "        \t            \texpected: 3\n",
+        "        \t            \tactual  : 2\n",
+        "        \tTest:       \tTestBitcount\n",
+        "        \tMessages:   \tseven has three bits\n",
+        "--- FAIL: TestBitcount (0.00s)\n",
+    ]
+    events = [{"Action": "run", "Package": "example.com/tfy", "Test": "TestBitcount"}]
+    events += [
+        {"Action": "output", "Package": "example.com/tfy", "Test": "TestBitcount", "Output": x}
+        for x in lines
+    ]
+    events += [
+        {"Action": "fail", "Package": "example.com/tfy", "Test": "TestBitcount"},
+        {"Action": "fail", "Package": "example.com/tfy"},
+    ]
+    found = parse_go_test("\n".join(json.dumps(e) for e in events), [WORKDIR])
+    assert found is not None
+    (failed,) = found.tests
+    assert (failed.file, failed.line) == ("tfy_test.go", 11)
+    assert (failed.expected, failed.actual) == ("3", "2")
+    assert failed.exception_message == "Not equal: seven has three bits"

@@ -11,9 +11,11 @@ from engine.verify.results import Frame, TestCase
 
 _TEST_LINE = re.compile(r"^\s+(?P<file>[\w.\-]+\.go):(?P<line>\d+): (?P<msg>.*)$")
 _PANIC = re.compile(r"^\s*panic: (?P<msg>.*?)(?: \[recovered\])?$")
-_STACK_CALL = re.compile(r"^(?P<func>[\w.\-/()*\[\]{}]+)\(.*\)$")
-_STACK_FILE = re.compile(r"^\t(?P<file>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$")
+STACK_CALL = re.compile(r"^(?P<func>[\w.\-/()*\[\]{}]+)\(.*\)$")
+STACK_FILE = re.compile(r"^\t(?P<file>\S+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$")
 FRAMEWORK = re.compile(r"^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|FAIL|SKIP):|PASS$|FAIL$|ok\s)")
+_TESTIFY_VALUE = re.compile(r"^(expected|actual)\s*:\s?(.*)$", re.MULTILINE)
+_TESTIFY_FIELD = re.compile(r"^(Error|Messages):\s*(.*)$", re.MULTILINE)
 _COMPARISONS = (
     re.compile(r"\bgot:? (?P<actual>.+?),? want:? (?P<expected>.+)$"),
     re.compile(r"\bwant:? (?P<expected>.+?),? got:? (?P<actual>.+)$"),
@@ -30,9 +32,9 @@ def _stack(lines: list[str], roots: list[str]) -> list[Frame]:
     frames: list[Frame] = []
     function = ""
     for line in lines:
-        if match := _STACK_CALL.match(line):
+        if match := STACK_CALL.match(line):
             function = match["func"].rsplit("/", 1)[-1]
-        elif match := _STACK_FILE.match(line):
+        elif match := STACK_FILE.match(line):
             path = relative(match["file"], roots)
             if not path.startswith("/") and not path.startswith("_testmain"):
                 frames.append(Frame(file=path, line=int(match["line"]), function=function))
@@ -42,10 +44,26 @@ def _stack(lines: list[str], roots: list[str]) -> list[Frame]:
 
 
 def comparison(message: str) -> tuple[str | None, str | None]:
+    """(expected, actual) by Go's `got X, want Y` convention, or testify's `expected:` and
+    `actual  :` lines."""
     for pattern in _COMPARISONS:
         if match := pattern.search(message.split("\n", 1)[0]):
             return match["expected"].strip(), match["actual"].strip()
-    return None, None
+    values: dict[str, str] = {}
+    for match in _TESTIFY_VALUE.finditer(message):
+        values.setdefault(match[1], match[2].strip())
+    return values.get("expected"), values.get("actual")
+
+
+def _headline(message: str) -> str:
+    """The failure in a line: testify's `Error:` (and `Messages:`) under its `Error Trace:`."""
+    if not message.lstrip().startswith("Error Trace:"):
+        return message.strip()
+    fields: dict[str, str] = {}
+    for match in _TESTIFY_FIELD.finditer(message):
+        fields.setdefault(match[1], match[2].strip())
+    said = " ".join(v for v in (fields.get("Error"), fields.get("Messages")) if v)
+    return said or message.strip()
 
 
 def go_case(
@@ -90,8 +108,9 @@ def go_case(
             frame=frames[0] if frames else None,
             captured="\n".join(captured[-40:]),
         )
-    if not messages:
-        return TestCase(nodeid=nodeid, outcome=outcome, captured="\n".join(captured[-40:]))
+    if not messages:  # an example's got:/want: output, or a test that printed and failed
+        said = "\n".join(captured[:20]) or None
+        return TestCase(nodeid=nodeid, outcome=outcome, exception_message=said)
     file, number, message = messages[0]
     where = Frame(file=_in_dir(directory, file), line=number, function=name.split("/")[0])
     expected, actual = comparison(message)
@@ -100,8 +119,8 @@ def go_case(
         outcome=outcome,
         file=where.file,
         line=number,
-        explanation="\n".join(m[2] for m in messages[:10]),
-        exception_message=message,
+        explanation="\n".join(m[2] for m in messages[:10]).strip(),
+        exception_message=_headline(message),
         expected=expected,
         actual=actual,
         test_frame=where,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from engine.verify.go_failures import FRAMEWORK, go_case
+from engine.verify.go_failures import FRAMEWORK, STACK_CALL, STACK_FILE, go_case
 from engine.verify.parsers import relative, strip_ansi
 from engine.verify.results import CollectionError, Frame, TestCase, TestCounts, TestReport
 
@@ -123,11 +123,19 @@ def _event(line: str) -> dict[str, object] | None:
     return event if isinstance(event, dict) and "Action" in event else None
 
 
-def _module(run: _Run, module: str | None) -> str:
+def _module(run: _Run, module: str | None, roots: list[str]) -> str:
     """The module path: given, else read from a package whose dir a path showed, else the
     packages' longest common prefix (one package alone is taken as the module's root)."""
     if module:
         return module
+    for test in run.tests.values():  # a stack names a package's function and its file
+        for call, at in zip(test.output, test.output[1:], strict=False):
+            if (file := STACK_FILE.match(at)) and (function := STACK_CALL.match(call)):
+                path = relative(file["file"], roots)
+                package = function["func"].rpartition("/")
+                package_path = package[0] + "/" + package[2].split(".", 1)[0]
+                if not path.startswith("/") and package[0]:
+                    run.dirs.setdefault(package_path.lstrip("/"), path.rpartition("/")[0])
     for package, directory in run.dirs.items():
         if not directory:
             return package
@@ -159,7 +167,7 @@ def parse_go_test(
     run = _read(text, roots)
     if not run.events and not run.build_failed:
         return None
-    module_path = _module(run, module)
+    module_path = _module(run, module, roots)
     names = {(t.package, t.name) for t in run.tests.values()}
     parents = {(p, n.rsplit("/", 1)[0]) for p, n in names if "/" in n}
     failed_descendants = {

@@ -15,6 +15,16 @@ import json
 import re
 from collections.abc import Iterable
 
+from engine.verify.js_messages import (
+    ERROR_LINE,
+    MAX_MESSAGE,
+    SYNTAX_AT,
+    comparison,
+    error_kind,
+    project_frames,
+    unrooted,
+    without_stack,
+)
 from engine.verify.parsers import relative, strip_ansi
 from engine.verify.results import CollectionError, Frame, TestCase, TestCounts, TestReport
 
@@ -35,17 +45,6 @@ _SKIP_REASONS = {
 }
 # What Jest and Vitest print instead of their JSON when no test file matched.
 _NO_TESTS = re.compile(r"^No tests found, exiting with code|^No test files found, exiting", re.M)
-_STACK = re.compile(
-    r"^\s*at (?:(?P<func>.+?) \()?(?:file://)?(?P<file>[^()\s]+?):(?P<line>\d+):\d+\)?$"
-)
-_ERROR_LINE = re.compile(r"^\s*(?:Error: )?(?P<type>[A-Z]\w*(?:Error|Exception)): (?P<msg>.*)$")
-_SYNTAX_AT = re.compile(r"^(?P<file>[^\s:]+): (?P<msg>.*?) \((?P<line>\d+):\d+\)$")
-_EXPECTED = re.compile(r"^\s*Expected(?: [\w ]+)?: (?P<value>.*)$", re.MULTILINE)
-_RECEIVED = re.compile(r"^\s*Received(?: [\w ]+)?: (?P<value>.*)$", re.MULTILINE)
-_CHAI = re.compile(
-    r"^expected (?P<actual>.+?) to (?:be|equal|deeply equal|strictly equal|have length|contain"
-    r"|include|be close to|match) (?P<expected>.+?)(?: // .*)?$"
-)
 _CODE_FRAME = re.compile(r"^\s*> (?P<line>\d+) \| (?P<code>.*)$", re.MULTILINE)
 _SUITE_HEADER = "● Test suite failed to run"
 
@@ -63,60 +62,6 @@ def _find_object(text: str) -> dict[str, object] | None:
         if isinstance(found, dict) and isinstance(found.get("testResults"), list):
             return found
     return None
-
-
-def unrooted(text: str, roots: list[str]) -> str:
-    for root in roots:
-        text = text.replace(root.rstrip("/") + "/", "")
-    return text
-
-
-def project_frames(text: str, roots: list[str]) -> list[Frame]:
-    """Stack frames inside the project (relative, not in node_modules), innermost first."""
-    frames = []
-    for line in text.splitlines():
-        if match := _STACK.match(line):
-            path = relative(match["file"], roots)
-            if path.startswith(("/", "<", "node:", "internal/")) or "node_modules/" in path:
-                continue
-            function = (match["func"] or "").removeprefix("Object.")
-            frames.append(Frame(file=path, line=int(match["line"]), function=function))
-    return frames
-
-
-def without_stack(failure: str) -> str:
-    """The failure without its stack."""
-    lines = []
-    for line in failure.splitlines():
-        if _STACK.match(line):
-            break
-        lines.append(line)
-    return "\n".join(lines).strip()
-
-
-def comparison(message: str) -> tuple[str | None, str | None]:
-    expected, received = _EXPECTED.search(message), _RECEIVED.search(message)
-    if expected or received:
-        return (
-            expected["value"].strip() if expected else None,
-            received["value"].strip() if received else None,
-        )
-    if match := _CHAI.match(message.split("\n", 1)[0].removeprefix("AssertionError: ")):
-        return match["expected"], match["actual"]
-    return None, None
-
-
-def error_kind(message: str) -> tuple[str | None, str]:
-    """(exception type, message): a matcher's failure is an AssertionError."""
-    first = message.split("\n", 1)[0]
-    if first.startswith(("expect(", "Error: expect(")) or first.startswith(
-        ("expected ", "AssertionError: expected ")
-    ):
-        return "AssertionError", message.removeprefix("Error: ").removeprefix("AssertionError: ")
-    if match := _ERROR_LINE.match(first):
-        rest = message.split("\n", 1)[1:] or [""]
-        return match["type"], "\n".join([match["msg"], *rest]).strip()
-    return None, message.removeprefix("Error: ")
 
 
 def _code_line(block: str, frame: Frame | None) -> str | None:
@@ -169,11 +114,13 @@ def _case(
         file=file,
         line=line,
         assertion=source if _same_line(frame, test_frame) else None,
-        explanation=text if kind == "AssertionError" else None,
+        explanation=text[:MAX_MESSAGE] if kind == "AssertionError" else None,
         expected=expected,
         actual=actual,
         exception_type=kind,
-        exception_message=text.split("\n", 1)[0] if kind == "AssertionError" else text,
+        exception_message=(text.split("\n", 1)[0] if kind == "AssertionError" else text)[
+            :MAX_MESSAGE
+        ],
         test_frame=test_frame,
         frame=frame,
         captured="\n".join(failures[1:])[:2000],
@@ -202,9 +149,9 @@ def _collection_error(file: str, message: str, roots: list[str]) -> CollectionEr
     text = unrooted(strip_ansi(message), roots).replace(_SUITE_HEADER, "").strip()
     kind, what, frame = None, "", None
     for line in text.splitlines():
-        if match := _ERROR_LINE.match(line):
+        if match := ERROR_LINE.match(line):
             kind, what = match["type"], match["msg"]
-            if at := _SYNTAX_AT.match(what):
+            if at := SYNTAX_AT.match(what):
                 what = at["msg"]
                 frame = Frame(file=relative(at["file"], roots), line=int(at["line"]))
             break
@@ -216,7 +163,11 @@ def _collection_error(file: str, message: str, roots: list[str]) -> CollectionEr
         frames = project_frames(text, roots)
         frame = frames[-1] if frames else None
     return CollectionError(
-        nodeid=file, exception_type=kind, exception_message=what, frame=frame, text=text[:4000]
+        nodeid=file,
+        exception_type=kind,
+        exception_message=what[:MAX_MESSAGE],
+        frame=frame,
+        text=text[:MAX_MESSAGE],
     )
 
 

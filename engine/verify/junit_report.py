@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import cast
 
-from engine.verify import go_failures, js_report
+from engine.verify import go_failures, js_messages
 from engine.verify.parsers import relative
 from engine.verify.results import CollectionError, Frame, TestCase, TestCounts, TestReport
 
@@ -58,18 +58,21 @@ def _nodeid(case: ET.Element) -> str:
 
 def _comparison(message: str) -> tuple[str | None, str | None]:
     first = message.strip().split("\n", 1)[0]
-    for read in (js_report.comparison, go_failures.comparison):
-        expected, actual = read(message)
-        if expected is not None or actual is not None:
-            return expected, actual
+    expected, actual = js_messages.comparison(message)
+    if expected is not None or actual is not None:
+        return expected, actual
     if match := _JAVA.search(message) or _PY_ASSERT.match(first):
         return match["expected"], match["actual"]
-    return None, None
+    for line in message.splitlines()[:20]:  # go-junit-report: the test's `file.go:N: msg` lines
+        expected, actual = go_failures.comparison(line)
+        if expected is not None or actual is not None:
+            return expected, actual
+    return go_failures.comparison(message)  # testify's expected:/actual: lines
 
 
 def _frames(text: str, roots: list[str]) -> list[Frame]:
     """Project frames, innermost first: a JavaScript stack, else a Python traceback."""
-    frames = js_report.project_frames(text, roots)
+    frames = js_messages.project_frames(text, roots)
     if frames:
         return frames
     python = [
@@ -85,8 +88,8 @@ def _exception(problem: ET.Element, text: str) -> tuple[str | None, str]:
     message = "" if message == _COLLECTION else message
     kind = (problem.get("type") or "").strip() or None
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if kind is None and (js := js_report.error_kind(message or text.strip()))[0]:
-        return js[0], js_report.without_stack(js[1])
+    if kind is None and (js := js_messages.error_kind(message or text.strip()))[0]:
+        return js[0], js_messages.without_stack(js[1])
     for line in [] if kind else [message.split("\n", 1)[0], *lines]:
         if match := _TYPE_LINE.match(line):
             kind, message = match["type"], message or match["msg"]
@@ -114,7 +117,7 @@ def _case(case: ET.Element, roots: list[str]) -> TestCase | CollectionError | No
             return None
         reason = (skipped.get("message") or skipped.text or "").strip()
         return TestCase(nodeid=nodeid, outcome="skipped", file=file, line=line, skip_reason=reason)
-    text = js_report.unrooted(problem.text or "", roots)
+    text = js_messages.unrooted(problem.text or "", roots)
     kind, message = _exception(problem, text)
     frames = _frames(text, roots)
     if problem.get("message") == _COLLECTION:
@@ -122,9 +125,9 @@ def _case(case: ET.Element, roots: list[str]) -> TestCase | CollectionError | No
         return CollectionError(
             nodeid=where,
             exception_type=kind,
-            exception_message=message,
+            exception_message=message[: js_messages.MAX_MESSAGE],
             frame=frames[0] if frames else None,
-            text=text[:4000],
+            text=text[: js_messages.MAX_MESSAGE],
         )
     in_test = [f for f in frames if file and f.file == file]
     test_frame = in_test[0] if in_test else None
@@ -134,14 +137,16 @@ def _case(case: ET.Element, roots: list[str]) -> TestCase | CollectionError | No
         outcome="error" if problem.tag == "error" else "failed",
         file=file or (frames[-1].file if frames else ""),
         line=test_frame.line if test_frame else line,
-        explanation=message if kind == "AssertionError" else None,
+        explanation=message[: js_messages.MAX_MESSAGE] if kind == "AssertionError" else None,
         expected=expected,
         actual=actual,
         exception_type=kind,
-        exception_message=message.split("\n", 1)[0] if kind == "AssertionError" else message,
+        exception_message=(message.split("\n", 1)[0] if kind == "AssertionError" else message)[
+            : js_messages.MAX_MESSAGE
+        ],
         test_frame=test_frame,
         frame=frames[0] if frames else None,
-        captured=js_report.unrooted((case.findtext("system-out") or "")[-2000:], roots),
+        captured=js_messages.unrooted((case.findtext("system-out") or "")[-2000:], roots),
     )
 
 

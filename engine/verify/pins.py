@@ -1,8 +1,9 @@
 """Pinned tests: which test files exist at the baseline, and what a run did to them.
 
 A green run is only honest if the tests that judged it are the ones the person started with:
-this module fingerprints them and finds edits, deletions, added skips and changes to pytest's
-test selection, for the verdict to call the pass suspicious (ARCHITECTURE.md, "Honest green").
+this module fingerprints them (pytest's, Go's and JS/TS test files) and finds edits, deletions,
+added skips and focus, and changes to pytest's test selection, for the verdict to call the pass
+suspicious (ARCHITECTURE.md, "Honest green").
 """
 
 from __future__ import annotations
@@ -192,7 +193,26 @@ _SELECTION_PATTERNS = tuple(
 _CONFIG_FILES = frozenset(
     {"pyproject.toml", "pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini", "conftest.py"}
 )
+# Jest's and Vitest's configuration, and package.json (its `jest` key and its `test` script).
+_JS_CONFIG = re.compile(r"^(?:jest|vitest|vite)\.(?:config|workspace)\.[cm]?[jt]s(?:on)?$")
+_JS_SELECTION_PATTERNS = tuple(
+    (re.compile(p), "it changes which tests Jest or Vitest runs")
+    for p in (
+        r"\btestPathIgnorePatterns\b",
+        r"\bmodulePathIgnorePatterns\b",
+        r"\btestMatch\b",
+        r"\btestRegex\b",
+        r"\btestPathPattern\b|--testPathPattern",
+        r"\btestNamePattern\b|--testNamePattern|(?<![\w-])-t\b",
+        r"\broots\b\s*[:=]|\"roots\"",
+        r"\b(?:include|exclude)\s*:",
+        r"\bpassWithNoTests\b",
+        r'"test"\s*:',  # package.json's test script
+    )
+)
 _COMMENT_PREFIXES = ("#", ";", "//", "/*")
+# A directive written as a comment: checked before comments are passed over.
+_GO_BUILD_CONSTRAINT = re.compile(r"^//\s*(?:go:build|\+build)\b")
 
 
 def added_skips(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
@@ -202,12 +222,18 @@ def added_skips(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
 
 
 def config_changes(repo: Path, rev: str, root: Path) -> list[AddedSkip]:
-    """Lines added to pytest configuration since `rev` that change which tests are selected."""
+    """Lines added to pytest's, Jest's or Vitest's configuration since `rev` that change which
+    tests are selected."""
 
     def is_config(path: str) -> bool:
         return PurePosixPath(path).name in _CONFIG_FILES
 
-    return _added_matching(repo, rev, root, is_config, [(p, "") for p in _SELECTION_PATTERNS])
+    def is_js_config(path: str) -> bool:
+        name = PurePosixPath(path).name
+        return name == "package.json" or bool(_JS_CONFIG.match(name))
+
+    python = _added_matching(repo, rev, root, is_config, [(p, "") for p in _SELECTION_PATTERNS])
+    return python + _added_matching(repo, rev, root, is_js_config, list(_JS_SELECTION_PATTERNS))
 
 
 def _added_matching(
@@ -235,6 +261,10 @@ def _added_in(
         new = _read_tree_file(root / path).decode("utf-8", "replace").splitlines()
         for number, text in _added_lines(_blob_text(tree, path), new):
             stripped = text.strip()
+            if path.endswith("_test.go") and _GO_BUILD_CONSTRAINT.match(stripped):
+                constraint = "a build constraint can leave the file's tests out of `go test`"
+                found.append(AddedSkip(file=path, line=number, text=stripped, why=constraint))
+                continue
             if stripped.startswith(_COMMENT_PREFIXES):
                 continue
             why = next((why for p, why in patterns if p.search(text)), None)

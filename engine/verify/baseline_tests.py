@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from engine.verify.tree import Verification  # which imports this module
 
 NOT_RUN = frozenset({"skipped", "xfailed"})
-NO_TESTS = "no tests at the baseline: pytest collected none, so nothing can show a fix is right"
+NO_TESTS = "no tests at the baseline: the test command ran none, so nothing can show a fix is right"
 
 
 def _test_stages(stages: Sequence[StageResult]) -> list[StageResult]:

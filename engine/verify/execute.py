@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from engine.verify.go_report import parse_go_test
+from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests
 from engine.verify.junit_report import parse_junit
 from engine.verify.parsers import (
@@ -96,7 +96,7 @@ class Verifier:
                 duration_ms=int((time.monotonic() - started) * 1000),
                 infrastructure_error=str(exc),
             )
-        return parse_stage(stage, result, nonce)
+        return parse_stage(stage, result, nonce, go_module=go_module_of(workdir))
 
     async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""
@@ -207,8 +207,19 @@ def _merged(reports: list[TestReport]) -> TestReport | None:
     )
 
 
-def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:
-    """Everything we can learn from one stage's process: pure, so captured results replay."""
+def go_module_of(workdir: Path) -> str | None:
+    """The module path in the tree's go.mod: it turns Go's import paths into directories."""
+    try:
+        return go_module_path((workdir / "go.mod").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def parse_stage(
+    stage: Stage, result: ExecResult, nonce: str, *, go_module: str | None = None
+) -> StageResult:
+    """Everything we can learn from one stage's process: pure, so captured results replay.
+    `go_module`: the tree's Go module path, for a Go report's file paths."""
     roots = [result.workdir]
     # Paths the model can use: relative to the project, not to the sandbox.
     prefix = result.workdir.rstrip("/") + "/"
@@ -225,9 +236,10 @@ def parse_stage(stage: Stage, result: ExecResult, nonce: str) -> StageResult:
     elif stage.report is not None:
         report = junit_reports(result, roots)
     elif stage.runner == "go":
-        report = parse_go_test(result.stdout + "\n" + stderr, roots)
+        # Go prints build errors, Jest and Vitest "no tests found", on stderr.
+        report = parse_go_test(result.stdout + "\n" + stderr, roots, module=go_module)
     elif stage.runner in ("jest", "vitest"):
-        report = parse_js_tests(result.stdout, roots)
+        report = parse_js_tests(result.stdout + "\n" + stderr, roots)
     diagnostics = []
     if stage.kind is StageKind.LINT:
         diagnostics = parse_ruff(result.stdout, roots) or []

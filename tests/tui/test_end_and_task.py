@@ -280,7 +280,7 @@ async def test_no_tests_at_the_baseline_refuses_a_repair_but_ctrl_n_opens_spec_m
         screen.show_check(no_tests_check())
         await pilot.pause()
         state = text_of(screen, "#state-text")
-        assert "no tests at the baseline: pytest collected none" in state
+        assert "no tests at the baseline: the test command ran none" in state
         assert "write a test that shows the bug, or build from a spec with ctrl+n" in state
         await pilot.press("ctrl+s")
         await pilot.pause()

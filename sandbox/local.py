@@ -149,7 +149,12 @@ def _unpack(payload: bytes, target: Path) -> None:
     import tarfile
 
     with tarfile.open(fileobj=io.BytesIO(payload), mode="r") as archive:
-        archive.extractall(target, filter="data")
+        # Our own tar of the project (pack_directory). Pythons before 3.11.4 (Debian 12's
+        # 3.11.2) have no extraction filters and extract the same way.
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(target, filter="data")
+        else:
+            archive.extractall(target)
 
 
 def _result(code: int, out: bytes, err: bytes, duration_ms: int, workdir: str) -> ExecResult:

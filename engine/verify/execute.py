@@ -96,7 +96,8 @@ class Verifier:
                 duration_ms=int((time.monotonic() - started) * 1000),
                 infrastructure_error=str(exc),
             )
-        return parse_stage(stage, result, nonce, go_module=go_module_of(workdir))
+        go_module = go_module_of(workdir) if stage.runner == "go" else None
+        return parse_stage(stage, result, nonce, go_module=go_module)
 
     async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""

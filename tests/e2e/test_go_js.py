@@ -16,7 +16,7 @@ from typing import Any
 import git
 import pytest
 
-from tests.e2e.test_headless import KEY, assert_trail_agrees, branch_commits
+from tests.e2e.test_headless import assert_trail_agrees, branch_commits, fixloop
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import answer
 from tests.toolchain_projects import GOSTATS, JSSTATS, example_checkout
@@ -189,35 +189,6 @@ def test_a_js_syntax_error_is_mechanical(js_project: Path) -> None:
 # --- the loop ------------------------------------------------------------------------------------
 
 
-def headless(
-    server: ScriptedModelServer, root: Path, *extra: str
-) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tui.cli",
-            str(root),
-            "--headless",
-            "--json",
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            server.base_url,
-            *GVISOR,
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(root.parent)},
-        timeout=600,
-        check=False,
-    )
-    assert KEY not in done.stdout + done.stderr
-    return done, json.loads(done.stdout) if done.stdout.strip() else {}
-
-
 @pytest.mark.parametrize(("example", "fixes"), [(GOSTATS, GO_FIXES), (JSSTATS, JS_FIXES)])
 def test_the_loop_repairs_the_example_in_one_commit(
     model_server: ScriptedModelServer,
@@ -227,7 +198,7 @@ def test_the_loop_repairs_the_example_in_one_commit(
 ) -> None:
     root = example_checkout(example, tmp_path)
     model_server.script(reply(answer("true division; n words, not n - 1", *fixes)))
-    done, result = headless(model_server, root)
+    done, result = fixloop(model_server, root)
     assert done.returncode == 0, done.stderr
     assert result["status"] == "ok"
     assert model_server.count == 1
@@ -247,7 +218,7 @@ def test_a_badly_formatted_go_edit_is_formatted_in_its_own_commit(
         GO_FIXES[1],
     )
     model_server.script(reply(answer("fix both", *ugly)))
-    done, result = headless(model_server, root, "--fix-cmd", "gofmt -w .")
+    done, result = fixloop(model_server, root, "--fix-cmd", "gofmt -w .")
     assert done.returncode == 0, done.stderr
     assert result["status"] == "ok"
     assert model_server.count == 1  # no call spent on style

@@ -9,7 +9,7 @@ failing tests and the project modules they import, and the last edit's files.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from engine.edits.instructions import instructions
 from engine.edits.proposal import EditFormat
 from engine.feedback.packet import RepairPacket
+from engine.feedback.test_focus import focus
 from engine.model.client import Message
 from engine.verify.pins import is_test_file
 
@@ -33,6 +34,7 @@ class PromptFile(BaseModel):
     text: str
     excerpt: bool = False
     read_only: bool = False
+    focused: bool = False  # a test file cut to its failing tests (engine/feedback/test_focus.py)
 
 
 def system_prompt(format: EditFormat, example_path: str | None = None) -> str:
@@ -85,7 +87,9 @@ def messages(
 def render_file(file: PromptFile) -> str:
     """Like the `whole` edit format: the path alone on a line, then a fenced block."""
     label = file.path
-    if file.read_only:
+    if file.focused:
+        label += "  (test file, read only: its failing tests and what they use)"
+    elif file.read_only:
         label += "  (test file: read only)"
     if file.excerpt:
         label += "  (excerpt; line numbers on the left)"
@@ -185,8 +189,10 @@ def load_files(
     *,
     lines_of_interest: dict[str, list[int]] | None = None,
     budget_chars: int = FILES_BUDGET_CHARS,
+    failing_tests: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> list[PromptFile]:
-    """The files' text within a total budget; a large file becomes excerpts."""
+    """The files' text within a total budget; a large file becomes excerpts, and a test
+    file named in `failing_tests` (test_focus.failing_tests) only its failing tests."""
     result = []
     left = budget_chars
     for path in paths:
@@ -194,15 +200,24 @@ def load_files(
             text = (root / path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        excerpt = False
-        if len(text) > min(FILE_CHARS, left):
+        excerpt = focused = False
+        tests = (failing_tests or {}).get(path)
+        if tests and is_test_file(path) and (cut := focus(text, tests)) is not None:
+            text, focused = cut, True
+        if not focused and len(text) > min(FILE_CHARS, left):
             text = excerpt_of(text, (lines_of_interest or {}).get(path, []))
             excerpt = True
         if len(text) > left:
             break
         left -= len(text)
         result.append(
-            PromptFile(path=path, text=text, excerpt=excerpt, read_only=is_test_file(path))
+            PromptFile(
+                path=path,
+                text=text,
+                excerpt=excerpt,
+                read_only=is_test_file(path),
+                focused=focused,
+            )
         )
     return result
 

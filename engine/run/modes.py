@@ -13,6 +13,7 @@ from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.small_prompt import small_prompt
+from engine.feedback.test_focus import failing_tests
 from engine.model.client import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -149,11 +150,17 @@ def repair_messages(
     pointers: bool = True,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
-    packet (or the raw feedback in its place), the definitions the failure calls (`pointers`),
-    and the notes."""
+    packet (or the raw feedback in its place), and the notes. With `pointers` (packet
+    feedback) also the definitions the failure calls, and test files cut to their failing
+    tests; raw feedback shows them whole, as a naive loop would."""
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
-    files = prompts.load_files(root, paths, lines_of_interest=prompts.lines_of_interest(packet))
+    files = prompts.load_files(
+        root,
+        paths,
+        lines_of_interest=prompts.lines_of_interest(packet),
+        failing_tests=failing_tests(packet) if pointers else None,
+    )
     called = prompts.called_definitions(root, packet, paths) if pointers else []
     return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])
 

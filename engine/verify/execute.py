@@ -193,14 +193,10 @@ def _merged(reports: list[TestReport]) -> TestReport | None:
     """Several report files (one per suite, as Surefire and Gradle write them) as one."""
     if len(reports) < 2:
         return reports[0] if reports else None
-    counts = {
-        name: sum(getattr(report.counts, name) for report in reports)
-        for name in TestCounts.model_fields
-    }
     statuses = [report.exitstatus for report in reports if report.exitstatus is not None]
     return TestReport(
         exitstatus=max(statuses) if statuses else None,
-        counts=TestCounts(**counts),
+        counts=TestCounts.total([report.counts for report in reports]),
         nodeids=[nodeid for report in reports for nodeid in report.nodeids],
         tests=[case for report in reports for case in report.tests],
         collection_errors=[error for report in reports for error in report.collection_errors],

@@ -7,6 +7,7 @@ in-sandbox pytest plugin (`engine/verify/plugin/fixloop_pytest.py`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -109,6 +110,11 @@ class TestCounts(BaseModel):
     skipped: int = 0
     xfailed: int = 0
     xpassed: int = 0
+
+    @classmethod
+    def total(cls, counts: Sequence[TestCounts]) -> TestCounts:
+        """Several sessions' counts summed, field by field."""
+        return cls(**{name: sum(getattr(c, name) for c in counts) for name in cls.model_fields})
 
 
 class TestReport(BaseModel):

@@ -43,12 +43,7 @@ class Judgement(BaseModel):
 def test_counts(stages: Sequence[StageResult]) -> TestCounts | None:
     """The summed counts of every pytest report, or None when no report came back."""
     reports = [stage.report for stage in stages if stage.report is not None]
-    if not reports:
-        return None
-    fields = TestCounts.model_fields
-    return TestCounts(
-        **{name: sum(getattr(report.counts, name) for report in reports) for name in fields}
-    )
+    return TestCounts.total([report.counts for report in reports]) if reports else None
 
 
 def pass_doubts(

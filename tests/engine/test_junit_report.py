@@ -8,8 +8,10 @@ from pathlib import Path
 
 from engine.feedback.distill import distill
 from engine.verify.classify import ErrorClass, classify
+from engine.verify.execute import junit_reports
 from engine.verify.junit_report import MAX_XML, parse_junit
 from engine.verify.results import StageKind, StageResult, TestReport
+from sandbox.contract import ExecResult, FileChange
 from tests.engine.runner_records import RUNNERS, WORKDIR
 
 JUNIT = RUNNERS / "junit"
@@ -153,3 +155,29 @@ def test_the_fixtures_hold_no_host_paths() -> None:
     for path in Path(RUNNERS).rglob("*"):
         if path.is_file():
             assert "/tmp/" not in path.read_text(), path
+
+
+def test_two_report_files_are_read_as_one_report() -> None:
+    """Surefire writes a file per test class: the stage's report sums them, and the worst
+    exit status wins."""
+    passing = """<testsuite name="com.example.MoreTest" tests="2" failures="0">
+  <testcase name="adds" classname="com.example.MoreTest" time="0.01"/>
+  <testcase name="subtracts" classname="com.example.MoreTest" time="0.001"/>
+</testsuite>
+"""
+    files = {"target/TEST-a.xml": SUREFIRE, "target/TEST-b.xml": passing}
+    result = ExecResult(
+        exit_code=1,
+        stdout="",
+        stderr="",
+        duration_ms=1,
+        backend="unsafe-local",
+        workdir=WORKDIR,
+        changes=[FileChange(path=p, content=text.encode()) for p, text in files.items()],
+    )
+    report = junit_reports(result, [WORKDIR])
+    assert report is not None
+    assert report.counts.collected == 4
+    assert (report.counts.passed, report.counts.failed) == (3, 1)
+    assert report.exitstatus == 1
+    assert [case.nodeid for case in report.tests] == ["com.example.CalcTest::adds"]

@@ -155,8 +155,11 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             )
             wanted = themes.DEFAULT
         self.theme = wanted
-        # From now on a change of theme (the palette, Textual's picker) is remembered.
-        self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._theme_changed)
+        # From now on a change of theme (the palette, Textual's picker) is remembered. Subscribed
+        # now, not after a refresh (a change made before that refresh was lost), so the signal
+        # of the theme just set is told apart by its name.
+        self._mounted_theme: str | None = wanted
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         # The workers below start once the first frame is painted: the engine, the model client
         # and the highlighter they import would hold the GIL while it is drawn (issue 21).
         self.call_after_refresh(self._warm_up)
@@ -191,6 +194,10 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             self.call_after_refresh(self.begin, self.initial_task)
 
     def _theme_changed(self, theme: Theme) -> None:
+        if theme.name == self._mounted_theme:  # the signal of the theme set at mount
+            self._mounted_theme = None
+            return
+        self._mounted_theme = None
         remember_theme(theme.name)
 
     @work(thread=True, group="warm-up", exit_on_error=False)

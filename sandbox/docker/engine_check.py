@@ -87,7 +87,22 @@ def _ask_version(client: docker.DockerClient) -> str:
         return "unknown engine"
     components = version.get("Components") or [{}]
     name = components[0].get("Name") or "engine"
+    if name == "Engine":  # Docker's own name for itself; its builds may leave Platform empty
+        name = (version.get("Platform") or {}).get("Name") or "Docker Engine"
     return f"{name} {version.get('Version', '?')}"
+
+
+def engine_runtimes(client: docker.DockerClient) -> tuple[str | None, dict[str, str]]:
+    """The engine's default runtime and its runtimes by name (name -> path), as its /info
+    says (Docker and Podman both do); (None, {}) if it does not answer. For the fix
+    `doctor` prints for an engine whose containers are not under gVisor."""
+    try:
+        info: dict[str, Any] = client.info()
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return None, {}
+    runtimes = info.get("Runtimes") or {}
+    paths = {name: str((spec or {}).get("path") or name) for name, spec in runtimes.items()}
+    return info.get("DefaultRuntime") or None, paths
 
 
 def engine_kernel(
@@ -162,7 +177,15 @@ def examine_engine(url: str | None = None) -> EngineCheck:
         try:
             require_gvisor(kernel, url, allow_runc=False)
         except SandboxUnavailable as exc:
-            return EngineCheck(url=url, engine=engine, kernel=kernel, error=str(exc))
+            default_runtime, runtimes = engine_runtimes(client)
+            return EngineCheck(
+                url=url,
+                engine=engine,
+                kernel=kernel,
+                error=str(exc),
+                default_runtime=default_runtime,
+                runtimes=tuple(sorted(runtimes.items())),
+            )
         rootless = engine_rootless(client, url)
         return EngineCheck(url=url, engine=engine, kernel=kernel, rootless=rootless)
     finally:

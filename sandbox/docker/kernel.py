@@ -76,6 +76,9 @@ class EngineCheck:
     kernel: KernelReport | None = None  # None: no container ran
     error: str | None = None  # why the docker backend cannot use it; None if it can
     rootless: bool = False  # runs as a normal user: no cgroup, limits are the backend's own
+    # Asked only of an engine whose containers are not under gVisor (for doctor's fix):
+    default_runtime: str | None = None
+    runtimes: tuple[tuple[str, str], ...] = ()  # (name, path) of each runtime it knows
 
     @property
     def gvisor(self) -> bool:

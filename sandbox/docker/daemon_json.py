@@ -6,16 +6,17 @@ report (its default runtime and the runtimes it knows) in, the text to print out
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from sandbox.docker.kernel import EngineCheck
+from sandbox.docker.kernel import EngineCheck, Runtime
 
 DAEMON_JSON = "/etc/docker/daemon.json"
-# runsc refuses to start with networking in the root network namespace, and jobs get no
-# network anyway: the same flag fixloop's own services give it (docker-service.sh).
-RUNSC_ARGS = ["--network=none"]
+# Without it runsc refuses to start fixloop's containers under Docker ("cannot run with
+# network enabled in root network namespace", seen with Docker 20.10 here); jobs get no
+# network anyway. fixloop's own services give runsc the same flag (docker-service.sh).
+NO_NETWORK = "--network=none"
 
 
 def is_docker_engine(engine: str | None) -> bool:
@@ -23,25 +24,22 @@ def is_docker_engine(engine: str | None) -> bool:
     return engine is not None and "podman" not in engine.lower()
 
 
-def registered_runsc(runtimes: Mapping[str, str]) -> str | None:
-    """The name under which the engine knows a runsc binary, if it does."""
-    return next(
-        (name for name, path in sorted(runtimes.items()) if PurePosixPath(path).name == "runsc"),
-        None,
-    )
+def registered_runsc(runtimes: Sequence[Runtime]) -> Runtime | None:
+    """The runtime through which the engine runs a runsc binary, if it has one."""
+    return next((r for r in runtimes if PurePosixPath(r.path).name == "runsc"), None)
 
 
-def daemon_json_change(
-    default_runtime: str | None, runtimes: Mapping[str, str], runsc: str
-) -> dict[str, Any]:
-    """The keys to merge into daemon.json. runsc already registered (as any name) and not
-    the default: only `default-runtime`; not registered: the runtime at `runsc` as well."""
-    name = registered_runsc(runtimes)
-    if name is not None:
-        return {"default-runtime": name}
+def daemon_json_change(runtimes: Sequence[Runtime], runsc: str) -> dict[str, Any]:
+    """The keys to merge into daemon.json: `default-runtime` naming runsc's runtime, and
+    that runtime's entry unless the engine already has it with --network=none (then only
+    the default changes). Not registered: runsc at `runsc`, as "runsc"."""
+    known = registered_runsc(runtimes)
+    if known is not None and NO_NETWORK in known.args:
+        return {"default-runtime": known.name}
+    name, path, args = (known.name, known.path, known.args) if known else ("runsc", runsc, ())
     return {
-        "runtimes": {"runsc": {"path": runsc, "runtimeArgs": RUNSC_ARGS}},
-        "default-runtime": "runsc",
+        "runtimes": {name: {"path": path, "runtimeArgs": [*args, NO_NETWORK]}},
+        "default-runtime": name,
     }
 
 
@@ -50,13 +48,13 @@ def daemon_json_fix(check: EngineCheck, runsc: str) -> str | None:
     engine that is not Docker Engine or already runs gVisor."""
     if check.gvisor or check.kernel is None or not is_docker_engine(check.engine):
         return None
-    runtimes = dict(check.runtimes)
-    change = daemon_json_change(check.default_runtime, runtimes, runsc)
-    now = f"its default runtime is {check.default_runtime or 'unknown'}"
-    registered = registered_runsc(runtimes)
-    known = f", runsc is registered as {registered!r}" if registered else ", runsc not registered"
+    known = registered_runsc(check.runtimes)
+    now = f"its default runtime is {check.default_runtime or 'unknown'}, " + (
+        f"runsc is registered as {known.name!r}" if known else "runsc is not registered"
+    )
+    change = daemon_json_change(check.runtimes, runsc)
     return (
-        f"make runsc Docker's default runtime ({now}{known}): merge this into {DAEMON_JSON}, "
+        f"make runsc Docker's default runtime ({now}): merge this into {DAEMON_JSON}, "
         "then restart Docker (`systemctl restart docker`); --allow-runc accepts it unsafely\n"
         + json.dumps(change, indent=2)
     )

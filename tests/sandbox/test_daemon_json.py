@@ -8,20 +8,20 @@ from __future__ import annotations
 import json
 
 from sandbox.docker.daemon_json import daemon_json_fix
-from sandbox.docker.kernel import EngineCheck, KernelReport
+from sandbox.docker.kernel import EngineCheck, KernelReport, Runtime
 
 RUNC_KERNEL = KernelReport(
     version="Linux version 6.18.44-fc-v1147 (builder@sandboxing) #1 SMP PREEMPT_DYNAMIC @0",
     root="ext4 rw,relatime",
 )
 DOCKER_RUNTIMES = (
-    ("io.containerd.runc.v2", "runc"),
-    ("io.containerd.runtime.v1.linux", "runc"),
-    ("runc", "runc"),
+    Runtime("io.containerd.runc.v2", "runc"),
+    Runtime("io.containerd.runtime.v1.linux", "runc"),
+    Runtime("runc", "runc"),
 )
 
 
-def on_runc(engine: str, *runtimes: tuple[str, str]) -> EngineCheck:
+def on_runc(engine: str, *runtimes: Runtime) -> EngineCheck:
     return EngineCheck(
         url="unix:///var/run/docker.sock",
         engine=engine,
@@ -43,19 +43,33 @@ def change_of(fix: str) -> dict[str, object]:
 def test_runsc_not_registered_gets_the_runtime_and_the_default() -> None:
     fix = daemon_json_fix(on_runc("Docker Engine 20.10.24+dfsg1"), runsc="/usr/bin/runsc")
     assert fix is not None
-    assert "default runtime is runc, runsc not registered" in fix.splitlines()[0]
+    assert "default runtime is runc, runsc is not registered" in fix.splitlines()[0]
     assert change_of(fix) == {
         "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}},
         "default-runtime": "runsc",
     }
 
 
-def test_runsc_registered_but_not_default_gets_only_the_default() -> None:
-    check = on_runc("Docker Engine - Community 24.0.7", ("gvisor", "/usr/local/bin/runsc"))
-    fix = daemon_json_fix(check, runsc="/usr/bin/runsc")
+def test_runsc_registered_with_no_network_gets_only_the_default() -> None:
+    registered = Runtime("gvisor", "/usr/local/bin/runsc", ("--network=none",))
+    fix = daemon_json_fix(on_runc("Docker Engine - Community 24.0.7", registered), "/usr/bin/runsc")
     assert fix is not None
     assert "runsc is registered as 'gvisor'" in fix.splitlines()[0]
     assert change_of(fix) == {"default-runtime": "gvisor"}
+
+
+def test_runsc_registered_without_no_network_gets_it_added() -> None:
+    # Seen here: Docker 20.10 with plain runsc as default fails every container ("cannot
+    # run with network enabled in root network namespace").
+    registered = Runtime("runsc", "/usr/bin/runsc", ("--debug",))
+    fix = daemon_json_fix(on_runc("Docker Engine 20.10.24+dfsg1", registered), "/usr/bin/runsc")
+    assert fix is not None
+    assert change_of(fix) == {
+        "runtimes": {
+            "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--debug", "--network=none"]}
+        },
+        "default-runtime": "runsc",
+    }
 
 
 def test_the_runsc_found_here_is_the_path_given() -> None:

@@ -250,7 +250,7 @@ def test_doctor_says_an_engine_on_runc_is_refused_and_how_to_fix_it(runc_engine:
     assert "runsc" in check.fix
     if "Docker Engine" in check.detail:  # the daemon.json change, from the engine's own /info
         line, _, change = check.fix.partition("\n")
-        assert "default runtime is runc, runsc not registered" in line
+        assert "default runtime is runc, runsc is not registered" in line
         assert json.loads(change)["default-runtime"] == "runsc"
     else:
         assert "containers.conf" in check.fix or "README" in check.fix

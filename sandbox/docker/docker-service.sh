@@ -97,12 +97,24 @@ stop_ours() {
   rm -f "$PIDFILE" "$SOCKET"
 }
 
+# dockerd reuses the containerd its exec root's pidfile names while that pid is alive. A
+# containerd that died with a killed dockerd may stay a zombie where nothing reaps orphans
+# (seen here): alive to dockerd, which then waits minutes for a socket that never comes.
+clear_stale_containerd() {
+  local pidfile="$EXEC_ROOT/containerd/containerd.pid"
+  [ -f "$pidfile" ] || return 0
+  tr '\0' ' ' 2>/dev/null <"/proc/$(cat "$pidfile")/cmdline" | grep -q "^containerd " ||
+    rm -f "$pidfile"
+}
+
 start() {
+  clear_stale_containerd
   # setsid: the daemon outlives this script and whatever session started it.
   setsid nohup dockerd --config-file "$CONF" >>"$LOG" 2>&1 </dev/null &
-  for _ in $(seq 300); do
+  local daemon=$! deadline=$((SECONDS + 60))
+  while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$daemon" 2>/dev/null; do
     [ -S "$SOCKET" ] && answers /_ping 1 && break
-    sleep 0.1
+    sleep 0.2
   done
   healthy
 }

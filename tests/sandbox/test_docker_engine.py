@@ -9,6 +9,7 @@ created, started, its kernel report read, refused, removed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from sandbox.docker.images import skeleton_image
 from sandbox.docker.locate import engine_url
 from sandbox.errors import RuncWarning
 from sandbox.interpreter import default_python, probe
-from tests.conftest import DOCKER_ENGINE, dockerd_url, sandbox_unavailable
+from tests.conftest import DOCKER_ENGINE, DOCKERD_URL, dockerd_url, sandbox_unavailable
 from tests.sandbox.hostile_helpers import OURS, python_job
 
 pytestmark = pytest.mark.sandbox
@@ -311,3 +312,40 @@ def test_sandbox_run_with_allow_runc_warns(runc_engine: str, tmp_path: Path) -> 
     warnings = [line for line in done.stderr.splitlines() if "NOT under gVisor" in line]
     assert len(warnings) == 1, done.stderr  # one job, one warning
     assert warnings[0].startswith("fixloop-tui: warning: the docker backend runs this job")
+
+
+# --- fixloop's own dockerd ---------------------------------------------------------------
+
+
+def digest(path: str) -> str | None:
+    """What is at `path` now: a file's hash, or its kind; None if nothing."""
+    target = Path(path)
+    if not target.exists():
+        return None
+    if target.is_file():
+        return hashlib.sha256(target.read_bytes()).hexdigest()
+    return "directory" if target.is_dir() else "socket"
+
+
+@pytest.mark.docker_engine
+def test_sandbox_engine_docker_runs_runsc_by_default_and_leaves_a_system_docker_alone(
+    tmp_path: Path,
+) -> None:
+    if os.geteuid() != 0:
+        sandbox_unavailable("fixloop's dockerd runs as root")
+    system = ("/etc/docker/daemon.json", "/var/run/docker.sock", "/var/lib/docker")
+    before = {path: digest(path) for path in system}
+
+    done = fixloop("sandbox", "engine", "--docker", cwd=tmp_path)  # idempotent: CI started it
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"fixloop's dockerd (runsc) answers at {DOCKERD_URL}\n"
+    client = connect(DOCKERD_URL)
+    try:
+        info = client.info()
+    finally:
+        client.close()
+    assert info["DefaultRuntime"] == "runsc"
+    assert info["Runtimes"]["runsc"]["runtimeArgs"] == ["--network=none"]
+    assert info["DockerRootDir"] == "/var/lib/fixloop/docker"
+    assert {path: digest(path) for path in system} == before

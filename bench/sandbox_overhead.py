@@ -15,7 +15,9 @@ in these modes:
                   zygote has already run a throwaway pytest session (imports done);
   * docker cold / docker warm - the same through `DockerSandbox` (a Docker-compatible
                   engine whose runtime is runsc; FIXLOOP_DOCKER_URL or fixloop's Podman
-                  socket), with the host's interpreter mounted, or with `--image TAG`.
+                  socket), with the host's interpreter mounted, or with `--image TAG`;
+  * dockerd cold / dockerd warm - the same on Docker Engine (`--dockerd-url`, default
+                  fixloop's own dockerd from `fixloop-tui sandbox engine --docker`).
 
 A run is timed from the caller's `run()` call to its return (for bare: from
 spawning the process to reaping it), which is what fixloop's loop waits for:
@@ -26,10 +28,10 @@ until every pooled sandbox is ready again (the loop has the model's think time
 for that); the replacement that starts *during* a run is part of the run's cost.
 
 Run as root on a host where the gvisor backend works (and, for the docker rows,
-after `fixloop-tui sandbox engine`):
+after `fixloop-tui sandbox engine`; for the dockerd rows, `... engine --docker`):
 
-    .venv/bin/python bench/sandbox_overhead.py [--runs N] [--backends gvisor,docker]
-                                               [--image TAG] [--json]
+    .venv/bin/python bench/sandbox_overhead.py [--runs N] [--backends gvisor,docker,dockerd]
+                                               [--dockerd-url URL] [--image TAG] [--json]
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ SETTLE_S = 0.2  # after the pool is full, let the host go quiet before the next 
 
 Timer = Callable[[ExecRequest], Awaitable[tuple[float, ExecResult | None]]]
 Backend = GvisorSandbox | DockerSandbox
-BACKENDS = ("gvisor", "docker")
+BACKENDS = ("gvisor", "docker", "dockerd")
+DOCKERD_URL = "unix:///run/fixloop/docker.sock"  # fixloop's own dockerd (docker-service.sh)
 
 
 @dataclass
@@ -198,14 +201,20 @@ async def measure(
     )
 
 
-def open_backend(name: str, pool_size: int, image: str | None) -> Backend:
+def open_backend(name: str, pool_size: int, image: str | None, dockerd_url: str) -> Backend:
     if name == "gvisor":
         return GvisorSandbox(pool_size=pool_size)
-    return DockerSandbox(pool_size=pool_size, image=image, allow_runc=False)
+    url = dockerd_url if name == "dockerd" else None
+    return DockerSandbox(pool_size=pool_size, url=url, image=image, allow_runc=False)
 
 
 async def bench(
-    runs: int, project: Path, progress: bool, backends: list[str], image: str | None
+    runs: int,
+    project: Path,
+    progress: bool,
+    backends: list[str],
+    image: str | None,
+    dockerd_url: str = DOCKERD_URL,
 ) -> list[Row]:
     rows: list[Row] = []
 
@@ -219,14 +228,14 @@ async def bench(
         note(await measure("bare", name, request, runs, time_bare))
 
     for backend in backends:
-        cold = open_backend(backend, 0, image)
+        cold = open_backend(backend, 0, image, dockerd_url)
         try:
             for name, request in requests.items():
                 note(await measure(f"{backend} cold", name, request, runs, sandbox_timer(cold)))
         finally:
             await cold.close()
 
-        warm = open_backend(backend, POOL_SIZE, image)
+        warm = open_backend(backend, POOL_SIZE, image, dockerd_url)
         try:
             for name, request in requests.items():
                 await warm.warm(request)
@@ -243,7 +252,7 @@ async def bench(
     return rows
 
 
-def environment(backends: list[str], image: str | None) -> dict[str, str]:
+def environment(backends: list[str], image: str | None, dockerd_url: str) -> dict[str, str]:
     runsc = find_runsc()
     version = subprocess.run([runsc, "--version"], capture_output=True, text=True, check=False)
     found = {
@@ -254,13 +263,14 @@ def environment(backends: list[str], image: str | None) -> dict[str, str]:
         "interpreter": sys.executable,
         "kernel": platform.release(),
     }
-    if "docker" in backends:
+    engines = {"docker": None, "dockerd": dockerd_url}
+    for backend in (name for name in backends if name in engines):
         from sandbox.docker.engine_check import connect, engine_version
         from sandbox.docker.locate import engine_url
 
-        url = engine_url()
+        url = engine_url(engines[backend])
         client = connect(url)
-        found["engine"] = f"{engine_version(client, url)} at {url}"
+        found[f"{backend} engine"] = f"{engine_version(client, url)} at {url}"
         found["image"] = image or "skeleton + the host's interpreter mounted read-only"
         client.close()
     return found
@@ -269,8 +279,8 @@ def environment(backends: list[str], image: str | None) -> dict[str, str]:
 def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
     print()
     for key, value in env.items():
-        print(f"{key + ':':<15}{value}")
-    print(f"{'runs:':<15}{runs} timed per cell (after one untimed warm-up run)")
+        print(f"{key + ':':<17}{value}")
+    print(f"{'runs:':<17}{runs} timed per cell (after one untimed warm-up run)")
     notes = {
         "bare:": "same interpreter and project, the job's clean environment "
         "(PYTHONDONTWRITEBYTECODE=1: pytest re-rewrites plugin asserts every run)",
@@ -279,7 +289,7 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
         "started by that take runs in the background during the run",
     }
     for key, value in notes.items():
-        print(f"{key:<15}{value}")
+        print(f"{key:<17}{value}")
     print()
     header = (
         f"{'mode':<12} {'command':<17} {'median s':>9} {'p90 s':>8} {'x bare':>7} {'inside s':>9}"
@@ -302,7 +312,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="timed runs per cell (default 20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
-        "--backends", default="gvisor,docker", help="comma-separated (default gvisor,docker)"
+        "--backends",
+        default="gvisor,docker",
+        help=f"comma-separated, of {','.join(BACKENDS)} (default gvisor,docker)",
+    )
+    parser.add_argument(
+        "--dockerd-url",
+        default=DOCKERD_URL,
+        help=f"the dockerd rows' engine (default {DOCKERD_URL})",
     )
     parser.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
     args = parser.parse_args()
@@ -311,11 +328,19 @@ def main() -> None:
     backends = [name for name in args.backends.split(",") if name]
     if not backends or set(backends) - set(BACKENDS):
         parser.error(f"--backends: choose from {', '.join(BACKENDS)}")
-    env = environment(backends, args.image)  # before the runs: the load average says how quiet
+    # Before the runs: the load average says how quiet the machine was.
+    env = environment(backends, args.image, args.dockerd_url)
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-") as scratch:
         project = make_project(Path(scratch))
         rows = asyncio.run(
-            bench(args.runs, project, not args.json, backends=backends, image=args.image)
+            bench(
+                args.runs,
+                project,
+                not args.json,
+                backends=backends,
+                image=args.image,
+                dockerd_url=args.dockerd_url,
+            )
         )
     if args.json:
         print(

@@ -20,9 +20,10 @@ from engine.project.detect import detected_test_cmd
 from engine.project.paths import project_python
 from engine.project.settings import ConfigError, from_environment, from_pyproject, from_user_config
 from engine.verify.toolchains import runner_of
-from sandbox import ExecRequest, Limits, SandboxError, open_sandbox
+from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
+from sandbox.docker.daemon_json import daemon_json_fix
 from sandbox.owners import rootless
 
 
@@ -160,7 +161,8 @@ def check_docker(url: str | None = None) -> Check:
             ok=False,
             detail=f"{check.engine} at {url}, containers NOT under gVisor "
             f"({check.kernel.described}): the docker backend refuses it",
-            fix="make runsc the engine's default runtime (README, 'Docker backend'); "
+            fix=daemon_json_fix(check, runsc=_runsc_path())
+            or "make runsc the engine's default runtime (README, 'Docker backend'); "
             "--allow-runc accepts it, unsafely",
             needed=False,
         )
@@ -177,6 +179,14 @@ def check_docker(url: str | None = None) -> Check:
         f"({check.kernel.described}){rootless}",
         needed=False,
     )
+
+
+def _runsc_path() -> str:
+    """Where runsc is on this machine, for an engine's config; Debian's path if it is not."""
+    try:
+        return runsc_version()[0]
+    except SandboxUnavailable:
+        return "/usr/bin/runsc"
 
 
 def check_git() -> Check:

@@ -55,12 +55,30 @@ async def gvisor_pool() -> AsyncIterator[GvisorSandbox]:
         await backend.close()
 
 
-# Both backends that isolate with gVisor; the hostile suite runs against each.
-ISOLATING_BACKENDS = ("gvisor", "docker")
+# Both backends that isolate with gVisor; the hostile suite runs against each. The docker
+# backend's engine is Podman with runsc: FIXLOOP_DOCKER_URL, else where the backend looks.
+ISOLATING_BACKENDS = ("gvisor", "docker-podman")
+# Docker Engine (dockerd) with runsc as its default runtime (CI: .ci/docker-service.sh).
+DOCKERD_VARIABLE = "FIXLOOP_TEST_DOCKERD_URL"
+DOCKERD_URL = "unix:///run/fixloop/docker.sock"
+# Docker Engine runs the cases chosen with `also_on_docker_engine` (not all: CI's time), marked
+# `docker_engine` so that a run without one (.ci/rootless) can deselect them.
+DOCKER_ENGINE = pytest.param("docker-engine", marks=pytest.mark.docker_engine)
+
+
+def dockerd_url() -> str:
+    """The Docker Engine the tests use: FIXLOOP_TEST_DOCKERD_URL, else fixloop's own dockerd."""
+    return os.environ.get(DOCKERD_VARIABLE) or DOCKERD_URL
+
+
+def also_on_docker_engine(fixture: str = "isolating") -> pytest.MarkDecorator:
+    """Run a test taking `isolating` (or `isolating_pool`) on Docker Engine as well."""
+    return pytest.mark.parametrize(fixture, [*ISOLATING_BACKENDS, DOCKER_ENGINE], indirect=True)
 
 
 def open_backend(name: str, *, pool_size: int) -> GvisorSandbox | DockerSandbox:
-    """The named gVisor backend, or fail (CI) / skip (elsewhere) saying why it is missing.
+    """The named gVisor backend (gvisor, docker-podman, docker-engine), or fail (CI) / skip
+    (elsewhere) saying why it is missing.
 
     The docker backend is opened with runc refused, whatever the environment says.
     """
@@ -69,9 +87,17 @@ def open_backend(name: str, *, pool_size: int) -> GvisorSandbox | DockerSandbox:
             return GvisorSandbox(pool_size=pool_size)
         from sandbox.docker.backend import DockerSandbox
 
+        if name == "docker-engine":
+            return DockerSandbox(pool_size=pool_size, url=dockerd_url(), allow_runc=False)
+        assert name == "docker-podman", name
         return DockerSandbox(pool_size=pool_size, allow_runc=False)
     except SandboxUnavailable as exc:
-        sandbox_unavailable(f"{name} backend: {exc}")
+        hint = (
+            f" (Docker Engine: `bash .ci/docker-service.sh`, then {DOCKERD_VARIABLE}=its socket)"
+            if name == "docker-engine"
+            else ""
+        )
+        sandbox_unavailable(f"{name} backend: {exc}{hint}")
         raise  # unreachable: fail/skip raise
 
 

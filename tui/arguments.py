@@ -175,7 +175,8 @@ def add_docker_arguments(parser: argparse.ArgumentParser) -> None:
         "--docker-url",
         metavar="URL",
         help="the Docker-compatible engine (default: FIXLOOP_DOCKER_URL, DOCKER_HOST, "
-        "else the first of fixloop's Podman socket, /var/run/docker.sock, /run/podman/podman.sock)",
+        "else the first of fixloop's Podman and Docker sockets, /var/run/docker.sock, "
+        "/run/podman/podman.sock)",
     )
     parser.add_argument(
         "--allow-runc",

@@ -86,13 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
-    sandbox_commands.add_parser(
+    engine = sandbox_commands.add_parser(
         "engine",
         help="start fixloop's own Podman service with runsc, for the docker backend",
         description="Start (or check) fixloop's own Podman service, gVisor its only runtime: "
         "as root on /run/fixloop/podman.sock, as a user rootless on "
         "$XDG_RUNTIME_DIR/fixloop/podman.sock, where `--sandbox auto` finds it. Idempotent. "
         "Missing system packages are installed as root, named with their sudo line otherwise.",
+    )
+    engine.add_argument(
+        "--docker",
+        action="store_true",
+        help="Docker Engine (dockerd) instead, runsc its default runtime, on "
+        "/run/fixloop/docker.sock with its own data and config (root only; a system Docker "
+        "is left alone)",
     )
     build = sandbox_commands.add_parser(
         "build-image",
@@ -290,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sandbox" and args.sandbox_command == "engine":
             from sandbox.docker.service import start_service
 
-            return start_service()
+            return start_service(docker=args.docker)
         if args.command == "sandbox" and args.sandbox_command == "build-image":
             from tui.build_image import build_image_command
 

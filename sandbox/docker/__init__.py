@@ -10,6 +10,7 @@ always removed, even when the caller is cancelled.
 The modules, by concern: `locate` (which engine, no docker-py), `kernel` (what proves
 gVisor, no docker-py), `engine_check` (connecting, and the verdict on an engine),
 `containers` (one container's life), `backend` (DockerSandbox and its warm pool),
-`images` and `image_root` (the images jobs run in). This package itself imports
+`images` and `image_root` (the images jobs run in), `daemon_json` (doctor's fix for a
+Docker on runc, no docker-py). This package itself imports
 nothing, so `--sandbox auto` without an engine never loads docker-py.
 """

@@ -19,7 +19,7 @@ from sandbox.bundle import (
 from sandbox.contract import Limits
 from sandbox.docker.containers import INIT_SCRIPT, Container, remove_container
 from sandbox.docker.images import skeleton_image
-from sandbox.docker.kernel import EngineCheck, KernelReport, require_gvisor
+from sandbox.docker.kernel import EngineCheck, KernelReport, Runtime, require_gvisor
 from sandbox.docker.locate import engine_url, socket_missing
 from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.handoff import START_TIMEOUT_S
@@ -87,7 +87,28 @@ def _ask_version(client: docker.DockerClient) -> str:
         return "unknown engine"
     components = version.get("Components") or [{}]
     name = components[0].get("Name") or "engine"
+    if name == "Engine":  # Docker's own name for itself; its builds may leave Platform empty
+        name = (version.get("Platform") or {}).get("Name") or "Docker Engine"
     return f"{name} {version.get('Version', '?')}"
+
+
+def engine_runtimes(client: docker.DockerClient) -> tuple[str | None, tuple[Runtime, ...]]:
+    """The engine's default runtime and the runtimes it knows, as its /info says (Docker
+    and Podman both do); (None, ()) if it does not answer. For the fix `doctor` prints for
+    an engine whose containers are not under gVisor."""
+    try:
+        info: dict[str, Any] = client.info()
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return None, ()
+    runtimes = tuple(
+        Runtime(
+            name=name,
+            path=str((spec or {}).get("path") or name),
+            args=tuple(str(arg) for arg in (spec or {}).get("runtimeArgs") or ()),
+        )
+        for name, spec in sorted((info.get("Runtimes") or {}).items())
+    )
+    return info.get("DefaultRuntime") or None, runtimes
 
 
 def engine_kernel(
@@ -162,7 +183,15 @@ def examine_engine(url: str | None = None) -> EngineCheck:
         try:
             require_gvisor(kernel, url, allow_runc=False)
         except SandboxUnavailable as exc:
-            return EngineCheck(url=url, engine=engine, kernel=kernel, error=str(exc))
+            default_runtime, runtimes = engine_runtimes(client)
+            return EngineCheck(
+                url=url,
+                engine=engine,
+                kernel=kernel,
+                error=str(exc),
+                default_runtime=default_runtime,
+                runtimes=runtimes,
+            )
         rootless = engine_rootless(client, url)
         return EngineCheck(url=url, engine=engine, kernel=kernel, rootless=rootless)
     finally:

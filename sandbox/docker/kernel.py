@@ -67,6 +67,16 @@ def require_gvisor(report: KernelReport, engine: str, *, allow_runc: bool | None
 
 
 @dataclass(frozen=True)
+class Runtime:
+    """One runtime an engine knows, as its /info says: the name containers ask for, the
+    binary and the arguments the engine adds."""
+
+    name: str
+    path: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EngineCheck:
     """What `--sandbox auto` and `doctor` need to know about the engine at `url`."""
 
@@ -76,6 +86,9 @@ class EngineCheck:
     kernel: KernelReport | None = None  # None: no container ran
     error: str | None = None  # why the docker backend cannot use it; None if it can
     rootless: bool = False  # runs as a normal user: no cgroup, limits are the backend's own
+    # Asked only of an engine whose containers are not under gVisor (for doctor's fix):
+    default_runtime: str | None = None
+    runtimes: tuple[Runtime, ...] = ()
 
     @property
     def gvisor(self) -> bool:

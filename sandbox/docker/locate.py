@@ -10,8 +10,14 @@ from pathlib import Path
 
 # Tried in this order when neither --docker-url, FIXLOOP_DOCKER_URL nor DOCKER_HOST
 # names an engine: fixloop's own Podman service (`fixloop-tui sandbox engine`; as a user, its
-# rootless one, then the user's own Podman), then the usual Docker and Podman sockets.
-ENGINE_SOCKETS = ("/run/fixloop/podman.sock", "/var/run/docker.sock", "/run/podman/podman.sock")
+# rootless one, then the user's own Podman), fixloop's own dockerd (`sandbox engine --docker`),
+# then the usual Docker and Podman sockets.
+ENGINE_SOCKETS = (
+    "/run/fixloop/podman.sock",
+    "/run/fixloop/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+)
 
 
 def user_sockets() -> list[Path]:

@@ -1,19 +1,22 @@
-"""The docker backend against real engines: Podman with runsc (gVisor), and Podman
-with runc, whose containers share the host kernel and must be refused.
+"""The docker backend against real engines, Podman and Docker Engine: each with runsc
+(gVisor) as its default runtime, and each with runc, whose containers share the host
+kernel and must be refused.
 
-The runc engine is a second Podman service this module starts on its own socket
-and storage, so a refusal here is the backend's real path: a container created,
-started, its kernel report read, refused, removed.
+The runc engines are a second Podman service and a second dockerd this module starts on
+their own sockets and storage, so a refusal here is the backend's real path: a container
+created, started, its kernel report read, refused, removed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,12 +32,19 @@ from sandbox.docker.images import skeleton_image
 from sandbox.docker.locate import engine_url
 from sandbox.errors import RuncWarning
 from sandbox.interpreter import default_python, probe
-from tests.conftest import sandbox_unavailable
+from tests.conftest import DOCKER_ENGINE, DOCKERD_URL, dockerd_url, sandbox_unavailable
 from tests.sandbox.hostile_helpers import OURS, python_job
 
 pytestmark = pytest.mark.sandbox
 
 REPO = Path(__file__).resolve().parents[2]
+# Docker Engine as it comes: runc its default runtime, runsc not registered.
+RUNC_DAEMON = {
+    "exec-opts": ["native.cgroupdriver=cgroupfs"],
+    "iptables": False,
+    "bridge": "none",
+    "storage-driver": "vfs",
+}
 RUNC_CONF = """
 [engine]
 runtime = "runc"
@@ -43,37 +53,24 @@ events_logger = "file"
 """
 
 
-@pytest.fixture(scope="module")
-def runc_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a Podman service whose containers run on runc, i.e. the host kernel."""
-    podman, runc = shutil.which("podman"), shutil.which("runc")
-    if podman is None or runc is None:
-        sandbox_unavailable(
-            "podman and runc are needed: `fixloop-tui sandbox engine`, apt-get install runc"
-        )
+@pytest.fixture(scope="module", params=["docker-podman", DOCKER_ENGINE])
+def runc_engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The URL of an engine whose containers run on runc, i.e. the host kernel: Podman, or
+    Docker Engine (param docker-engine)."""
     # A short path: unix socket paths are limited to 108 bytes.
-    base = Path(f"/run/fixloop/runc-engine-{os.getpid()}")
-    base.mkdir(parents=True)
-    (base / "containers.conf").write_text(RUNC_CONF)
-    socket = base / "podman.sock"
+    base = Path(f"/run/fixloop/runc-{request.param}-{os.getpid()}")
+    storage = tmp_path_factory.mktemp("runc-storage")
+    if request.param == "docker-podman":
+        start = podman_on_runc(base, storage)
+    else:
+        start = dockerd_on_runc(base, storage)
+    socket = base / f"{request.param}.sock"
     service = subprocess.Popen(
-        [
-            str(podman),
-            "--root",
-            str(tmp_path_factory.mktemp("runc-storage")),
-            "--runroot",
-            str(base / "run"),
-            "--storage-driver",
-            "vfs",
-            "system",
-            "service",
-            "--time=0",
-            f"unix://{socket}",
-        ],
+        start(socket), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "CONTAINERS_CONF": str(base / "containers.conf")},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     url = f"unix://{socket}"
     try:
         deadline = time.monotonic() + 20
@@ -89,17 +86,54 @@ def runc_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         service.terminate()
         try:
-            service.wait(timeout=10)
+            service.wait(timeout=20)
         except subprocess.TimeoutExpired:
             service.kill()
             service.wait()
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def gvisor_engine() -> str:
-    """The URL of the engine the docker backend uses by default, known to answer."""
-    url = engine_url()
+def podman_on_runc(base: Path, storage: Path) -> Callable[[Path], list[str]]:
+    podman, runc = shutil.which("podman"), shutil.which("runc")
+    if podman is None or runc is None:
+        sandbox_unavailable(
+            "podman and runc are needed: `fixloop-tui sandbox engine`, apt-get install runc"
+        )
+    base.mkdir(parents=True)
+    (base / "containers.conf").write_text(RUNC_CONF)
+    return lambda socket: [
+        str(podman), "--root", str(storage), "--runroot", str(base / "run"),
+        "--storage-driver", "vfs", "system", "service", "--time=0", f"unix://{socket}",
+    ]  # fmt: skip
+
+
+def dockerd_on_runc(base: Path, storage: Path) -> Callable[[Path], list[str]]:
+    dockerd = shutil.which("dockerd")
+    if dockerd is None:
+        sandbox_unavailable("dockerd is needed: `bash .ci/docker-service.sh` installs docker.io")
+    base.mkdir(parents=True)
+
+    def start(socket: Path) -> list[str]:
+        daemon = {
+            **RUNC_DAEMON,
+            "hosts": [f"unix://{socket}"],
+            "data-root": str(storage),
+            "exec-root": str(base / "x"),
+            "pidfile": str(base / "docker.pid"),
+            "containerd-namespace": f"fixloop-runc-{os.getpid()}",
+            "containerd-plugins-namespace": f"fixloop-runc-plugins-{os.getpid()}",
+        }
+        (base / "daemon.json").write_text(json.dumps(daemon))
+        return [str(dockerd), "--config-file", str(base / "daemon.json")]
+
+    return start
+
+
+@pytest.fixture(params=["docker-podman", DOCKER_ENGINE])
+def gvisor_engine(request: pytest.FixtureRequest) -> str:
+    """The URL of an engine with runsc, known to answer: the one the docker backend uses by
+    default (Podman in CI), or Docker Engine."""
+    url = dockerd_url() if request.param == "docker-engine" else engine_url()
     try:
         connect(url).close()
     except SandboxUnavailable as exc:
@@ -215,6 +249,12 @@ def test_doctor_says_an_engine_on_runc_is_refused_and_how_to_fix_it(runc_engine:
     assert "NOT under gVisor" in check.detail
     assert check.fix is not None
     assert "runsc" in check.fix
+    if "Docker Engine" in check.detail:  # the daemon.json change, from the engine's own /info
+        line, _, change = check.fix.partition("\n")
+        assert "default runtime is runc, runsc is not registered" in line
+        assert json.loads(change)["default-runtime"] == "runsc"
+    else:
+        assert "containers.conf" in check.fix or "README" in check.fix
 
 
 def test_doctor_without_an_engine_says_how_to_start_one(tmp_path: Path) -> None:
@@ -244,8 +284,10 @@ def fixloop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_sandbox_run_on_the_docker_backend(gvisor_engine: str, tmp_path: Path) -> None:
     done = fixloop(
-        "sandbox", "run", "--backend", "docker", "--", "python", "-c", "print(1)", cwd=tmp_path
-    )
+        "sandbox", "run", "--backend", "docker", "--docker-url", gvisor_engine,
+        "--", "python", "-c", "print(1)",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
     assert "warning" not in done.stderr
 
@@ -270,3 +312,40 @@ def test_sandbox_run_with_allow_runc_warns(runc_engine: str, tmp_path: Path) -> 
     warnings = [line for line in done.stderr.splitlines() if "NOT under gVisor" in line]
     assert len(warnings) == 1, done.stderr  # one job, one warning
     assert warnings[0].startswith("fixloop-tui: warning: the docker backend runs this job")
+
+
+# --- fixloop's own dockerd ---------------------------------------------------------------
+
+
+def digest(path: str) -> str | None:
+    """What is at `path` now: a file's hash, or its kind; None if nothing."""
+    target = Path(path)
+    if not target.exists():
+        return None
+    if target.is_file():
+        return hashlib.sha256(target.read_bytes()).hexdigest()
+    return "directory" if target.is_dir() else "socket"
+
+
+@pytest.mark.docker_engine
+def test_sandbox_engine_docker_runs_runsc_by_default_and_leaves_a_system_docker_alone(
+    tmp_path: Path,
+) -> None:
+    if os.geteuid() != 0:
+        sandbox_unavailable("fixloop's dockerd runs as root")
+    system = ("/etc/docker/daemon.json", "/var/run/docker.sock", "/var/lib/docker")
+    before = {path: digest(path) for path in system}
+
+    done = fixloop("sandbox", "engine", "--docker", cwd=tmp_path)  # idempotent: CI started it
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"fixloop's dockerd (runsc) answers at {DOCKERD_URL}\n"
+    client = connect(DOCKERD_URL)
+    try:
+        info = client.info()
+    finally:
+        client.close()
+    assert info["DefaultRuntime"] == "runsc"
+    assert info["Runtimes"]["runsc"]["runtimeArgs"] == ["--network=none"]
+    assert info["DockerRootDir"] == "/var/lib/fixloop/docker"
+    assert {path: digest(path) for path in system} == before

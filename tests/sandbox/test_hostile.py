@@ -1,5 +1,6 @@
 """Hostile programs against the real gVisor backends: runsc directly, and through a
-Docker-compatible engine (Podman with runsc as its runtime).
+Docker-compatible engine (Podman with runsc as its runtime; Docker Engine with runsc for
+the cases marked `also_on_docker_engine`).
 
 Each test runs one kind of misbehaving job and asserts two things: how the
 result is classified, and that the host is unchanged afterwards (no container,
@@ -26,6 +27,7 @@ from sandbox.contract import ExecRequest, Limits
 from sandbox.docker.backend import DockerSandbox
 from sandbox.gvisor import GvisorSandbox
 from sandbox.owners import skeleton_dir
+from tests.conftest import also_on_docker_engine
 from tests.sandbox.hostile_helpers import (
     assert_host_clean,
     host_process_count,
@@ -40,7 +42,13 @@ from tests.sandbox.hostile_helpers import (
 pytestmark = pytest.mark.sandbox
 
 # Every test runs against both backends that isolate with gVisor (the `isolating`
-# fixtures in conftest.py): runsc driven directly, and a Docker-compatible engine.
+# fixtures in conftest.py): runsc driven directly, and the docker backend on Podman. Those
+# marked `also_on_docker_engine` run on Docker Engine as well: each limit, boundary and
+# clean-up the engine enforces (timeout kill, pids, memory and OOM, read-only root, no
+# network, environment, output cap, cancellation, user and capabilities, a warm pool's
+# isolation). Left to Podman: cases that exercise only fixloop's own side (the workspace
+# copy, links in it, pytest's exit codes, a long print, the shell's fork bomb), which every
+# engine runs the same way; CI's time (~30 min on 2 cores) does not allow all of them twice.
 Isolating = GvisorSandbox | DockerSandbox
 
 MIB = 2**20
@@ -72,6 +80,7 @@ def home_canary() -> Iterator[tuple[Path, str]]:
 # --- time, processes, memory --------------------------------------------------
 
 
+@also_on_docker_engine()
 async def test_infinite_loop_is_killed_at_the_timeout(isolating: Isolating) -> None:
     # Starting and removing a sandbox costs the same for every job; measure it
     # so the bound below is about the timeout alone.
@@ -120,6 +129,7 @@ async def _run_fork_bomb(isolating: Isolating, request: ExecRequest) -> None:
     await assert_host_clean(isolating)
 
 
+@also_on_docker_engine()
 async def test_python_fork_bomb_is_contained(isolating: Isolating) -> None:
     await _run_fork_bomb(isolating, python_job(PYTHON_FORK_BOMB, timeout_s=3))
 
@@ -148,6 +158,7 @@ for _ in range(6):
 """
 
 
+@also_on_docker_engine()
 async def test_memory_bomb_is_stopped_at_the_memory_limit(isolating: Isolating) -> None:
     rss_before = rss_bytes()
     result = await isolating.run(python_job(MEMORY_BOMB, memory_mb=256, timeout_s=15))
@@ -158,6 +169,7 @@ async def test_memory_bomb_is_stopped_at_the_memory_limit(isolating: Isolating) 
     await assert_host_clean(isolating)
 
 
+@also_on_docker_engine()
 async def test_memory_bomb_across_processes_is_oom_killed(isolating: Isolating) -> None:
     rss_before = rss_bytes()
     result = await isolating.run(python_job(FORKED_MEMORY_BOMB, memory_mb=256, timeout_s=15))
@@ -184,6 +196,7 @@ for path in sys.argv[1:]:
 """
 
 
+@also_on_docker_engine()
 async def test_writes_outside_the_workspace_never_reach_the_host(
     isolating: Isolating, workspace: Path
 ) -> None:
@@ -246,6 +259,7 @@ print("SCANNED", scanned)
 """
 
 
+@also_on_docker_engine()
 async def test_secret_in_host_home_is_invisible_inside(
     isolating: Isolating, workspace: Path, home_canary: tuple[Path, str]
 ) -> None:
@@ -294,6 +308,7 @@ for pid in ["self", "1", *[p for p in os.listdir("/proc") if p.isdigit()]]:
 """
 
 
+@also_on_docker_engine()
 async def test_host_api_key_is_not_in_the_jobs_environment(
     isolating: Isolating, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -378,6 +393,7 @@ def _connect_outcomes(stdout: str) -> dict[str, str]:
     return {parts[0]: parts[1] for parts in lines}
 
 
+@also_on_docker_engine()
 async def test_host_loopback_listener_is_unreachable(isolating: Isolating) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -393,6 +409,7 @@ async def test_host_loopback_listener_is_unreachable(isolating: Isolating) -> No
     await assert_host_clean(isolating)
 
 
+@also_on_docker_engine()
 async def test_public_addresses_are_unreachable(isolating: Isolating) -> None:
     targets = ["1.1.1.1:53", "8.8.8.8:53", "1.1.1.1:443"]
 
@@ -423,6 +440,7 @@ for server in ["1.1.1.1", "8.8.8.8"]:
 """
 
 
+@also_on_docker_engine()
 async def test_dns_lookups_fail(isolating: Isolating) -> None:
     result = await isolating.run(python_job(DNS_LOOKUPS))
 
@@ -444,6 +462,7 @@ sys.stdout.buffer.write(b"\\nEND-OF-FLOOD\\n")
 """
 
 
+@also_on_docker_engine()
 async def test_50_mb_of_output_is_capped_without_growing_fixloop(isolating: Isolating) -> None:
     cap = 1_000_000
     tracemalloc.start()
@@ -489,6 +508,7 @@ print("main done", flush=True)
 """
 
 
+@also_on_docker_engine()
 async def test_job_ends_when_its_main_process_exits_despite_lingering_children(
     isolating: Isolating,
 ) -> None:
@@ -509,6 +529,7 @@ time.sleep(30)
 """
 
 
+@also_on_docker_engine()
 async def test_cancelling_the_caller_mid_job_leaves_nothing(isolating: Isolating) -> None:
     job = asyncio.create_task(
         isolating.run(python_job(SLEEP_HOLDING_BALLAST, memory_mb=1024, timeout_s=60))
@@ -556,6 +577,7 @@ def _pytest_job(workdir: Path) -> ExecRequest:
     return ExecRequest(argv=PYTEST, workdir=workdir, limits=Limits(timeout_s=30))
 
 
+@also_on_docker_engine()
 async def test_pytest_inside_counts_passes_failures_and_skips(
     isolating: Isolating, tmp_path: Path
 ) -> None:
@@ -628,6 +650,7 @@ for name in ("CapEff", "CapPrm", "CapBnd", "CapAmb"):
 """
 
 
+@also_on_docker_engine()
 async def test_job_runs_as_nobody_without_capabilities(isolating: Isolating) -> None:
     result = await isolating.run(python_job(IDENTITY))
 
@@ -662,6 +685,7 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
 """
 
 
+@also_on_docker_engine("isolating_pool")
 async def test_pooled_job_sees_no_trace_of_the_previous_job(
     isolating_pool: Isolating,
 ) -> None:

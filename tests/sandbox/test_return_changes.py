@@ -21,7 +21,7 @@ from tests.conftest import open_backend
 pytestmark = pytest.mark.sandbox
 
 
-@pytest.fixture(params=["gvisor", "docker", "unsafe-local"])
+@pytest.fixture(params=["gvisor", "docker-podman", "unsafe-local"])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
     opened: Sandbox = (
         UnsafeLocalSandbox()

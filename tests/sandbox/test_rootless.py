@@ -294,7 +294,7 @@ def test_sandboxes_of_a_killed_user_process_are_reaped_by_the_next() -> None:
 
 @pytest.fixture
 async def rootless_engine() -> AsyncIterator[DockerSandbox]:
-    backend = open_backend("docker", pool_size=0)
+    backend = open_backend("docker-podman", pool_size=0)
     assert isinstance(backend, DockerSandbox)
     try:
         yield backend

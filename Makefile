@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON ?= python3
 
-.PHONY: system test-system packages setup demo test lint
+.PHONY: system test-system test-engines packages setup demo test lint
 
 # libgomp1: the embedded model's llama.cpp wheel (the `local` extra) links the system's OpenMP.
 PACKAGES := runsc git tmux libgomp1 python3-venv
@@ -21,6 +21,12 @@ test-system:
 	@$(MAKE) -s packages WANT="$(TEST_PACKAGES)"
 	@# Node.js with npm: this machine's kind has it; Debian's packages when it is missing
 	@command -v npm >/dev/null || $(MAKE) -s packages WANT="nodejs npm"
+
+# The docker backend's tests run against Podman and Docker Engine, both with runsc as their
+# runtime: fixloop's own services on their own sockets (idempotent; root only, as a user those
+# tests skip unless FIXLOOP_DOCKER_URL names an engine).
+test-engines:
+	@if [ "$$(id -u)" = 0 ]; then bash .ci/podman-service.sh && bash .ci/docker-service.sh; fi
 
 packages:
 	@missing=$$(for p in $(WANT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
@@ -53,6 +59,6 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: test-system lint
+test: test-system test-engines lint
 	@# the 15 slowest tests are listed at the end: where CI's time goes
 	$(BIN)/pytest -q --durations=15

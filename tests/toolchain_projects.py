@@ -5,6 +5,7 @@ put it there). Missing toolchains fail under FIXLOOP_REQUIRE_SANDBOX=1 (CI), ski
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -30,9 +31,17 @@ def needs(tool: str) -> str:
 
 
 def jest_modules() -> Path:
-    """node_modules for examples/jsstats, installed from its lock file once."""
+    """node_modules for examples/jsstats, installed from its lock file once (one test
+    process at a time: pytest-xdist's workers share the cache)."""
     lock = (JSSTATS / "package-lock.json").read_bytes()
     home = CACHE / hashlib.sha256(lock).hexdigest()[:16]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / ".lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return _installed(home)
+
+
+def _installed(home: Path) -> Path:
     modules = home / "node_modules"
     if (modules / ".bin" / "jest").exists():
         return modules

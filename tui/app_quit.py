@@ -13,6 +13,7 @@ from textual.app import App
 
 from engine.run.guards import STOP
 from tui.gate import InteractiveGate
+from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen
 from tui.screens.quit import QuitChoice, QuitScreen
 
@@ -31,6 +32,7 @@ class StopAndQuit(App[int]):
     main: MainScreen
     gate: InteractiveGate
     running: bool
+    outcome: RunOutcome | None  # the run's ending, once it has one
     exit_status: int
     _quitting: bool  # the person chose to quit: the app exits once the run's thread is done
     _cancelled: bool  # the engine's task was cancelled (only once)
@@ -66,6 +68,11 @@ class StopAndQuit(App[int]):
             self.exit(self.exit_status)
             return
         if self._quitting or isinstance(self.screen, QuitScreen):
+            return
+        if self.outcome is not None:  # the run has ended: its thread still closes the sandbox
+            self._quitting = True  # the app exits when the thread is done (RunOver)
+            self.notify("closing the run's sandbox, then quitting…", title="quit")
+            self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
             return
         self.push_screen(QuitScreen(self.main.view.run_id, str(self.project)), self._quit_chosen)
 

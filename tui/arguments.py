@@ -35,6 +35,7 @@ RUN_FLAGS = (
     "candidates",
     "prompt_profile",
     "runtime_values",
+    "test_focus",
     "noop_retry",
     "restart_on_stall",
     "escalate_model",
@@ -109,6 +110,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--runtime-values",
         action=argparse.BooleanOptionalAction,
         help="the failing frame's local variables in the packet (default off: no gain measured)",
+    )
+    parser.add_argument(
+        "--test-focus",
+        action=argparse.BooleanOptionalAction,
+        help="the full prompt's test files cut to their failing tests and what those use "
+        "(default off: fewer bench fixes measured)",
     )
     parser.add_argument(
         "--noop-retry",

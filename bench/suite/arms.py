@@ -24,6 +24,7 @@ class ArmOptions(BaseModel):
     candidates: int | None = None
     prompt_profile: Literal["auto", "small", "full"] | None = None
     runtime_values: bool | None = None
+    test_focus: bool | None = None
     noop_retry: bool | None = None
     restart_on_stall: bool | None = None
 
@@ -34,6 +35,7 @@ TODAY = ArmOptions(
     candidates=1,
     prompt_profile="full",
     runtime_values=False,
+    test_focus=False,
     noop_retry=False,
     restart_on_stall=False,
 )
@@ -49,6 +51,7 @@ ARMS: dict[str, ArmOptions] = {
     "small": _today_with(prompt_profile="small"),
     "noop": _today_with(noop_retry=True),
     "runtime": _today_with(runtime_values=True),
+    "focus": _today_with(test_focus=True),
     "cand3": _today_with(candidates=3),
     "restart": _today_with(restart_on_stall=True),
     "all": ArmOptions(
@@ -105,6 +108,7 @@ def describe(name: str) -> str:
 
 _WORDS = {
     "runtime_values": "runtime values",
+    "test_focus": "test focus",
     "noop_retry": "no-op retry",
     "restart_on_stall": "restart on stall",
 }

@@ -56,6 +56,7 @@ class Settings(BaseModel):
     # full (the test files and pointers too), auto: small for local models.
     prompt_profile: Literal["auto", "small", "full"] = "auto"
     runtime_values: bool = False  # the failing frame's local variables in the packet
+    test_focus: bool = False  # test files cut to their failing tests (no gain measured)
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration

@@ -106,6 +106,7 @@ class RepairMode:
             config.files,
             config.edit_format,
             pointers=pointers,
+            focus=config.test_focus,
         )
 
     def parse(self, text: str) -> Proposal:
@@ -148,18 +149,19 @@ def repair_messages(
     shown: Callable[[list[str]], list[str]] = list,
     *,
     pointers: bool = True,
+    focus: bool = False,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With `pointers` (packet
-    feedback) also the definitions the failure calls, and test files cut to their failing
-    tests; raw feedback shows them whole, as a naive loop would."""
+    feedback) also the definitions the failure calls, and with `focus` (`test_focus`) test
+    files cut to their failing tests; raw feedback shows them whole, as a naive loop would."""
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(
         root,
         paths,
         lines_of_interest=prompts.lines_of_interest(packet),
-        failing_tests=failing_tests(packet) if pointers else None,
+        failing_tests=failing_tests(packet) if pointers and focus else None,
     )
     called = prompts.called_definitions(root, packet, paths) if pointers else []
     return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])

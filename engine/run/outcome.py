@@ -37,6 +37,7 @@ class RunConfig(BaseModel):
     )  # answers per iteration (engine/run/candidates.py)
     prompt_profile: Literal["small", "full"] = "full"  # engine/feedback/prompts.py
     runtime_values: bool = False  # the failing frame's locals in the packet
+    test_focus: bool = False  # the full prompt's test files cut to their failing tests
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration

@@ -93,6 +93,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         candidates=settings.candidates or default_candidates(model),
         prompt_profile=prompt_profile(settings),
         runtime_values=settings.runtime_values,
+        test_focus=settings.test_focus,
         noop_retry=settings.noop_retry,
         restart_on_stall=settings.restart_on_stall,
         escalate_model=settings.escalate_model,

@@ -242,13 +242,16 @@ def test_the_whole_report_fits_100_columns() -> None:
 
 def test_every_arm_at_once_still_fits_100_columns() -> None:
     run = handcrafted_run()
-    names = ["today", "raw", "small", "noop", "runtime", "cand3", "restart", "all", "defaults"]
+    names = [
+        *["today", "raw", "small", "noop", "runtime", "focus", "cand3", "restart", "all"],
+        "defaults",
+    ]
     long_id = "HumanEval/123#const+1-17"
     run.items = [ItemResult(item_id=long_id, task_id="x", arms={n: arm(n, 1) for n in names})]
     run.config = run.config.model_copy(update={"arms": names})
     text = render(run, score(run))
     assert max(len(line) for line in text.splitlines()) <= 100
-    assert [long_id, *["r1"] * 9] in [line.split() for line in text.splitlines()]
+    assert [long_id, *["r1"] * 10] in [line.split() for line in text.splitlines()]
 
 
 def test_a_long_suite_path_is_shortened_from_the_left() -> None:

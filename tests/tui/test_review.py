@@ -408,3 +408,30 @@ async def test_a_review_put_aside_goes_away_when_the_run_ends() -> None:
         await pilot.press("v")  # nothing to bring back
         await pilot.pause()
         assert app.screen is app.main
+
+
+async def test_q_after_the_run_ended_quits_without_asking_once_its_thread_is_done() -> None:
+    """The end of a run is shown before its thread has closed the sandbox (a warm pool takes
+    seconds on a loaded machine): q then waits for the thread, it asks nothing."""
+    from engine.run.events import RunFinished
+    from tui.gate import EngineEvent
+    from tui.screens.end import EndScreen
+
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        ended = RunFinished(ts=0.0, status="ok", reason="verified green on iteration 2")
+        app.post_message(EngineEvent(ended))
+        while not isinstance(app.screen, EndScreen):
+            await pilot.pause(0.01)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.running  # the thread is still closing the sandbox
+        await pilot.press("q")
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitScreen)
+        assert app.return_code is None
+        app.post_message(FixloopApp.RunOver())  # what the engine's thread posts at its end
+        while app.return_code is None:
+            await pilot.pause(0.01)
+    assert app.return_value == 0

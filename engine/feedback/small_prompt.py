@@ -15,6 +15,7 @@ from engine.edits.instructions import reply_line
 from engine.edits.proposal import EditFormat
 from engine.feedback import prompts
 from engine.feedback.packet import RepairPacket
+from engine.feedback.test_focus import find_test
 from engine.model.client import Message
 from engine.verify.pins import is_test_file
 
@@ -115,9 +116,10 @@ def failing_test(root: Path, packet: RepairPacket | None, told: str) -> str | No
         tree = ast.parse(source)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
-    function = _definition(tree, inner.split("[")[0].split("::"))
-    if function is None:
+    found = find_test(tree, inner.split("[")[0].split("::"))
+    if found is None:
         return None
+    function = found[1]
     start = min([d.lineno for d in function.decorator_list] + [function.lineno])
     end = function.end_lineno or function.lineno
     if end - start >= TEST_LINES:  # a long test: its lines up to just after the failing one
@@ -126,21 +128,3 @@ def failing_test(root: Path, packet: RepairPacket | None, told: str) -> str | No
         start = end - TEST_LINES + 1
     body = "\n".join(source.splitlines()[start - 1 : end])
     return f"The failing test, {path} line {start} (read only):\n```python\n{body}\n```"
-
-
-def _definition(
-    tree: ast.Module, names: Sequence[str]
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function a test id names: `test_x`, or `TestCase::test_x` down its classes."""
-    scope: Sequence[ast.stmt] = tree.body
-    for name in names[:-1]:
-        classes = [n for n in scope if isinstance(n, ast.ClassDef) and n.name == name]
-        if not classes:
-            return None
-        scope = classes[-1].body
-    functions = [
-        n
-        for n in scope
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == names[-1]
-    ]
-    return functions[-1] if functions else None

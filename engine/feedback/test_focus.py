@@ -46,7 +46,7 @@ def focus(source: str, tests: Sequence[Sequence[str]]) -> str | None:
 
     wanted: list[ast.stmt] = []
     for names in tests:
-        found = _test(tree, names)
+        found = find_test(tree, names)
         if found is None:
             return None
         classes, function = found
@@ -83,9 +83,11 @@ def focus(source: str, tests: Sequence[Sequence[str]]) -> str | None:
 SETUP_NAMES = frozenset({"setUp", "setup_method", "setup_class", "setUpClass"})
 
 
-def _test(
+def find_test(
     tree: ast.Module, names: Sequence[str]
 ) -> tuple[list[ast.ClassDef], ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The test a test id names (`[test_x]`, or `[TestCase, test_x]` down its classes):
+    the classes it sits in, and its function."""
     scope: Sequence[ast.stmt] = tree.body
     classes: list[ast.ClassDef] = []
     for name in names[:-1]:

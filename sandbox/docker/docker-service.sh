@@ -16,6 +16,7 @@
 #     store here, see podman-service.sh), at the cost of a copy of the image per
 #     container; fixloop's skeleton image is a few kilobytes.
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before any cd
 if [ "$(id -u)" != 0 ]; then
   echo "fixloop's docker service runs as root: sudo bash $0" >&2
   exit 1
@@ -59,19 +60,9 @@ cat >"$CONF.new" <<CONF
 CONF
 mv -f "$CONF.new" "$CONF"
 
-# `answers PATH TIMEOUT`: the API answers GET PATH with 200 within TIMEOUT seconds.
-answers() {
-  python3 - "$SOCKET" "$1" "$2" <<'PY' 2>/dev/null
-import socket, sys
-path, what, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(timeout)
-s.connect(path)
-s.sendall(f"GET {what} HTTP/1.0\r\nHost: d\r\n\r\n".encode())
-head = s.recv(64)
-sys.exit(0 if head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")) else 1)
-PY
-}
+# answers PATH TIMEOUT
+# shellcheck source=service-lib.sh
+. "$HERE/service-lib.sh"
 
 ours() {  # the pid in our pidfile is a dockerd started with our daemon.json
   [ -f "$PIDFILE" ] && tr '\0' ' ' 2>/dev/null <"/proc/$(cat "$PIDFILE")/cmdline" |

@@ -24,6 +24,7 @@
 #     unmounted, then `podman system reset` of fixloop's storage: it only holds
 #     fixloop's images, which the backend re-imports on demand).
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # before any cd
 #
 # As a user (not root) the same service runs rootless: the socket in
 # $XDG_RUNTIME_DIR/fixloop (where `--sandbox auto` looks for it), config, storage and
@@ -96,19 +97,9 @@ mv -f "$CONF.new" "$CONF"
 export CONTAINERS_CONF="$CONF"
 PODMAN=(podman --root "$STORAGE" --runroot "$RUNROOT" "${DRIVER[@]}")
 
-# `answers PATH TIMEOUT`: the API answers GET PATH with 200 within TIMEOUT seconds.
-answers() {
-  python3 - "$SOCKET" "$1" "$2" <<'PY' 2>/dev/null
-import socket, sys
-path, what, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(timeout)
-s.connect(path)
-s.sendall(f"GET {what} HTTP/1.0\r\nHost: d\r\n\r\n".encode())
-head = s.recv(64)
-sys.exit(0 if head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")) else 1)
-PY
-}
+# answers PATH TIMEOUT
+# shellcheck source=service-lib.sh
+. "$HERE/service-lib.sh"
 
 # Our service, started with this script's storage, answering and reading its store.
 healthy() {

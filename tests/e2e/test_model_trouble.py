@@ -48,7 +48,7 @@ def fixloop_branches(root: Path) -> list[str]:
     return [head.name for head in git.Repo(root).heads if head.name.startswith("fixloop/")]
 
 
-def test_a_missing_key_fails_in_under_2_s_before_any_request_or_branch(
+def test_a_missing_key_fails_in_seconds_before_any_request_or_branch(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
     started = time.monotonic()
@@ -56,7 +56,9 @@ def test_a_missing_key_fails_in_under_2_s_before_any_request_or_branch(
     elapsed = time.monotonic() - started
 
     assert done.returncode == 2, done.stderr
-    assert elapsed < 2.0
+    # Start-up alone (no request, no sandbox): ~1 s; the bound leaves room for the other
+    # test process (make test runs two) on the same 2 cores, where 2.0 s flaked once (2.37 s).
+    assert elapsed < 4.0
     assert model_server.count == 0
     assert fixloop_branches(project) == []
     assert not (project / FIXLOOP_DIR).exists()

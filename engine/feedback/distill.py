@@ -61,6 +61,15 @@ def failures_of(stages: Sequence[StageResult]) -> list[Failure]:
                     )
                 )
             tests += [_test_failure(case) for case in report.tests if _fails(case)]
+            if report.stopped:
+                other.append(
+                    Failure(
+                        test=f"stage {stage.name}: {stage.cmd}",
+                        kind="timeout",
+                        exception=report.stopped,
+                    )
+                )
+                continue
         if stage.succeeded or stage.diagnostics:
             continue
         reported = report is not None and bool(report.tests or report.collection_errors)
@@ -171,6 +180,8 @@ def summarise(stages: Sequence[StageResult]) -> str:
                 parts.append(f"{bad} of {counts.collected} tests failing")
             elif stage.succeeded:
                 parts.append(f"{counts.passed} of {counts.collected} tests pass")
+            if report.not_run:
+                parts.append(f"{report.not_run} not run (time nearly up)")
             if stage.timed_out:
                 parts.append(f"{stage.name} timed out")
         elif stage.diagnostics and not stage.succeeded:

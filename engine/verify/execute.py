@@ -167,6 +167,8 @@ def stage_env(
     limit = per_test_limit(test_timeout, timeout_s)
     if limit is not None:
         env["FIXLOOP_TEST_TIMEOUT"] = f"{limit:g}"
+        # The session's budget: several hangs still end in a report, not in a kill.
+        env["FIXLOOP_STAGE_TIMEOUT"] = f"{timeout_s:g}"
     return env
 
 

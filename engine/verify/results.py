@@ -131,6 +131,10 @@ class TestReport(BaseModel):
     collection_errors: list[CollectionError] = Field(default_factory=list)
     truncated: bool = False  # the plugin dropped details to stay under its size cap
     internal_error: str | None = None  # the plugin's own failure; the session went on
+    # The plugin stopped the session before its last test (the stage's time nearly spent):
+    # how many were not run, and the plugin's sentence. The session then fails.
+    not_run: int = 0
+    stopped: str | None = None
 
 
 class Diagnostic(BaseModel):

@@ -136,6 +136,8 @@ def _failure_reason(stage: StageResult) -> str:
         return f"stage {stage.name!r} timed out"
     if stage.oom_killed:
         return f"stage {stage.name!r} was killed for using too much memory"
+    if stage.report is not None and stage.report.stopped:
+        return f"stage {stage.name!r}: {stage.report.stopped}"
     if stage.report is not None and stage.exit_code == 5:
         return f"stage {stage.name!r} collected no tests (pytest exit 5 is not success)"
     return f"stage {stage.name!r} exited {stage.exit_code}"

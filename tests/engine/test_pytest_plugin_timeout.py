@@ -1,16 +1,19 @@
 """The plugin's per-test time limit: a test that loops forever is stopped at its line after
 FIXLOOP_TEST_TIMEOUT seconds, reported as a TestTimeout with where it was and the loop around
-it, and the rest of the session still runs and reports (issue 21)."""
+it, and the rest of the session still runs and reports (issue 21). Later tests get a shorter
+limit once one has timed out, and the session keeps to the stage's budget: with several
+hangs it still reports, and tests it had no time for make it fail, never pass."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.feedback.distill import distill
+from engine.feedback.distill import distill, summarise
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.execute import per_test_limit, stage_env
+from engine.verify.execute import PLUGIN_DIR, per_test_limit, stage_env
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stages import Stage
+from engine.verify.verdict import Verdict, judge
 from tests.engine.test_pytest_plugin import run_pytest, write_project
 
 LOOPING = """\
@@ -118,6 +121,129 @@ def test_the_limit_is_never_more_than_half_the_stage() -> None:
     assert per_test_limit(None, 300) is None
     pytest_stage = Stage(name="tests", kind=StageKind.TESTS, cmd="python -m pytest -q")
     assert stage_env(pytest_stage, "n:", 300, 20)["FIXLOOP_TEST_TIMEOUT"] == "20"
+    assert stage_env(pytest_stage, "n:", 300, 20)["FIXLOOP_STAGE_TIMEOUT"] == "300"
     assert "FIXLOOP_TEST_TIMEOUT" not in stage_env(pytest_stage, "n:", 300, None)
+    assert "FIXLOOP_STAGE_TIMEOUT" not in stage_env(pytest_stage, "n:", 300, None)
     go_stage = Stage(name="tests", kind=StageKind.TESTS, cmd="go test ./...")
     assert stage_env(go_stage, "n:", 300, 20) == {}  # other runners: the stage's limit only
+
+
+HANGS = """\
+def bitcount(n):
+    count = 0
+    while n:
+        n ^= n - 1
+        count += 1
+    return count
+"""
+
+HANGING_TESTS = """\
+import pytest
+from bits import bitcount
+
+
+@pytest.mark.parametrize("n, expected", [(127, 7), (128, 1), (3005, 9)])
+def test_bitcount(n, expected):
+    assert bitcount(n) == expected
+"""
+
+SLOW_TESTS = """\
+import time
+import pytest
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_slow_but_passing(case):
+    time.sleep(0.8)
+"""
+
+
+def test_after_one_timeout_later_tests_get_a_shorter_limit(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"bits.py": HANGS, "test_bits.py": HANGING_TESTS})
+    session = run_pytest(root, extra_env={"FIXLOOP_TEST_TIMEOUT": "2"})
+    report = session.report
+    assert (report.counts.collected, report.counts.failed) == (3, 3)
+    messages = [case.exception_message or "" for case in report.tests]
+    assert messages[0].startswith("did not finish in 2 s; it was at line ")
+    for later in messages[1:]:
+        assert later.startswith("did not finish in 1 s (shortened after an earlier test timed out)")
+    assert report.stopped is None
+    assert report.not_run == 0
+
+
+def test_tests_the_budget_has_no_time_for_are_not_run_and_the_session_fails(
+    tmp_path: Path,
+) -> None:
+    # A 5 s stage keeps 2 s for the report: ~3 s for six tests of 0.8 s each.
+    root = write_project(tmp_path, {"test_slow.py": SLOW_TESTS})
+    env = {"FIXLOOP_TEST_TIMEOUT": "2.5", "FIXLOOP_STAGE_TIMEOUT": "5"}
+    session = run_pytest(root, extra_env=env)
+    report = session.report
+    assert session.exit_code == 1  # never 0: not every collected test ran
+    assert report.exitstatus == 1
+    assert report.counts.failed == 0
+    assert report.counts.collected == 6
+    assert report.not_run >= 1
+    assert report.counts.passed + report.not_run == 6
+    assert report.stopped == (
+        f"{report.not_run} of 6 tests not run: the stage's 5 s were nearly spent"
+    )
+    stage = StageResult(
+        name="tests", kind=StageKind.TESTS, cmd="pytest", exit_code=1, duration_ms=1, report=report
+    )
+    judgement = judge([stage], Classification(error_class=ErrorClass.LOGIC, primary="x"))
+    assert judgement.verdict is Verdict.FAILING
+    assert judgement.reasons == [f"stage 'tests': {report.stopped}"]
+    packet = distill([stage], Classification(error_class=ErrorClass.LOGIC, primary="x"))
+    assert [(f.kind, f.exception) for f in packet.failures] == [("timeout", report.stopped)]
+    assert summarise([stage]).endswith(f"{report.not_run} not run (time nearly up)")
+
+
+def test_several_hangs_end_in_a_report_inside_the_stage_budget(tmp_path: Path) -> None:
+    # Three hangs under a 4 s limit would take 12 s; a 6 s stage's budget is 4 s.
+    root = write_project(tmp_path, {"bits.py": HANGS, "test_bits.py": HANGING_TESTS})
+    env = {"FIXLOOP_TEST_TIMEOUT": "4", "FIXLOOP_STAGE_TIMEOUT": "6"}
+    session = run_pytest(root, extra_env=env)
+    report = session.report
+    assert report.exitstatus == 1
+    assert report.counts.failed >= 1
+    assert report.counts.failed + report.not_run == 3
+    first = report.tests[0]
+    assert first.exception_type == "TestTimeout"
+    assert "in bits.py, in bitcount (loop at lines 3-5)" in (first.exception_message or "")
+
+
+def test_the_budget_and_the_shortened_limit_as_values(monkeypatch: object) -> None:
+    import sys
+
+    sys.path.insert(0, str(PLUGIN_DIR))
+    try:
+        from fixloop_pytest_timeout import (  # type: ignore[import-not-found]
+            TimeBudget,
+            after_a_timeout,
+            limit_for_test,
+        )
+    finally:
+        sys.path.remove(str(PLUGIN_DIR))
+    import time
+
+    assert after_a_timeout(20) == 4
+    assert after_a_timeout(2) == 1
+    assert after_a_timeout(0.5) == 0.5  # never longer than the test's own
+    none = TimeBudget(None)
+    assert none.remaining() is None
+    assert not none.spent()
+    assert limit_for_test(20, none, 0) == (20, "")
+    assert limit_for_test(20, none, 1) == (4, "shortened after an earlier test timed out")
+    assert limit_for_test(None, none, 3) == (None, "")
+    assert limit_for_test(5, none, 1, marked=True) == (5, "")  # its marker is its own word
+    fresh = TimeBudget(100, started=time.monotonic())  # 85 s usable
+    assert limit_for_test(20, fresh, 0) == (20, "")
+    late = TimeBudget(100, started=time.monotonic() - 80)  # ~5 s left
+    limit, why = limit_for_test(20, late, 0)
+    assert limit is not None
+    assert 4 < limit < 5.1
+    assert why == "the stage's time was nearly up"
+    spent = TimeBudget(10, started=time.monotonic() - 9)
+    assert spent.spent()
+    assert limit_for_test(20, spent, 0) == (1.0, "the stage's time was nearly up")

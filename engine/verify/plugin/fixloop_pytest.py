@@ -38,7 +38,16 @@ from fixloop_pytest_describe import (
 )
 from fixloop_pytest_fit import fit_report
 from fixloop_pytest_source import asserting_frame, clip, describe_error, safe_repr
-from fixloop_pytest_timeout import MARKER, configured_limit, describe_hang, limit_of, time_limit
+from fixloop_pytest_timeout import (
+    MARKER,
+    TestTimeout,
+    TimeBudget,
+    configured_limit,
+    describe_hang,
+    limit_for_test,
+    limit_of,
+    time_limit,
+)
 
 NONCE_VARIABLE = "FIXLOOP_REPORT_NONCE"
 
@@ -101,6 +110,11 @@ class SessionRecorder:
         external = config.pluginmanager.hasplugin("timeout")
         self.test_timeout = None if external else configured_limit()
         self.limits_tests = not external
+        self.budget = TimeBudget.from_env() if self.limits_tests else TimeBudget(None)
+        self.timeouts = 0  # tests stopped at their limit so far
+        self.finished = 0  # tests whose run (setup, call, teardown) is over
+        self.not_run = 0
+        self.stopped: str | None = None  # why the session stopped before its last test
 
     @contextlib.contextmanager
     def guard(self, where: str) -> Iterator[None]:
@@ -146,8 +160,15 @@ class SessionRecorder:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, None]:
-        limit = limit_of(item, self.test_timeout) if self.limits_tests else None
-        with time_limit(limit, self.where_it_hung):
+        limit, why = None, ""
+        if self.limits_tests:
+            limit, why = limit_for_test(
+                limit_of(item, self.test_timeout),
+                self.budget,
+                self.timeouts,
+                marked=item.get_closest_marker("timeout") is not None,
+            )
+        with time_limit(limit, self.where_it_hung, why):
             yield
 
     def where_it_hung(self, frame: FrameType | None) -> str:
@@ -161,6 +182,28 @@ class SessionRecorder:
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
         self.comparison = None  # lets the asserting frame (and its locals) go
+        with self.guard("runtest_logfinish"):
+            self.finished += 1
+            self.stop_if_time_is_up()
+
+    def stop_if_time_is_up(self) -> None:
+        """Past the budget with tests still to run: they are not run, and the session fails
+        (pytest checks `shouldfail` after each test), so a pass is never read off fewer
+        tests than were collected."""
+        session = self.session
+        if session is None or self.stopped or not self.budget.spent():
+            return
+        left = len(session.items) - self.finished
+        if left <= 0:
+            return
+        self.not_run = left
+        total = len(session.items)
+        self.stopped = (
+            f"{left} of {total} test{'s' if total != 1 else ''} not run: the stage's "
+            f"{self.budget.stage_s:g} s were nearly spent"
+            + (f" ({self.timeouts} timed out)" if self.timeouts else "")
+        )
+        session.shouldfail = f"fixloop: {self.stopped}"
 
     def pytest_assertrepr_compare(
         self, config: pytest.Config, op: str, left: object, right: object
@@ -177,6 +220,8 @@ class SessionRecorder:
         outcome = yield  # tryfirst: outermost, so xfail handling has already run
         if call.excinfo is None or isinstance(call.excinfo.value, NOT_FAILURES):
             return
+        if isinstance(call.excinfo.value, TestTimeout):
+            self.timeouts += 1
         with self.guard("runtest_makereport"):
             report = outcome.get_result()
             details = self.describe.failure(item, call, self.comparison)
@@ -225,6 +270,7 @@ class SessionRecorder:
                 "tests": [],
                 "collection_errors": [],
                 "truncated": False,
+                **({"not_run": self.not_run, "stopped": self.stopped} if self.stopped else {}),
             },
             tests=tests,
             nodeids=self.nodeids,

@@ -6,6 +6,13 @@ stays the outer bound (a hang in C code the signal cannot interrupt).
 The limit comes from FIXLOOP_TEST_TIMEOUT (seconds); a test marked `@pytest.mark.timeout(N)`
 (pytest-timeout's marker, registered here when that plugin is absent) gets N. When
 pytest-timeout itself is loaded, its own limits apply and this module stands aside.
+
+Two things keep a session with several hanging tests inside the stage's time, so that it
+still reports instead of being killed with nothing said: once a test has timed out, later
+tests get a shorter limit (`after_a_timeout`: the same bug usually hangs them too), and the
+session keeps to a budget, FIXLOOP_STAGE_TIMEOUT less a reserve for writing the report
+(`TimeBudget`): no test's limit runs past it, and when it is nearly spent the rest of the
+tests are not run and the session fails, saying so (never a pass on fewer tests).
 Stdlib and pytest only: it runs inside the sandbox.
 """
 
@@ -17,12 +24,16 @@ import functools
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
 import pytest
 
 TIMEOUT_VARIABLE = "FIXLOOP_TEST_TIMEOUT"
+STAGE_VARIABLE = "FIXLOOP_STAGE_TIMEOUT"
+MIN_TEST_S = 1.0  # a test is not started with less time than this left in the budget
+_STARTED = time.monotonic()  # the plugin is imported as pytest starts: the budget's start
 MARKER = "timeout(seconds): the longest this test may run (fixloop; pytest-timeout's marker)"
 
 
@@ -32,13 +43,54 @@ class TestTimeout(Exception):
     __test__ = False  # not a pytest test class
 
 
-def configured_limit() -> float | None:
-    """The session's default per-test limit, from the environment; None: no limit."""
+def configured_limit(variable: str = TIMEOUT_VARIABLE) -> float | None:
+    """Seconds from the environment (the per-test limit by default); None: no limit."""
     try:
-        seconds = float(os.environ.get(TIMEOUT_VARIABLE, ""))
+        seconds = float(os.environ.get(variable, ""))
     except ValueError:
         return None
     return seconds if seconds > 0 else None
+
+
+def after_a_timeout(limit: float) -> float:
+    """A later test's limit once one test has timed out: a fifth, at least a second."""
+    return min(limit, max(MIN_TEST_S, limit / 5))
+
+
+class TimeBudget:
+    """The stage's time as the session sees it: its timeout, from the plugin's import, less a
+    reserve (15%, at least 2 s) for the interpreter's start and the report's writing."""
+
+    def __init__(self, stage_s: float | None, started: float = _STARTED) -> None:
+        self.stage_s = stage_s
+        self.deadline = started + stage_s - max(2.0, stage_s * 0.15) if stage_s else None
+
+    @classmethod
+    def from_env(cls) -> TimeBudget:
+        return cls(configured_limit(STAGE_VARIABLE))
+
+    def remaining(self) -> float | None:
+        """Seconds left; None: no budget."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def spent(self) -> bool:
+        """Too little left to start another test."""
+        left = self.remaining()
+        return left is not None and left < MIN_TEST_S
+
+
+def limit_for_test(
+    own: float | None, budget: TimeBudget, timeouts: int, *, marked: bool = False
+) -> tuple[float | None, str]:
+    """One test's limit and why it is less than its own: `own` (its marker or the default),
+    shortened after a timeout unless a marker set it, and never past the budget."""
+    limit, why = own, ""
+    if limit is not None and timeouts and not marked and after_a_timeout(limit) < limit:
+        limit, why = after_a_timeout(limit), "shortened after an earlier test timed out"
+    left = budget.remaining()
+    if left is not None and (limit is None or left < limit):
+        limit, why = max(left, MIN_TEST_S), "the stage's time was nearly up"
+    return limit, why
 
 
 def limit_of(item: pytest.Item, default: float | None) -> float | None:
@@ -59,9 +111,12 @@ def limit_of(item: pytest.Item, default: float | None) -> float | None:
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float | None, where: Callable[[FrameType | None], str]) -> Iterator[None]:
+def time_limit(
+    seconds: float | None, where: Callable[[FrameType | None], str], why: str = ""
+) -> Iterator[None]:
     """Raise TestTimeout in the running code after `seconds`; `where` describes the frame
-    the signal interrupted. Does nothing off the main thread or without SIGALRM."""
+    the signal interrupted, `why` a limit shorter than the test's own. Does nothing off the
+    main thread or without SIGALRM."""
     usable = (
         seconds is not None
         and hasattr(signal, "SIGALRM")
@@ -73,7 +128,9 @@ def time_limit(seconds: float | None, where: Callable[[FrameType | None], str]) 
     assert seconds is not None
 
     def expire(signum: int, frame: FrameType | None) -> None:
-        raise TestTimeout(f"did not finish in {seconds:g} s; {where(frame)}")
+        shown = f"{seconds:.1f}".rstrip("0").rstrip(".")
+        because = f" ({why})" if why else ""
+        raise TestTimeout(f"did not finish in {shown} s{because}; {where(frame)}")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)

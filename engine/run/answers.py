@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from engine.edits.proposal import EditFormatError
@@ -89,7 +90,9 @@ class Answers:
         except ModelError as exc:  # the sampled retry failed: the first answer stands
             self.journal.text(n, "reask-error.txt", str(exc))
             again = completion
-        return await self.review(n, again.text, reask=False)
+        answer = await self.review(n, again.text, reask=False)
+        # Both answers changed nothing: two in a row for the stall guard, not one.
+        return replace(answer, idle_answers=2) if answer.unchanged else answer
 
     def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
         messages = self.mode.messages(current, notes)

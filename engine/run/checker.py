@@ -133,7 +133,8 @@ class IterationChecker:
         if verdict not in (Verdict.OK, Verdict.ENV_FAILURE, Verdict.SUSPICIOUS_PASS):
             passed = judgement.tests.passed if judgement.tests else None
             trip = self.guards.after_edit(judgement.signature, touched, passed)
-            if trip is not None and trip.guard == "stalled" and self.guards.may_restart:
+            if self.guards.changes_approach(trip, n):
+                assert trip is not None
                 settled = self.settled(n, examined)  # its packet first, as for any trip
                 self.journal.trip(n, trip)  # the loop changes its approach instead of ending
                 return Check(settled, verify_s, restart=trip.detail)

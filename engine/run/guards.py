@@ -195,14 +195,23 @@ class Trip:
 class Guards:
     """The stall and progress guards together, as the loop asks them after each answer."""
 
-    def __init__(self, no_progress_limit: int, restarts: int = 0) -> None:
+    def __init__(
+        self, no_progress_limit: int, restarts: int = 0, last_iteration: int | None = None
+    ) -> None:
         self.stall = StallDetector()
         self.progress = ProgressTracker(limit=no_progress_limit)
         self.restarts = restarts  # stalls the run may answer by changing its approach
+        self.last_iteration = last_iteration
 
-    @property
-    def may_restart(self) -> bool:
-        return self.restarts > 0
+    def changes_approach(self, trip: Trip | None, n: int) -> bool:
+        """Whether the loop answers `trip` in iteration `n` by changing its approach instead
+        of ending: a stall, a change of approach left, and an iteration left to use it in."""
+        return (
+            trip is not None
+            and trip.guard == "stalled"
+            and self.restarts > 0
+            and (self.last_iteration is None or n < self.last_iteration)
+        )
 
     def restarted(self, signature: str, passed: int | None) -> None:
         """The run changed its approach after a stall: the guards start over from `signature`."""
@@ -226,8 +235,11 @@ class Guards:
             return Trip("no_progress", RunStatus.NO_PROGRESS, detail)
         return None
 
-    def after_no_change(self) -> Trip | None:
-        """An answer that changed no file; a trip when there were too many in a row."""
+    def after_no_change(self, answers: int = 1) -> Trip | None:
+        """`answers` answers in a row that changed no file (an answer and its re-ask); a trip
+        when there were too many in a row."""
+        for _ in range(answers - 1):
+            self.stall.unchanged()
         if self.stall.unchanged():
             detail = f"{self.stall.idle} answers in a row changed no file"
             return Trip("stalled", RunStatus.STALLED, detail)

@@ -57,7 +57,7 @@ class FixLoop:
         self.journal = Journal(deps.run_dir, deps.sinks)
         self.spend = Spend()
         restarts = 1 if config.restart_on_stall or deps.escalation is not None else 0
-        self.guards = Guards(config.no_progress_limit, restarts)
+        self.guards = Guards(config.no_progress_limit, restarts, config.max_iterations)
         self.mode = run_mode(config, deps.workspace, deps.run_dir, self.journal.emit)
         self.checker = IterationChecker(
             config, deps.verifier, deps.workspace, deps.gate, self.journal, self.guards, self.mode
@@ -134,8 +134,8 @@ class FixLoop:
             n, answer, self.deps.workspace, self.journal, self.config.max_iterations
         )
         if applied.commit is None:
-            if trip := self.guards.after_no_change():
-                if not self.guards.may_restart:
+            if trip := self.guards.after_no_change(max(answer.idle_answers, 1)):
+                if not self.guards.changes_approach(trip, n):
                     raise self.checker.tripped(n, trip)
                 self.journal.trip(n, trip)  # idle is stuck too: change the approach once
                 return await self.change_approach(n, trip.detail, current)

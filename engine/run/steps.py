@@ -38,6 +38,7 @@ class Answer:
     comment: str = ""  # the person's words, for the record
     ending: RunEnded | None = None  # the gate aborted the run
     unchanged: bool = False  # it would change no file's code: not applied; worth asking again
+    idle_answers: int = 0  # answers of this iteration that changed no code (2: it and its re-ask)
     verified: Verification | None = None  # a chosen candidate's verification of its tree
 
 

@@ -3,7 +3,7 @@ covered end to end in tests/e2e/test_headless.py)."""
 
 from __future__ import annotations
 
-from engine.run.guards import Guards, RunStatus
+from engine.run.guards import Guards, RunStatus, Trip
 
 
 def test_the_same_error_after_an_edit_to_the_same_file_stalls_after_the_grace() -> None:
@@ -48,3 +48,20 @@ def test_no_rise_in_passed_tests_for_the_limit_is_no_progress() -> None:
     trip = guards.after_edit("E3", ["b.py"], passed=2)
     assert trip is not None
     assert (trip.guard, trip.status) == ("no_progress", RunStatus.NO_PROGRESS)
+
+
+def test_a_stall_changes_the_approach_only_with_a_restart_and_an_iteration_left() -> None:
+    stalled = Trip("stalled", RunStatus.STALLED, "the same error 2 times in a row")
+    guards = Guards(no_progress_limit=5, restarts=1, last_iteration=3)
+    assert guards.changes_approach(stalled, 2)
+    assert not guards.changes_approach(stalled, 3)  # nothing left to try it in
+    assert not guards.changes_approach(None, 2)
+    assert not guards.changes_approach(Trip("no_progress", RunStatus.NO_PROGRESS, "x"), 2)
+    assert not Guards(no_progress_limit=5, restarts=0).changes_approach(stalled, 1)
+
+
+def test_an_answer_and_its_reask_that_change_nothing_are_two_in_a_row() -> None:
+    guards = Guards(no_progress_limit=5)
+    trip = guards.after_no_change(2)
+    assert trip is not None
+    assert trip.detail == "2 answers in a row changed no file"

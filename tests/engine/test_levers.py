@@ -75,10 +75,11 @@ async def test_an_answer_that_only_moves_blank_lines_and_spaces_changes_nothing(
 async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path: Path) -> None:
     model = ScriptedModel(*[answer(("app.py", BROKEN))] * 4)
     result = await run_loop(tmp_path, model, restart_on_stall=False)
-    # Two iterations of two requests each: one re-ask per iteration, then the idle guard.
+    # One iteration of two requests: the answer and its re-ask changed nothing, two answers
+    # in a row for the idle guard.
     assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
-    assert len(model.prompts) == 4
-    assert len(of_type(result, "AnswerReasked")) == 2
+    assert len(model.prompts) == 2
+    assert len(of_type(result, "AnswerReasked")) == 1
 
 
 async def test_without_noop_retry_an_unchanged_answer_costs_the_iteration(tmp_path: Path) -> None:
@@ -162,18 +163,34 @@ async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(
     # when re-asked. Stuck is stuck: back to the baseline, asked for the wrong assumption.
     model = ScriptedModel(
         answer(("notes.txt", "one\n")),
-        *[answer(("notes.txt", "one\n"))] * 4,
+        *[answer(("notes.txt", "one\n"))] * 2,
         answer(("app.py", FIXED)),
     )
     result = await run_loop(tmp_path, model)
-    assert (result.status.value, len(result.iterations)) == ("ok", 4)
-    assert [r.status for r in result.iterations] == ["failing", "no_change", "no_change", "ok"]
+    assert (result.status.value, len(result.iterations)) == ("ok", 3)
+    # The second iteration's answer and its re-ask both changed nothing: stuck already, so
+    # the third iteration starts from the baseline instead of asking the same prompt again.
+    assert [r.status for r in result.iterations] == ["failing", "no_change", "ok"]
     [restart] = of_type(result, "StrategyChanged")
-    assert (restart["n"], restart["kind"]) == (3, "restart")
+    assert (restart["n"], restart["kind"]) == (2, "restart")
     assert "2 answers in a row changed no file" in str(restart["reason"])
-    assert RESTART_NOTE in model.prompt(6)
+    assert RESTART_NOTE in model.prompt(4)
     repo = git.Repo(tmp_path / "project")
     assert "notes.txt" not in repo.git.ls_tree("-r", "--name-only", result.final_commit)
+
+
+async def test_a_stall_in_the_last_iteration_ends_the_run_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    # No iteration is left to try another approach in: no restart commit, no verification.
+    model = ScriptedModel(*[answer(("notes.txt", "one\n"))] * 3)
+    result = await run_loop(tmp_path, model, max_iterations=2)
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert of_type(result, "StrategyChanged") == []
+    assert not [e for e in of_type(result, "Committed") if "after a stall" in str(e["message"])]
+    same = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
+    ended = await run_loop(tmp_path / "same", same, max_iterations=2)
+    assert (ended.status.value, of_type(ended, "StrategyChanged")) == ("stalled", [])
 
 
 async def test_a_second_stall_after_the_restart_ends_the_run(tmp_path: Path) -> None:

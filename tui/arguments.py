@@ -327,4 +327,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep the task repositories and their runs' audit trails (default: removed)",
     )
+    parser.add_argument(
+        "--ledger",
+        type=Path,
+        metavar="FILE",
+        help="append each finished run to FILE (JSONL) and skip the runs it already holds "
+        "for the same suite, mode, model, rounds, seed and timeout: a long bench over "
+        "several sittings",
+    )
     add_ray_arguments(parser, "run")

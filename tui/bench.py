@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
+from bench.suite.ledger import Ledger, LedgerError
 from bench.suite.report import render, write_png
 from bench.suite.results import (
     ArmFinished,
@@ -71,9 +72,10 @@ class BenchProgress:
             )
         if isinstance(event, ArmFinished):
             r = event.result
+            earlier = " (from the ledger)" if event.reused else ""
             return (
                 f"  {event.item_id} [{r.arm}] {r.status}: {r.reason}; "
-                f"{r.spend.prompt_tokens:,} prompt tokens, {r.wall_s:.1f}s"
+                f"{r.spend.prompt_tokens:,} prompt tokens, {r.wall_s:.1f}s{earlier}"
             )
         if isinstance(event, ItemFinished):
             done = ", ".join(
@@ -134,6 +136,10 @@ def bench_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         exec_timeout_s=args.exec_timeout,
     )
+    try:
+        ledger = Ledger(args.ledger, config) if args.ledger is not None else None
+    except LedgerError as exc:
+        return _fail(str(exc))
     client = make_client(model, settings)
     if args.sandbox == "unsafe-local":
         print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
@@ -151,6 +157,7 @@ def bench_command(args: argparse.Namespace) -> int:
                     workdir,
                     BenchProgress(sys.stderr),
                     ray_options(args) if args.ray is not None else None,
+                    ledger,
                 )
             )
     except FixloopError as exc:  # the model, the sandbox, or a run that could not start
@@ -158,6 +165,12 @@ def bench_command(args: argparse.Namespace) -> int:
         return EXIT_INFRA
     except KeyboardInterrupt:
         print("bench: interrupted (ctrl+c)", file=sys.stderr)
+        if ledger is not None:
+            print(
+                f"bench: the finished runs are in {ledger.path}: the same command goes on "
+                "from there",
+                file=sys.stderr,
+            )
         return EXIT_INTERRUPTED
     finally:
         if args.keep:
@@ -187,6 +200,7 @@ async def run_bench(
     workdir: Path,
     listener: BenchProgress,
     ray: RayOptions | None = None,
+    ledger: Ledger | None = None,
 ) -> BenchRun:
     """Every run shares one sandbox backend, kept warm: as many ready sandboxes as the widest
     arm verifies at once (two at least, one replacing the other while the model thinks). On
@@ -195,7 +209,9 @@ async def run_bench(
     widest = max((ARMS[arm].candidates or 1) for arm in config.arms)
     sandbox = open_configured_sandbox(settings, backend, warm=max(2, widest))
     try:
-        runner = BenchRunner(config, client, sandbox, workdir, settings=settings, listener=listener)
+        runner = BenchRunner(
+            config, client, sandbox, workdir, settings=settings, listener=listener, ledger=ledger
+        )
         if ray is not None:
             from bench.suite.on_ray import run_bench_on_ray
 

@@ -6,6 +6,7 @@ into the same `BenchRun` a local bench makes, so the tables and the plot are the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -93,6 +94,13 @@ async def run_bench_on_ray(
     started_at, started = runner.clock()
     items, skipped = await runner.items(tasks)
     config = runner.config
+    ledger = runner.ledger
+    arms: dict[int, dict[str, ArmResult]] = {index: {} for index in range(1, len(items) + 1)}
+    if ledger is not None:  # runs measured in earlier sittings are not submitted again
+        for index, item in enumerate(items, start=1):
+            for arm in config.arms:
+                if (earlier := ledger.get(item.item_id, arm)) is not None:
+                    arms[index][arm] = earlier
     jobs = {
         f"{index:03d}/{arm}": (
             run_arm_job,
@@ -100,11 +108,11 @@ async def run_bench_on_ray(
         )
         for index, item in enumerate(items, start=1)
         for arm in config.arms
+        if arm not in arms[index]
     }
-    arms: dict[int, dict[str, ArmResult]] = {index: {} for index in range(1, len(items) + 1)}
-    finished_items = 0
-    with joined(options) as ray:
-        for finished in each_finished(ray, jobs, options):
+    finished_items = sum(len(measured) == len(config.arms) for measured in arms.values())
+    with joined(options) if jobs else contextlib.nullcontext() as ray:
+        for finished in each_finished(ray, jobs, options) if ray is not None else ():
             if finished.failure is not None:
                 raise BenchStopped(f"run {finished.key} was lost: {finished.failure}")
             done: ArmDone = finished.value
@@ -118,6 +126,8 @@ async def run_bench_on_ray(
                 runner.emit(event)
             runner.emit(ArmFinished(item_id=item.item_id, result=done.result))
             arms[index][done.result.arm] = done.result
+            if ledger is not None:
+                ledger.record(item.item_id, done.result)
             if len(arms[index]) == len(config.arms):
                 finished_items += 1
                 result = _item_result(item, {arm: arms[index][arm] for arm in config.arms})

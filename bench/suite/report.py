@@ -50,6 +50,13 @@ def heading(run: BenchRun) -> str:
         f"seed {config.seed}, {limit}, up to {config.max_rounds} repair rounds, through the loop",
         f"{run.started} on {run.machine.get('cpu', '?')} ({run.machine.get('cores', '?')} cores)",
     ]
+    if run.ledger:
+        runs = sum(len(item.arms) for item in run.items)
+        lines.append(
+            f"{run.reused_runs} of {runs} runs from earlier sittings (ledger {run.ledger})"
+        )
+        if run.revisions:
+            lines.append(f"measured with fixloop {', '.join(run.revisions)}")
     return "\n".join(line[:WIDTH] for line in lines)
 
 

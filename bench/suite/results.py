@@ -110,6 +110,9 @@ class BenchRun(BaseModel):
     items: list[ItemResult]
     skipped: list[SkippedTask] = Field(default_factory=list)
     trails: str = ""  # the directory of the task repositories (removed unless --keep)
+    ledger: str = ""  # `--ledger FILE`, if given
+    reused_runs: int = 0  # runs read from the ledger, measured in earlier sittings
+    revisions: list[str] = Field(default_factory=list)  # the fixloop sources they measured
 
 
 # --- progress --------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ class ArmFinished(BaseModel):
     type: Literal["ArmFinished"] = "ArmFinished"
     item_id: str
     result: ArmResult
+    reused: bool = False  # measured in an earlier sitting, read from `--ledger`
 
 
 class ItemFinished(BaseModel):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench.suite.arms import arm_settings
 from bench.suite.harness import SOLUTION, TEST_CMD, Evaluator, task_repo, task_text
+from bench.suite.ledger import Ledger
 from bench.suite.mutants import Mutant, reference_program, seeded_mutants
 from bench.suite.results import (
     ArmFinished,
@@ -121,9 +122,11 @@ class BenchRunner:
         *,
         settings: Settings | None = None,
         listener: Listener | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         """`workdir` gets one repository per item and arm; `settings` carries what every run
-        shares (the model's endpoint, the sandbox backend), the bench sets the rest."""
+        shares (the model's endpoint, the sandbox backend), the bench sets the rest; `ledger`
+        holds the runs measured in earlier sittings, and gets each new one."""
         self.config, self.model, self.sandbox = config, HeardModel(model), sandbox
         self.workdir = workdir
         self.base = (settings or Settings()).model_copy(
@@ -138,6 +141,7 @@ class BenchRunner:
         )
         self.evaluator = Evaluator(sandbox, timeout_s=config.exec_timeout_s)
         self.listener = listener
+        self.ledger = ledger
 
     async def run(self, tasks: Sequence[BenchTask]) -> BenchRun:
         started_at, started = self.clock()
@@ -162,6 +166,9 @@ class BenchRunner:
         results: list[ItemResult],
         skipped: list[SkippedTask],
     ) -> BenchRun:
+        ledger = self.ledger
+        runs = [(item.item_id, arm) for item in results for arm in item.arms]
+        reused, revisions = ledger.provenance(runs) if ledger else (0, [])
         return BenchRun(
             config=self.config,
             started=started_at,
@@ -170,6 +177,9 @@ class BenchRunner:
             items=results,
             skipped=skipped,
             trails=str(self.workdir),
+            ledger=str(ledger.path) if ledger else "",
+            reused_runs=reused,
+            revisions=revisions,
         )
 
     async def items(self, tasks: Sequence[BenchTask]) -> tuple[list[BenchItem], list[SkippedTask]]:
@@ -214,13 +224,24 @@ class BenchRunner:
         return kept, "" if kept else "none of its mutants fails the tests without hanging"
 
     async def run_item(self, index: int, item: BenchItem) -> ItemResult:
-        arms = {arm: await self.run_arm(index, item, arm) for arm in self.config.arms}
+        arms = {arm: await self.measured(index, item, arm) for arm in self.config.arms}
         return ItemResult(
             item_id=item.item_id,
             task_id=item.task.task_id,
             mutant=item.mutant.describe() if item.mutant else None,
             arms=arms,
         )
+
+    async def measured(self, index: int, item: BenchItem, arm: str) -> ArmResult:
+        """The item's run under `arm`: from the ledger when an earlier sitting measured it,
+        else run now (and written to the ledger)."""
+        if self.ledger is not None and (done := self.ledger.get(item.item_id, arm)):
+            self.emit(ArmFinished(item_id=item.item_id, result=done, reused=True))
+            return done
+        result = await self.run_arm(index, item, arm)
+        if self.ledger is not None:
+            self.ledger.record(item.item_id, result)
+        return result
 
     async def run_arm(self, index: int, item: BenchItem, arm: str) -> ArmResult:
         """The loop on a fresh repository of the item, with the arm's options."""

@@ -55,7 +55,7 @@ def bench(
     """`fixloop-tui bench` on TASKS against the scripted server; `key=None` gives the command
     no API key (a Ray cluster's nodes have their own)."""
     suite = tmp_path / "suite"
-    suite.mkdir()
+    suite.mkdir(exist_ok=True)
     (suite / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     done = subprocess.run(
         [
@@ -243,3 +243,63 @@ def test_an_unknown_suite_is_a_usage_error(
         "examples, or a directory of *.jsonl task files"
     ]
     assert model_server.count == 0
+
+
+def test_a_ledger_carries_a_bench_over_two_sittings(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    common = ("--feedback", "raw", "--max-iters", "0", "--ledger", str(ledger))
+    model_server.script(code("return a + b"))
+    first = bench(model_server, tmp_path, *common, "--limit", "1")
+    assert first.returncode == 0, first.stderr
+    [line] = ledger.read_text().splitlines()
+    assert json.loads(line)["key"]["max_rounds"] == 0
+    # The second sitting asks for both tasks: only the one the ledger lacks is run.
+    model_server.script(code("return x", "negate", "x"))
+    second = bench(model_server, tmp_path, *common, "--json")
+    assert second.returncode == 0, second.stderr
+    assert model_server.count == 2
+    result = json.loads(second.stdout)
+    assert [item["item_id"] for item in result["items"]] == ["t/1", "t/2"]
+    assert result["reused_runs"] == 1
+    assert result["revisions"]  # the fixloop source each run was measured with
+    assert second.stderr.count("(from the ledger)") == 1
+    assert len(ledger.read_text().splitlines()) == 2
+    # Other conditions (another number of rounds) share nothing with it.
+    model_server.script(code("return a + b"), code("return -x", "negate", "x"))
+    third = bench(model_server, tmp_path, "--feedback", "raw", "--ledger", str(ledger))
+    assert third.returncode == 0, third.stderr
+    assert model_server.count == 4
+    assert "(from the ledger)" not in third.stderr
+
+
+def test_a_broken_ledger_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text("not json\n{}\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "bench",
+            "--ledger",
+            str(ledger),
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            "http://127.0.0.1:9",
+            "--suite",
+            "examples",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OPENAI_API_KEY": KEY},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"fixloop-tui: error: --ledger {ledger}: line 1 is not a bench ledger line"
+    )

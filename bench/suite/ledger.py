@@ -1,0 +1,145 @@
+"""`bench --ledger FILE`: every finished run (an item under one arm) appended to FILE as one
+JSON line, so a bench of hours can run over several sittings or survive a crash. A later bench
+with the same ledger and the same measuring conditions runs only the item and arm pairs the
+ledger lacks, and reports on all of them.
+
+The conditions that must match are `LEDGER_KEY`'s: the suite, mode, model, rounds, seed and
+test timeout (not `--limit`: a longer run of the same seed takes the shorter one's items
+first, and not `--arms`: arms are added as they are asked for). Each line also names the
+fixloop source it was measured with, so a report over several sittings can say which.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from bench.suite.results import ArmResult, BenchConfig
+from bench.suite.tasks import SUITES
+from sandbox.errors import FixloopError
+
+LEDGER_KEY = ("suite", "mode", "model", "max_rounds", "seed", "exec_timeout_s", "mutants_per_task")
+
+
+class LedgerError(FixloopError):
+    """The ledger cannot be read or written; the message is one line."""
+
+
+class LedgerLine(BaseModel):
+    key: dict[str, Any]
+    item_id: str
+    arm: ArmResult
+    revision: str = ""
+    recorded: str = ""
+
+
+class Ledger:
+    """The runs already measured under this bench's conditions, and where new ones go."""
+
+    def __init__(self, path: Path, config: BenchConfig) -> None:
+        self.path = path
+        self.key = ledger_key(config)
+        self.revision = source_revision()
+        self.lines: dict[tuple[str, str], LedgerLine] = {}  # (item_id, arm) -> its run
+        self.other_conditions = 0  # lines measured under other conditions: left alone
+        if path.exists():
+            self._read()
+        elif not path.resolve().parent.is_dir():
+            raise LedgerError(f"--ledger {path}: its directory does not exist")
+        self.earlier = frozenset(self.lines)  # measured in earlier sittings
+
+    def _read(self) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerError(f"--ledger {self.path}: cannot read it ({exc})") from None
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                line = LedgerLine.model_validate_json(text)
+            except ValidationError:
+                if number == len(lines):  # a write cut short by a crash: that run is redone
+                    continue
+                raise LedgerError(
+                    f"--ledger {self.path}: line {number} is not a bench ledger line"
+                ) from None
+            if line.key != self.key:
+                self.other_conditions += 1
+                continue
+            self.lines[(line.item_id, line.arm.arm)] = line  # a later line wins
+
+    def get(self, item_id: str, arm: str) -> ArmResult | None:
+        line = self.lines.get((item_id, arm))
+        return line.arm if line is not None else None
+
+    def provenance(self, runs: Iterable[tuple[str, str]]) -> tuple[int, list[str]]:
+        """Of these (item_id, arm) runs: how many came from earlier sittings, and the fixloop
+        sources all of them were measured with."""
+        runs = list(runs)
+        earlier = sum(run in self.earlier for run in runs)
+        revisions = {self.lines[run].revision for run in runs if run in self.lines}
+        return earlier, sorted(revision for revision in revisions if revision)
+
+    def record(self, item_id: str, result: ArmResult) -> None:
+        """Append one finished run, flushed to disk before the bench goes on."""
+        line = LedgerLine(
+            key=self.key,
+            item_id=item_id,
+            arm=result,
+            revision=self.revision,
+            recorded=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        text = line.model_dump_json() + "\n"
+        try:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+        except OSError as exc:
+            raise LedgerError(f"--ledger {self.path}: cannot write it ({exc})") from None
+        self.lines[(item_id, result.arm)] = line
+
+
+def ledger_key(config: BenchConfig) -> dict[str, Any]:
+    """The conditions under which two runs' numbers may be added up."""
+    values = config.model_dump(mode="json")
+    suite = Path(config.suite)
+    if config.suite not in SUITES and suite.is_dir():  # the same directory, however named
+        values["suite"] = str(suite.resolve())
+    return {name: values[name] for name in LEDGER_KEY}
+
+
+def source_revision() -> str:
+    """The fixloop source measured: its git commit (with `+dirty` for uncommitted changes)
+    when it runs from a checkout, else the installed version."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", ""
+    if commit:
+        return commit + ("+dirty" if dirty else "")
+    try:
+        from importlib.metadata import version
+
+        return f"fixloop-tui {version('fixloop-tui')}"
+    except Exception:
+        return ""

@@ -1,0 +1,76 @@
+"""`bench --ledger`: runs measured in earlier sittings, read back under the same conditions
+only; a line cut short by a crash is redone, any other bad line is a one-line error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.suite.ledger import Ledger, LedgerError, ledger_key
+from bench.suite.results import ArmResult, BenchConfig
+
+CONFIG = BenchConfig(suite="humaneval", mode="repair", model="local/m", arms=["today"])
+
+
+def run(arm: str = "today", status: str = "ok") -> ArmResult:
+    passed = 0 if status == "ok" else None
+    return ArmResult(
+        arm=arm, status=status, rounds=[status], passed_round=passed, wall_s=1.0, run_dir="/x"
+    )
+
+
+def test_runs_written_in_one_sitting_are_read_in_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    first = Ledger(path, CONFIG)
+    assert first.get("HumanEval/1", "today") is None
+    first.record("HumanEval/1", run())
+    first.record("HumanEval/1", run("raw", "stalled"))
+    again = Ledger(path, CONFIG.model_copy(update={"limit": 40, "arms": ["raw"]}))
+    assert again.get("HumanEval/1", "today") == run()
+    assert again.get("HumanEval/1", "raw") == run("raw", "stalled")
+    reused, revisions = again.provenance([("HumanEval/1", "raw"), ("HumanEval/2", "raw")])
+    assert reused == 1
+    assert revisions == ([first.revision] if first.revision else [])
+
+
+def test_other_conditions_share_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    Ledger(path, CONFIG).record("HumanEval/1", run())
+    for change in ({"seed": 1}, {"max_rounds": 3}, {"model": "other"}, {"mode": "generate"}):
+        other = Ledger(path, CONFIG.model_copy(update=change))
+        assert other.get("HumanEval/1", "today") is None
+        assert other.other_conditions == 1
+
+
+def test_a_later_line_wins_and_a_torn_last_line_is_redone(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, CONFIG)
+    ledger.record("HumanEval/1", run(status="stalled"))
+    ledger.record("HumanEval/1", run())
+    with path.open("a") as handle:
+        handle.write('{"key": {"suite": "huma')  # the crash came mid-write
+    again = Ledger(path, CONFIG)
+    assert again.get("HumanEval/1", "today") == run()
+
+
+def test_a_bad_line_before_the_last_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    path.write_text("garbage\n" + "{}\n")
+    with pytest.raises(LedgerError, match=r"line 1 is not a bench ledger line$"):
+        Ledger(path, CONFIG)
+
+
+def test_a_ledger_in_a_missing_directory_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="its directory does not exist"):
+        Ledger(tmp_path / "nowhere" / "ledger.jsonl", CONFIG)
+
+
+def test_a_suite_directory_is_the_same_however_it_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "suite").mkdir()
+    monkeypatch.chdir(tmp_path)
+    relative = ledger_key(CONFIG.model_copy(update={"suite": "suite"}))
+    absolute = ledger_key(CONFIG.model_copy(update={"suite": str(tmp_path / "suite")}))
+    assert relative == absolute

@@ -86,7 +86,8 @@ class Answers:
         )
         messages = self.prompt(n, current, [*notes, unchanged_note(files)])
         try:
-            again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE)
+            # Seeded by the iteration: a rerun asks the same, and each iteration differs.
+            again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=n)
         except ModelError as exc:  # the sampled retry failed: the first answer stands
             self.journal.text(n, "reask-error.txt", str(exc))
             again = completion
@@ -103,7 +104,11 @@ class Answers:
         return sum(count_tokens(m.content, self.config.model) for m in messages)
 
     async def ask(
-        self, steps: Steps, messages: Sequence[Message], temperature: float | None = None
+        self,
+        steps: Steps,
+        messages: Sequence[Message],
+        temperature: float | None = None,
+        seed: int | None = None,
     ) -> Completion:
         n, model = steps.n, self.model
         prompt_tokens = self.tokens(messages)
@@ -112,7 +117,7 @@ class Answers:
         )
         self.journal.emit(requested)
         completion = await model.complete(
-            messages, on_text=self.on_text, temperature=temperature, seed=None
+            messages, on_text=self.on_text, temperature=temperature, seed=seed
         )
         self.spent(steps, [completion], completion.duration_s)
         self.journal.responded(n, completion)

@@ -52,7 +52,7 @@ async def test_an_answer_that_changes_nothing_is_asked_again_within_the_iteratio
     assert "Your last answer changed nothing (app.py came back with the same code)" in (
         model.prompt(2)
     )
-    assert model.sampling == [(None, None), (0.7, None)]
+    assert model.sampling == [(None, None), (0.7, 1)]  # seeded: a rerun asks the same
     assert result.iterations[0].tokens == 2 * model.tokens
     reasked = of_type(result, "AnswerReasked")
     assert [(e["n"], e["temperature"]) for e in reasked] == [(1, 0.7)]

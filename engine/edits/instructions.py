@@ -78,3 +78,23 @@ def reply_line(format: EditFormat, paths: list[str]) -> str:
         "Reply with the path of each file you fix alone on a line, then a python code block "
         "holding the whole corrected file."
     )
+
+
+RESTART_NOTE = (
+    "Your fixes kept failing the same way, so the code was put back as it was at the start. "
+    "Do not repeat them. First say which assumption in the code is wrong, in one sentence of "
+    "your explanation; then fix that."
+)
+# The whole-file format's small models answer an invitation to explain in prose only (seen:
+# the wrong assumption said, no file sent): the same turn, then the reply's shape.
+RESTART_NOTE_WHOLE = (
+    "Your fixes kept failing the same way, so the code was put back as it was at the start. "
+    "Do not repeat them: find the assumption in the code that is wrong and fix that."
+)
+
+
+def restart_note(format: EditFormat, paths: list[str]) -> str:
+    """What the prompt after a restart on a stall says, in the words `format` needs."""
+    if format != "whole":
+        return RESTART_NOTE
+    return f"{RESTART_NOTE_WHOLE} {reply_line('whole', paths)}"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from engine.edits.instructions import restart_note
 from engine.model.client import ModelClient
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -28,11 +29,6 @@ from sandbox import FixloopError
 from sandbox.contract import describe
 
 RESTART_MESSAGE = "fixloop[iter {n}]: back to the baseline after a stall"
-RESTART_NOTE = (
-    "Your fixes kept failing the same way, so the code was put back as it was at the start. "
-    "Do not repeat them. First say which assumption in the code is wrong, in one sentence of "
-    "your explanation; then fix that."
-)
 
 
 @dataclass
@@ -177,7 +173,8 @@ class FixLoop:
         self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
         restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
         self.start_guards_over(restarted)
-        return self.checker.settled(n, restarted), [RESTART_NOTE]
+        note = restart_note(self.config.edit_format, self.config.files)
+        return self.checker.settled(n, restarted), [note]
 
     def start_guards_over(self, verification: Verification) -> None:
         """After a change of approach the guards count from `verification` afresh."""

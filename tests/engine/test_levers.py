@@ -10,8 +10,8 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.model.client import ModelError
-from engine.run.loop import RESTART_NOTE
 from tests.engine.test_loop import (
     BROKEN,
     FIXED,
@@ -154,6 +154,27 @@ async def test_a_stall_restarts_from_the_baseline_once_and_asks_for_the_wrong_as
     kinds = ("PacketReady", "GuardTripped", "StrategyChanged")
     second = [e["type"] for e in events(result) if e.get("n") == 2 and e["type"] in kinds]
     assert second == ["PacketReady", "GuardTripped", "StrategyChanged", "PacketReady"]
+
+
+async def test_after_a_restart_the_whole_file_format_is_asked_for_code_not_an_explanation(
+    tmp_path: Path,
+) -> None:
+    # Seen with the embedded model: asked to "first say which assumption is wrong, in your
+    # explanation" under the whole-file format's "No explanations", it sent the sentence only.
+    def whole(content: str) -> str:
+        return f"app.py\n```python\n{content}```\n"
+
+    model = ScriptedModel(whole(BROKEN), whole(BROKEN), whole(FIXED))
+    result = await run_loop(tmp_path, model, edit_format="whole", files=["app.py"])
+    assert result.status.value == "ok"
+    after = model.prompt(3)
+    assert restart_note("whole", ["app.py"]) in after
+    assert "explanation" not in restart_note("whole", ["app.py"])
+    assert restart_note("whole", ["app.py"]).endswith(
+        "Reply with app.py alone on the first line, then a python code block holding the "
+        "whole corrected file."
+    )
+    assert restart_note("json", ["app.py"]) == RESTART_NOTE
 
 
 async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(

@@ -6,6 +6,7 @@ Pure: every way an answer can be unusable is an `EditFormatError` whose message 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -197,6 +198,11 @@ def _parse_whole(text: str, lone_block_path: str | None = None) -> Proposal:
     blocks, prose, problems = _split_whole(text)
     if lone_block_path and len(blocks) == 1 and _path_on_line(blocks[0].above or "") is None:
         blocks = [replace(blocks[0], above=lone_block_path)]
+    unfenced = _unfenced_file(text, lone_block_path) if lone_block_path and not blocks else None
+    if unfenced is not None and lone_block_path and not problems:
+        return Proposal(
+            explanation="", edits=[Edit(path=lone_block_path, content=unfenced)], format="whole"
+        )
     edits: list[Edit] = []
     path_lines: set[str] = set()
     for block in blocks:
@@ -210,6 +216,28 @@ def _parse_whole(text: str, lone_block_path: str | None = None) -> Proposal:
         raise shape_error(problems, "whole")
     explanation = next((line for line in prose if line not in path_lines), "")
     return Proposal(explanation=explanation[:_EXPLANATION_CHARS], edits=edits, format="whole")
+
+
+def _unfenced_file(text: str, path: str) -> str | None:
+    """The one file asked for, sent without a fence (seen: "#solution.py" and the code): the
+    answer after an optional line naming that file, when it is all Python that parses."""
+    if not path.endswith(".py"):
+        return None
+    lines = text.strip("\n").splitlines()
+    if lines and (named := _path_on_line(lines[0])) is not None:
+        if named != path:
+            return None  # another file's name: not the one asked for
+        lines = lines[1:]
+    content = _whole_content(lines).lstrip("\n")
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return None
+    defines = any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        for node in tree.body
+    )
+    return content if defines else None  # a bare expression or a sentence is not a file
 
 
 def _split_whole(text: str) -> tuple[list[_CodeBlock], list[str], list[str]]:

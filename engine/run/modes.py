@@ -5,7 +5,7 @@ verification and a resume add. `RepairMode` repairs a red project; `SpecMode` bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from typing import TYPE_CHECKING, Protocol
 
 from engine.edits.apply import dropped_definitions
@@ -113,7 +113,12 @@ class RepairMode:
         # Asked for one file, a small model often sends its block without the path line.
         sole = self.asked_for[0] if len(self.asked_for) == 1 else None
         proposal = parse(text, self.config.edit_format, lone_block_path=sole)
-        refuse_dropped_definitions(proposal, self.config.edit_format, self.workspace.root)
+        # A shortened copy of a pinned test file is held back anyway: no reason to refuse
+        # the fix that came with it.
+        held = set() if self.config.allow_test_edits else set(self.workspace.pins.files)
+        refuse_dropped_definitions(
+            proposal, self.config.edit_format, self.workspace.root, exempt=held
+        )
         return proposal
 
     def screen(
@@ -167,11 +172,14 @@ def repair_messages(
     return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])
 
 
-def refuse_dropped_definitions(proposal: Proposal, edit_format: EditFormat, root: Path) -> None:
+def refuse_dropped_definitions(
+    proposal: Proposal, edit_format: EditFormat, root: Path, exempt: Set[str] = frozenset()
+) -> None:
     """A whole-file answer that silently drops definitions is unusable (small models send
-    back a shortened file)."""
+    back a shortened file); edits to `exempt` files (held back anyway) are not looked at."""
     if edit_format == "whole":
-        lost = dropped_definitions(proposal, root)
+        looked_at = [edit for edit in proposal.edits if edit.path not in exempt]
+        lost = dropped_definitions(proposal.model_copy(update={"edits": looked_at}), root)
         if lost:
             raise EditFormatError(lost, "None of your edits were applied.")
 

@@ -304,3 +304,37 @@ def test_instructions_use_a_real_path_of_the_project_as_the_example() -> None:
     text = instructions("whole", "textstats/core.py")
     assert "textstats/core.py" in text
     assert "pkg/mod.py" not in text
+
+
+UNFENCED = "def mean(xs):\n    return sum(xs) / len(xs)\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "#solution.py\n\n" + UNFENCED,  # seen from the embedded model, sampled
+        "solution.py\n" + UNFENCED,
+        "\n" + UNFENCED,
+    ],
+)
+def test_the_one_file_asked_for_may_come_without_a_fence(answer: str) -> None:
+    assert parse(answer, "whole", lone_block_path="solution.py").edits == [
+        Edit(path="solution.py", content=UNFENCED)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "asked"),
+    [
+        (UNFENCED, None),  # no one file was asked for: which file would it be?
+        ("other.py\n" + UNFENCED, "solution.py"),  # it names another file
+        ("The assumption that xs is never empty is wrong.\n", "solution.py"),  # prose
+        ("x = 1\n", "solution.py"),  # code, but it defines nothing: not a file sent back
+        (UNFENCED, "README.md"),
+    ],
+)
+def test_unfenced_text_that_is_not_the_file_asked_for_is_still_unusable(
+    answer: str, asked: str | None
+) -> None:
+    with pytest.raises(EditFormatError, match="there is no fenced code block"):
+        parse(answer, "whole", lone_block_path=asked)

@@ -12,6 +12,7 @@ import pytest
 
 from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.model.client import ModelError
+from engine.run.gate import PolicyGate
 from tests.engine.test_loop import (
     BROKEN,
     FIXED,
@@ -175,6 +176,25 @@ async def test_after_a_restart_the_whole_file_format_is_asked_for_code_not_an_ex
         "whole corrected file."
     )
     assert restart_note("json", ["app.py"]) == RESTART_NOTE
+
+
+async def test_a_shortened_copy_of_a_pinned_test_file_does_not_cost_the_fix_with_it(
+    tmp_path: Path,
+) -> None:
+    # Seen from the embedded model: the fix, then tests/test_app.py cut down to a few lines.
+    # The test file is held back anyway; refusing the whole answer for it lost the fix.
+    answer_text = (
+        f"app.py\n```python\n{FIXED}```\ntests/test_app.py\n```python\nfrom app import VALUE\n```\n"
+    )
+    model = ScriptedModel(answer_text)
+    headless = PolicyGate()  # approves, and holds pinned test files back
+    result = await run_loop(tmp_path, model, edit_format="whole", gate=headless)  # type: ignore[arg-type]
+    assert (result.status.value, len(model.prompts)) == ("ok", 1)
+    [edits] = of_type(result, "ProposalReady")
+    assert edits["files"] == ["app.py", "tests/test_app.py"]
+    repo = git.Repo(tmp_path / "project")
+    assert repo.git.show(f"{result.final_commit}:tests/test_app.py").startswith("from app")
+    assert "def test_value" in repo.git.show(f"{result.final_commit}:tests/test_app.py")
 
 
 async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(

@@ -335,4 +335,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "for the same suite, mode, model, rounds, seed and timeout: a long bench over "
         "several sittings",
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the report over the runs --ledger FILE holds for these conditions; run nothing",
+    )
     add_ray_arguments(parser, "run")

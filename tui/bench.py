@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
-from bench.suite.ledger import Ledger, LedgerError
+from bench.suite.ledger import Ledger, LedgerError, ledger_run
 from bench.suite.report import render, write_png
 from bench.suite.results import (
     ArmFinished,
@@ -122,8 +122,8 @@ def bench_command(args: argparse.Namespace) -> int:
             sandbox=args.sandbox,
         )
         model = resolve_model(settings)
-        if args.ray is None or not model.startswith("local/"):  # each node loads its own
-            check_model(model, settings)
+        if not args.report_only and (args.ray is None or not model.startswith("local/")):
+            check_model(model, settings)  # on Ray each node loads its own local model
     except (ArmError, SuiteError, ConfigError) as exc:
         return _fail(str(exc))
     config = BenchConfig(
@@ -140,7 +140,23 @@ def bench_command(args: argparse.Namespace) -> int:
         ledger = Ledger(args.ledger, config) if args.ledger is not None else None
     except LedgerError as exc:
         return _fail(str(exc))
-    client = make_client(model, settings)
+    if args.report_only:
+        if ledger is None:
+            return _fail("--report-only reads the runs of --ledger FILE: give one")
+        return print_run(args, ledger_run(config, ledger))
+    measured = measure(args, config, tasks, settings, ledger)
+    return measured if isinstance(measured, int) else print_run(args, measured)
+
+
+def measure(
+    args: argparse.Namespace,
+    config: BenchConfig,
+    tasks: list[BenchTask],
+    settings: Settings,
+    ledger: Ledger | None,
+) -> BenchRun | int:
+    """The bench run, or the exit code of one that could not finish."""
+    client = make_client(config.model, settings)
     if args.sandbox == "unsafe-local":
         print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
     workdir = Path(tempfile.mkdtemp(prefix="fixloop-bench-"))
@@ -177,6 +193,12 @@ def bench_command(args: argparse.Namespace) -> int:
             print(f"bench: task repositories and audit trails kept in {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    return run
+
+
+def print_run(args: argparse.Namespace, run: BenchRun) -> int:
+    """The tables (or `--json`) on stdout, the plot if asked for."""
+    config = run.config
     scores = score(run)
     if args.plot is not None:
         title = (

@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bench.suite.results import ArmResult, BenchConfig
+from bench.suite.results import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
+from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
 from sandbox.errors import FixloopError
 
@@ -33,6 +34,8 @@ class LedgerError(FixloopError):
 class LedgerLine(BaseModel):
     key: dict[str, Any]
     item_id: str
+    task_id: str = ""  # older lines: the item id's part before "#"
+    mutant: str | None = None  # repair mode: the mutant, described
     arm: ArmResult
     revision: str = ""
     recorded: str = ""
@@ -86,11 +89,14 @@ class Ledger:
         revisions = {self.lines[run].revision for run in runs if run in self.lines}
         return earlier, sorted(revision for revision in revisions if revision)
 
-    def record(self, item_id: str, result: ArmResult) -> None:
+    def record(self, item: BenchItem, result: ArmResult) -> None:
         """Append one finished run, flushed to disk before the bench goes on."""
+        item_id = item.item_id
         line = LedgerLine(
             key=self.key,
             item_id=item_id,
+            task_id=item.task.task_id,
+            mutant=item.mutant.describe() if item.mutant else None,
             arm=result,
             revision=self.revision,
             recorded=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -143,3 +149,41 @@ def source_revision() -> str:
         return f"fixloop-tui {version('fixloop-tui')}"
     except Exception:
         return ""
+
+
+def ledger_run(config: BenchConfig, ledger: Ledger) -> BenchRun:
+    """`bench --report-only`: the report over the runs the ledger holds, running nothing.
+    Its items are those every asked arm was measured on; with `--limit N`, the first N of
+    them in the seed's order (the order a bench of that limit takes its tasks in)."""
+    arms_of: dict[str, dict[str, LedgerLine]] = {}
+    for (item_id, arm), line in ledger.lines.items():
+        arms_of.setdefault(item_id, {})[arm] = line
+    complete = [item for item, arms in arms_of.items() if all(a in arms for a in config.arms)]
+
+    def task_of(item_id: str) -> str:
+        line = next(iter(arms_of[item_id].values()))
+        return line.task_id or item_id.split("#", 1)[0]
+
+    complete.sort(key=lambda item: (rank(config.seed, task_of(item)), item))
+    chosen = sorted(complete[: config.limit], key=natural_key)
+    items = [
+        ItemResult(
+            item_id=item,
+            task_id=task_of(item),
+            mutant=next(iter(arms_of[item].values())).mutant,
+            arms={arm: arms_of[item][arm].arm for arm in config.arms},
+        )
+        for item in chosen
+    ]
+    runs = [(item.item_id, arm) for item in items for arm in item.arms]
+    _, revisions = ledger.provenance(runs)
+    return BenchRun(
+        config=config,
+        started="(from the ledger)",
+        machine=machine(),
+        duration_s=sum(arm.wall_s for item in items for arm in item.arms.values()),
+        items=items,
+        ledger=str(ledger.path),
+        reused_runs=len(runs),
+        revisions=revisions,
+    )

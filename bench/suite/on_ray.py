@@ -127,7 +127,7 @@ async def run_bench_on_ray(
             runner.emit(ArmFinished(item_id=item.item_id, result=done.result))
             arms[index][done.result.arm] = done.result
             if ledger is not None:
-                ledger.record(item.item_id, done.result)
+                ledger.record(item, done.result)
             if len(arms[index]) == len(config.arms):
                 finished_items += 1
                 result = _item_result(item, {arm: arms[index][arm] for arm in config.arms})

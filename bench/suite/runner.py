@@ -240,7 +240,7 @@ class BenchRunner:
             return done
         result = await self.run_arm(index, item, arm)
         if self.ledger is not None:
-            self.ledger.record(item.item_id, result)
+            self.ledger.record(item, result)
         return result
 
     async def run_arm(self, index: int, item: BenchItem, arm: str) -> ArmResult:

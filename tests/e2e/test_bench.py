@@ -272,6 +272,14 @@ def test_a_ledger_carries_a_bench_over_two_sittings(
     assert third.returncode == 0, third.stderr
     assert model_server.count == 4
     assert "(from the ledger)" not in third.stderr
+    # --report-only: the first two sittings' report again, with nothing run.
+    report = bench(model_server, tmp_path, *common, "--report-only", "--json")
+    assert report.returncode == 0, report.stderr
+    assert model_server.count == 4
+    again = json.loads(report.stdout)
+    assert [item["item_id"] for item in again["items"]] == ["t/1", "t/2"]
+    assert again["scores"] == result["scores"]
+    assert again["reused_runs"] == 2
 
 
 def test_a_broken_ledger_is_a_one_line_usage_error(tmp_path: Path) -> None:

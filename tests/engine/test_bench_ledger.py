@@ -7,10 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.suite.ledger import Ledger, LedgerError, ledger_key
-from bench.suite.results import ArmResult, BenchConfig
+from bench.suite.ledger import Ledger, LedgerError, ledger_key, ledger_run
+from bench.suite.results import ArmResult, BenchConfig, BenchItem
+from bench.suite.tasks import BenchTask
 
 CONFIG = BenchConfig(suite="humaneval", mode="repair", model="local/m", arms=["today"])
+
+
+def item(item_id: str) -> BenchItem:
+    task = BenchTask(task_id=item_id.split("#")[0], prompt="", entry_point="f", test="")
+    return BenchItem(item_id=item_id, task=task)
 
 
 def run(arm: str = "today", status: str = "ok") -> ArmResult:
@@ -24,8 +30,8 @@ def test_runs_written_in_one_sitting_are_read_in_the_next(tmp_path: Path) -> Non
     path = tmp_path / "ledger.jsonl"
     first = Ledger(path, CONFIG)
     assert first.get("HumanEval/1", "today") is None
-    first.record("HumanEval/1", run())
-    first.record("HumanEval/1", run("raw", "stalled"))
+    first.record(item("HumanEval/1"), run())
+    first.record(item("HumanEval/1"), run("raw", "stalled"))
     again = Ledger(path, CONFIG.model_copy(update={"limit": 40, "arms": ["raw"]}))
     assert again.get("HumanEval/1", "today") == run()
     assert again.get("HumanEval/1", "raw") == run("raw", "stalled")
@@ -36,7 +42,7 @@ def test_runs_written_in_one_sitting_are_read_in_the_next(tmp_path: Path) -> Non
 
 def test_other_conditions_share_nothing(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
-    Ledger(path, CONFIG).record("HumanEval/1", run())
+    Ledger(path, CONFIG).record(item("HumanEval/1"), run())
     for change in ({"seed": 1}, {"max_rounds": 3}, {"model": "other"}, {"mode": "generate"}):
         other = Ledger(path, CONFIG.model_copy(update=change))
         assert other.get("HumanEval/1", "today") is None
@@ -46,8 +52,8 @@ def test_other_conditions_share_nothing(tmp_path: Path) -> None:
 def test_a_later_line_wins_and_a_torn_last_line_is_redone(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
     ledger = Ledger(path, CONFIG)
-    ledger.record("HumanEval/1", run(status="stalled"))
-    ledger.record("HumanEval/1", run())
+    ledger.record(item("HumanEval/1"), run(status="stalled"))
+    ledger.record(item("HumanEval/1"), run())
     with path.open("a") as handle:
         handle.write('{"key": {"suite": "huma')  # the crash came mid-write
     again = Ledger(path, CONFIG)
@@ -74,3 +80,24 @@ def test_a_suite_directory_is_the_same_however_it_is_named(
     relative = ledger_key(CONFIG.model_copy(update={"suite": "suite"}))
     absolute = ledger_key(CONFIG.model_copy(update={"suite": str(tmp_path / "suite")}))
     assert relative == absolute
+
+
+def test_a_report_from_the_ledger_alone_takes_the_items_every_arm_measured(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, CONFIG)
+    for n in (1, 2, 3, 4, 10):
+        ledger.record(item(f"HumanEval/{n}#flip@1:1"), run(status="ok" if n % 2 else "stalled"))
+    ledger.record(item("HumanEval/1#flip@1:1"), run("raw"))
+    both = ledger_run(CONFIG.model_copy(update={"arms": ["today", "raw"]}), Ledger(path, CONFIG))
+    assert [i.item_id for i in both.items] == ["HumanEval/1#flip@1:1"]
+    alone = ledger_run(CONFIG, Ledger(path, CONFIG))
+    assert [i.task_id for i in alone.items] == [f"HumanEval/{n}" for n in (1, 2, 3, 4, 10)]
+    assert (alone.reused_runs, alone.ledger) == (5, str(path))
+    # --limit N: the first N in the seed's order, listed by natural id.
+    two = ledger_run(CONFIG.model_copy(update={"limit": 2}), Ledger(path, CONFIG))
+    assert len(two.items) == 2
+    assert {i.item_id for i in two.items} <= {i.item_id for i in alone.items}
+    other = CONFIG.model_copy(update={"seed": 1})
+    assert ledger_run(other, Ledger(path, other)).items == []  # measured under seed 0 only

@@ -11,6 +11,7 @@ fixloop source it was measured with, so a report over several sittings can say w
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -47,7 +48,6 @@ class Ledger:
     def __init__(self, path: Path, config: BenchConfig) -> None:
         self.path = path
         self.key = ledger_key(config)
-        self.revision = source_revision()
         self.lines: dict[tuple[str, str], LedgerLine] = {}  # (item_id, arm) -> its run
         self.other_conditions = 0  # lines measured under other conditions: left alone
         if path.exists():
@@ -76,6 +76,11 @@ class Ledger:
                 self.other_conditions += 1
                 continue
             self.lines[(line.item_id, line.arm.arm)] = line  # a later line wins
+
+    @functools.cached_property
+    def revision(self) -> str:
+        """The source this sitting measures with (asked of git once, when first recorded)."""
+        return source_revision()
 
     def get(self, item_id: str, arm: str) -> ArmResult | None:
         line = self.lines.get((item_id, arm))
@@ -124,24 +129,9 @@ def source_revision() -> str:
     """The fixloop source measured: its git commit (with `+dirty` for uncommitted changes)
     when it runs from a checkout, else the installed version."""
     root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = "", ""
+    commit = _git(root, "rev-parse", "--short=12", "HEAD")
     if commit:
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
         return commit + ("+dirty" if dirty else "")
     try:
         from importlib.metadata import version
@@ -151,6 +141,21 @@ def source_revision() -> str:
         return ""
 
 
+def _git(root: Path, *args: str) -> str:
+    """A git command's output in `root`; empty when git or the checkout is not there."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
 def ledger_run(config: BenchConfig, ledger: Ledger) -> BenchRun:
     """`bench --report-only`: the report over the runs the ledger holds, running nothing.
     Its items are those every asked arm was measured on; with `--limit N`, the first N of
@@ -158,23 +163,19 @@ def ledger_run(config: BenchConfig, ledger: Ledger) -> BenchRun:
     arms_of: dict[str, dict[str, LedgerLine]] = {}
     for (item_id, arm), line in ledger.lines.items():
         arms_of.setdefault(item_id, {})[arm] = line
-    complete = [item for item, arms in arms_of.items() if all(a in arms for a in config.arms)]
-
-    def task_of(item_id: str) -> str:
-        line = next(iter(arms_of[item_id].values()))
-        return line.task_id or item_id.split("#", 1)[0]
-
-    complete.sort(key=lambda item: (rank(config.seed, task_of(item)), item))
-    chosen = sorted(complete[: config.limit], key=natural_key)
-    items = [
+    complete = [
         ItemResult(
             item_id=item,
-            task_id=task_of(item),
-            mutant=next(iter(arms_of[item].values())).mutant,
-            arms={arm: arms_of[item][arm].arm for arm in config.arms},
+            # every asked arm is there: the first one's line says what the item is
+            task_id=arms[config.arms[0]].task_id or item.split("#", 1)[0],
+            mutant=arms[config.arms[0]].mutant,
+            arms={arm: arms[arm].arm for arm in config.arms},
         )
-        for item in chosen
+        for item, arms in arms_of.items()
+        if all(arm in arms for arm in config.arms)
     ]
+    seeded = sorted(complete, key=lambda i: (rank(config.seed, i.task_id), i.item_id))
+    items = sorted(seeded[: config.limit], key=lambda i: natural_key(i.item_id))
     runs = [(item.item_id, arm) for item in items for arm in item.arms]
     _, revisions = ledger.provenance(runs)
     return BenchRun(

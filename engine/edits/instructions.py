@@ -80,15 +80,16 @@ def reply_line(format: EditFormat, paths: list[str]) -> str:
     )
 
 
-RESTART_NOTE = (
+_RESTARTED = (
     "Your fixes kept failing the same way, so the code was put back as it was at the start. "
+)
+RESTART_NOTE = _RESTARTED + (
     "Do not repeat them. First say which assumption in the code is wrong, in one sentence of "
     "your explanation; then fix that."
 )
 # The whole-file format's small models answer an invitation to explain in prose only (seen:
 # the wrong assumption said, no file sent): the same turn, then the reply's shape.
-RESTART_NOTE_WHOLE = (
-    "Your fixes kept failing the same way, so the code was put back as it was at the start. "
+RESTART_NOTE_WHOLE = _RESTARTED + (
     "Do not repeat them: find the assumption in the code that is wrong and fix that."
 )
 

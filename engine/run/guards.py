@@ -122,9 +122,9 @@ class StallDetector:
     idle_limit: int = 2
     idle: int = 0
 
-    def unchanged(self) -> bool:
-        """Record one answer that changed no file; True when the run has stalled."""
-        self.idle += 1
+    def unchanged(self, answers: int = 1) -> bool:
+        """Record answers that changed no file; True when the run has stalled."""
+        self.idle += answers
         return self.idle >= self.idle_limit
 
     def observe(self, signature: str, touched: Sequence[str]) -> bool:
@@ -238,9 +238,7 @@ class Guards:
     def after_no_change(self, answers: int = 1) -> Trip | None:
         """`answers` answers in a row that changed no file (an answer and its re-ask); a trip
         when there were too many in a row."""
-        for _ in range(answers - 1):
-            self.stall.unchanged()
-        if self.stall.unchanged():
+        if self.stall.unchanged(answers):
             detail = f"{self.stall.idle} answers in a row changed no file"
             return Trip("stalled", RunStatus.STALLED, detail)
         return None

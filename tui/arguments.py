@@ -323,6 +323,14 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"
     )
     parser.add_argument(
+        "--test-layout",
+        choices=["literal", "table"],
+        default="literal",
+        help="how the hidden tests are written: literal, one test per assert with its "
+        "arguments in the failing line (default); table, one test parametrized over "
+        "(arguments, expected), as many projects write them",
+    )
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="keep the task repositories and their runs' audit trails (default: removed)",
@@ -332,7 +340,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="append each finished run to FILE (JSONL) and skip the runs it already holds "
-        "for the same suite, mode, model, rounds, seed and timeout: a long bench over "
+        "for the same suite, mode, model, rounds, seed, timeout and test layout: a long bench over "
         "several sittings",
     )
     parser.add_argument(

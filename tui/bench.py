@@ -135,6 +135,7 @@ def bench_command(args: argparse.Namespace) -> int:
         limit=args.limit,
         seed=args.seed,
         exec_timeout_s=args.exec_timeout,
+        test_layout=args.test_layout,
     )
     try:
         ledger = Ledger(args.ledger, config) if args.ledger is not None else None

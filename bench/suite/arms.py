@@ -59,10 +59,12 @@ ARMS: dict[str, ArmOptions] = {
         candidates=3,
         prompt_profile="small",
         runtime_values=True,
+        test_focus=False,
         noop_retry=True,
         restart_on_stall=True,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
+    "values": ArmOptions(runtime_values=True),  # the defaults + runtime values
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -91,19 +93,23 @@ def arm_settings(name: str, base: Settings) -> Settings:
 
 def describe(name: str) -> str:
     """The arm's options in a few words, for the help and the report: `today` in full, the
-    others by how they differ from it."""
+    others by how they differ from it, or from the defaults when they set only a few."""
     options = ARMS[name].model_dump(exclude_none=True)
     if not options:
         return "the run's own defaults for the model (no option set)"
-    if name != "today":
+    prefix = ""
+    if len(options) < len(ArmOptions.model_fields):  # the other options as a run has them
+        prefix = "defaults + "
+    elif name != "today":
         today = TODAY.model_dump()
         options = {key: value for key, value in options.items() if today[key] != value}
+        prefix = "today + "
     words = [_said(key, value) for key, value in options.items() if not isinstance(value, bool)]
     for state in (True, False):
         switched = [_WORDS[key] for key, value in options.items() if value is state]
         if switched:
             words.append(f"{', '.join(switched)} {'on' if state else 'off'}")
-    return ("" if name == "today" else "today + ") + ", ".join(words)
+    return prefix + ", ".join(words)
 
 
 _WORDS = {

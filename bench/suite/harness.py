@@ -32,32 +32,115 @@ SOLUTION = "solution.py"
 TEST_FILE = "test_solution.py"
 TEST_CMD = f"python -m pytest -q {TEST_FILE}"
 TEST_STAGE = Stage(name="tests", kind=StageKind.TESTS, cmd=TEST_CMD)
+# How the hidden tests are written: HumanEval's own shape, one test per assert with the
+# arguments in its failing line (`literal`), or the table-driven shape of many projects, one
+# test parametrized over (arguments, expected) where the failing line names no input (`table`).
+TestLayout = Literal["literal", "table"]
 _AUTHOR = ("-c", "user.name=fixloop bench", "-c", "user.email=bench@fixloop.invalid")
 
 
 # --- the files ------------------------------------------------------------------------------
 
 
-def hidden_tests(task: BenchTask) -> str:
-    """The pytest file for a task: its test code, then one test per assert of `check`."""
+def hidden_tests(task: BenchTask, layout: TestLayout = "literal") -> str:
+    """The pytest file for a task: its test code, then one test per assert of `check`
+    (`literal`), or (`table`) one test parametrized over a table of the asserts that call
+    the function and compare its result, each other assert a test of its own."""
     asserts, argument = _split_check(task.test)
     header = (
         f"# fixloop bench: the hidden tests of {task.task_id}, from its check(candidate).\n"
         "# HumanEval runs prompt, completion and test in one namespace: so does this file.\n"
-        "from solution import *  # noqa: F403\n"
+        + ("import pytest\n\n" if layout == "table" and asserts else "")
+        + "from solution import *  # noqa: F403\n"
         f"from solution import {task.entry_point}\n"
     )
-    parts = [header, task.test.strip("\n"), ""]
     if asserts is None:
-        parts.append(f"\ndef test_{task.entry_point}():\n    check({task.entry_point})\n")
-    else:
-        for number, statement in enumerate(asserts, start=1):
-            parts.append(
-                f"\ndef test_{task.entry_point}_{number}():\n"
-                f"    {argument} = {task.entry_point}\n"
-                f"    {statement}\n"  # continuation lines keep their indentation
-            )
+        body = f"\ndef test_{task.entry_point}():\n    check({task.entry_point})\n"
+        return "\n".join([header, task.test.strip("\n"), "", body])
+    if layout == "table":
+        code = _without_check(task.test)
+        tables = _table_tests(task, asserts, argument)
+        return "\n".join([header, *([code, ""] if code else []), *tables])
+    parts = [header, task.test.strip("\n"), ""]
+    for number, statement in enumerate(asserts, start=1):
+        parts.append(_literal_test(task.entry_point, number, argument, statement))
     return "\n".join(parts)
+
+
+def _literal_test(entry_point: str, number: int, argument: str, statement: str) -> str:
+    return (
+        f"\ndef test_{entry_point}_{number}():\n"
+        f"    {argument} = {entry_point}\n"
+        f"    {statement}\n"  # continuation lines keep their indentation
+    )
+
+
+def _table_tests(task: BenchTask, asserts: list[str], argument: str) -> list[str]:
+    """`CASES` and the one test that runs them, then the asserts that are not a call and a
+    comparison as tests of their own (numbered as in `check`)."""
+    cases: list[str] = []
+    others: list[str] = []
+    for number, statement in enumerate(asserts, start=1):
+        case = _case(statement, argument)
+        if case is None:
+            others.append(_literal_test(task.entry_point, number, argument, statement))
+        else:
+            cases.append(f"    ({case[0]}, {case[1]}),")
+    if not cases:
+        return others
+    table = (
+        "\nCASES = [  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n\n\n"
+        '@pytest.mark.parametrize("args, expected", CASES)\n'
+        f"def test_{task.entry_point}(args, expected):\n"
+        f"    assert {task.entry_point}(*args) == expected\n"
+    )
+    return [table, *others]
+
+
+def _case(statement: str, argument: str) -> tuple[str, str] | None:
+    """`assert candidate(a, b) == e` as the sources `(a, b,)` and `e`; None for any other
+    assert (a tolerance, `is`, keywords, a call of anything else)."""
+    try:
+        node = ast.parse(statement.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+        return None
+    compare = node.test
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+        return None
+    call, expected = compare.left, compare.comparators[0]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return None
+    if call.func.id != argument or call.keywords:
+        return None
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return None
+    text = statement.strip()
+    args = [source for arg in call.args if (source := ast.get_source_segment(text, arg))]
+    expected_source = ast.get_source_segment(text, expected)
+    if expected_source is None or len(args) != len(call.args):
+        return None
+    # The table is built when the module loads, where the function's parameter is unknown.
+    if any(_mentions(part, argument) for part in (expected, *call.args)):
+        return None
+    return f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})", expected_source
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def _without_check(test: str) -> str:
+    """The test code with its `check` left out: the table and the tests say it all."""
+    tree = ast.parse(test)
+    lines = test.splitlines()
+    for node in reversed(tree.body):
+        if isinstance(node, ast.FunctionDef) and node.name == "check":
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            assert node.end_lineno is not None
+            del lines[start : node.end_lineno]
+    return "\n".join(lines).strip("\n")
 
 
 def _split_check(test: str) -> tuple[list[str] | None, str]:
@@ -104,19 +187,19 @@ def task_text(task: BenchTask, mode: Literal["generate", "repair"]) -> str:
     )
 
 
-def write_files(root: Path, task: BenchTask, program: str) -> None:
+def write_files(root: Path, task: BenchTask, program: str, layout: TestLayout = "literal") -> None:
     """solution.py and the hidden tests, readable by the sandbox's user (nobody)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / SOLUTION).write_text(program, encoding="utf-8")
-    (root / TEST_FILE).write_text(hidden_tests(task), encoding="utf-8")
+    (root / TEST_FILE).write_text(hidden_tests(task, layout), encoding="utf-8")
     for path in (root, *root.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def task_repo(root: Path, task: BenchTask, program: str) -> Path:
+def task_repo(root: Path, task: BenchTask, program: str, layout: TestLayout = "literal") -> Path:
     """A git repository at `root` whose one commit holds the task's files: a project for the
     loop, with its own `.fixloop/` (ignored) once a run starts."""
-    write_files(root, task, program)
+    write_files(root, task, program, layout)
     git_bytes(root, "init", "--quiet")
     git_bytes(root, "add", SOLUTION, TEST_FILE)
     git_bytes(root, *_AUTHOR, "commit", "--quiet", "-m", f"bench task {task.task_id}")
@@ -140,13 +223,16 @@ class Evaluation(BaseModel):
 class Evaluator:
     """Runs programs against hidden tests in the sandbox, one fresh directory per run."""
 
-    def __init__(self, sandbox: Sandbox, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, sandbox: Sandbox, *, timeout_s: float = 30.0, layout: TestLayout = "literal"
+    ) -> None:
         self.verifier = Verifier(sandbox, [TEST_STAGE], limits=Limits(timeout_s=timeout_s))
+        self.layout = layout
 
     async def evaluate(self, task: BenchTask, program: str) -> Evaluation:
         root = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="fixloop-bench-"))
         try:
-            await asyncio.to_thread(write_files, root, task, program)
+            await asyncio.to_thread(write_files, root, task, program, self.layout)
             examined = await examine_tree(root, self.verifier, baseline=None)
         finally:
             await asyncio.to_thread(shutil.rmtree, root, True)

@@ -3,10 +3,11 @@ JSON line, so a bench of hours can run over several sittings or survive a crash.
 with the same ledger and the same measuring conditions runs only the item and arm pairs the
 ledger lacks, and reports on all of them.
 
-The conditions that must match are `LEDGER_KEY`'s: the suite, mode, model, rounds, seed and
-test timeout (not `--limit`: a longer run of the same seed takes the shorter one's items
-first, and not `--arms`: arms are added as they are asked for). Each line also names the
-fixloop source it was measured with, so a report over several sittings can say which.
+The conditions that must match are `LEDGER_KEY`'s: the suite, mode, model, rounds, seed,
+test timeout and test layout (not `--limit`: a longer run of the same seed takes the shorter
+one's items first, and not `--arms`: arms are added as they are asked for). Each line also
+names the fixloop source it was measured with, so a report over several sittings can say
+which.
 """
 
 from __future__ import annotations
@@ -25,7 +26,19 @@ from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
 from sandbox.errors import FixloopError
 
-LEDGER_KEY = ("suite", "mode", "model", "max_rounds", "seed", "exec_timeout_s", "mutants_per_task")
+LEDGER_KEY = (
+    "suite",
+    "mode",
+    "model",
+    "max_rounds",
+    "seed",
+    "exec_timeout_s",
+    "mutants_per_task",
+    "test_layout",
+)
+# What a condition was before it was recorded: lines written before `test_layout` existed
+# measured the literal layout.
+KEY_DEFAULTS: dict[str, Any] = {"test_layout": "literal"}
 
 
 class LedgerError(FixloopError):
@@ -72,7 +85,7 @@ class Ledger:
                 raise LedgerError(
                     f"--ledger {self.path}: line {number} is not a bench ledger line"
                 ) from None
-            if line.key != self.key:
+            if {**KEY_DEFAULTS, **line.key} != self.key:
                 self.other_conditions += 1
                 continue
             self.lines[(line.item_id, line.arm.arm)] = line  # a later line wins

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.suite.arms import DEFAULT_ARMS
+from bench.suite.harness import TestLayout
 from bench.suite.mutants import Mutant
 from bench.suite.tasks import BenchTask
 from engine.run.guards import RunStatus
@@ -35,6 +36,7 @@ class BenchConfig(BaseModel):
     seed: int = 0
     exec_timeout_s: float = Field(default=30.0, gt=0)
     mutants_per_task: int = Field(default=1, ge=1)
+    test_layout: TestLayout = "literal"
 
 
 class BenchItem(BaseModel):

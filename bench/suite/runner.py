@@ -139,7 +139,9 @@ class BenchRunner:
                 "approve": "auto",
             }
         )
-        self.evaluator = Evaluator(sandbox, timeout_s=config.exec_timeout_s)
+        self.evaluator = Evaluator(
+            sandbox, timeout_s=config.exec_timeout_s, layout=config.test_layout
+        )
         self.listener = listener
         self.ledger = ledger
 
@@ -247,7 +249,12 @@ class BenchRunner:
         """The loop on a fresh repository of the item, with the arm's options."""
         program = item.mutant.program if item.mutant else item.task.prompt
         slug = re.sub(r"[^A-Za-z0-9]+", "-", item.item_id).strip("-")
-        root = task_repo(self.workdir / f"{index:03d}-{slug}-{arm}", item.task, program)
+        root = task_repo(
+            self.workdir / f"{index:03d}-{slug}-{arm}",
+            item.task,
+            program,
+            layout=self.config.test_layout,
+        )
         settings = arm_settings(arm, self.base).model_copy(
             update={"task": task_text(item.task, self.config.mode)}
         )

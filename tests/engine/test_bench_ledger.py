@@ -43,10 +43,26 @@ def test_runs_written_in_one_sitting_are_read_in_the_next(tmp_path: Path) -> Non
 def test_other_conditions_share_nothing(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
     Ledger(path, CONFIG).record(item("HumanEval/1"), run())
-    for change in ({"seed": 1}, {"max_rounds": 3}, {"model": "other"}, {"mode": "generate"}):
+    changes = (
+        {"seed": 1},
+        {"max_rounds": 3},
+        {"model": "other"},
+        {"mode": "generate"},
+        {"test_layout": "table"},
+    )
+    for change in changes:
         other = Ledger(path, CONFIG.model_copy(update=change))
         assert other.get("HumanEval/1", "today") is None
         assert other.other_conditions == 1
+
+
+def test_a_line_from_before_the_test_layout_measured_the_literal_one(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    Ledger(path, CONFIG).record(item("HumanEval/1"), run())
+    path.write_text(path.read_text().replace(',"test_layout":"literal"', ""))
+    assert "test_layout" not in path.read_text()
+    assert Ledger(path, CONFIG).get("HumanEval/1", "today") == run()
+    assert Ledger(path, CONFIG.model_copy(update={"test_layout": "table"})).other_conditions == 1
 
 
 def test_a_later_line_wins_and_a_torn_last_line_is_redone(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from bench.suite.arms import TODAY, ArmError, arm_settings, parse_arms
+from bench.suite.arms import TODAY, ArmError, arm_settings, describe, parse_arms
 from bench.suite.harness import SOLUTION, TEST_FILE, hidden_tests, task_repo
 from bench.suite.report import duration, render, table, terminal_plot, write_png
 from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
@@ -63,9 +63,40 @@ def test_a_check_with_more_than_asserts_is_one_test() -> None:
     assert ast.unparse(tests[0].body[0]) == "check(add)"
 
 
+def test_the_table_layout_is_one_test_over_the_calls_and_their_results() -> None:
+    tolerant = TASK.model_copy(
+        update={"test": TASK.test + "    assert abs(candidate(1, 1) - 2) < 1e-9\n"}
+    )
+    module = hidden_tests(tolerant, "table")
+    tree = ast.parse(module)
+    tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert tests == ["test_add", "test_add_3"]  # the tolerance is no table row: its own test
+    assert "def check" not in module  # nothing twice: the table says what check said
+    assert "METADATA = {}" in module
+    assert "CASES = [  # (arguments, expected)\n    ((1, 2), 3),\n    ((0, 0), 0),\n]" in module
+    assert "    assert add(*args) == expected\n" in module  # the failing line names no input
+
+
+def test_an_assert_the_table_cannot_hold_keeps_its_own_test() -> None:
+    asserts = [
+        "assert candidate(1, b=2) == 3",  # a keyword
+        "assert candidate(1, 2) is 3",  # not ==
+        "assert candidate(1, 2) == candidate(2, 1)",  # the parameter, unknown at import
+        "assert helper(candidate(1, 2)) == 3",  # a call of something else
+    ]
+    odd = TASK.model_copy(
+        update={"test": "def check(candidate):\n" + "".join(f"    {a}\n" for a in asserts)}
+    )
+    module = hidden_tests(odd, "table")
+    assert "CASES" not in module
+    assert "import pytest" in module
+    assert [f"test_add_{n}" in module for n in range(1, 5)] == [True] * 4
+
+
 def test_every_humaneval_test_module_parses() -> None:
     for subject in load_suite("humaneval"):
         ast.parse(hidden_tests(subject))
+        ast.parse(hidden_tests(subject, "table"))
 
 
 def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:
@@ -90,6 +121,13 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert (full.runtime_values, full.noop_retry, full.restart_on_stall) == (True,) * 3
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
+    assert arm_settings("values", base) == base.model_copy(update={"runtime_values": True})
+
+
+def test_an_arm_is_described_by_what_it_changes() -> None:
+    assert describe("runtime") == "today + runtime values on"
+    assert describe("values") == "defaults + runtime values on"
+    assert describe("all").startswith("today + 3 candidates, small prompt")
 
 
 def test_arms_are_parsed_in_order_once_each() -> None:

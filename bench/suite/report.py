@@ -4,6 +4,7 @@ same as a PNG."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -113,7 +114,8 @@ def arms_and_endings(scores: Sequence[ArmScore]) -> str:
     for s in scores:
         options = describe(s.arm) if s.arm in ARMS else "?"
         ended = ", ".join(f"{status} {count}" for status, count in s.endings.items())
-        lines.append(f"{s.arm}: {options}"[:WIDTH])
+        # Wrapped, not cut: the end of `today`'s options is which levers are off.
+        lines += textwrap.wrap(f"{s.arm}: {options}", WIDTH, subsequent_indent="    ")
         lines.append(f"  runs ended: {ended or '-'}"[:WIDTH])
     return "\n".join(lines)
 

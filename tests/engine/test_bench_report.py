@@ -274,6 +274,8 @@ def test_the_whole_report_fits_100_columns() -> None:
     )
     assert "raw: today + raw feedback\n" in text
     assert "  runs ended: ok 3, exhausted 1" in text
+    assert "today: packet feedback," in text
+    assert "restart\n    on stall off\n" in text  # wrapped, not cut
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 

@@ -14,7 +14,7 @@ import asyncio
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -62,7 +62,7 @@ def hidden_tests(task: BenchTask, layout: TestLayout = "literal") -> str:
         tables = _table_tests(task, asserts, argument)
         return "\n".join([header, *([code, ""] if code else []), *tables])
     parts = [header, task.test.strip("\n"), ""]
-    for number, statement in enumerate(asserts, start=1):
+    for number, (statement, _) in enumerate(asserts, start=1):
         parts.append(_literal_test(task.entry_point, number, argument, statement))
     return "\n".join(parts)
 
@@ -75,13 +75,13 @@ def _literal_test(entry_point: str, number: int, argument: str, statement: str) 
     )
 
 
-def _table_tests(task: BenchTask, asserts: list[str], argument: str) -> list[str]:
+def _table_tests(task: BenchTask, asserts: list[_Assert], argument: str) -> list[str]:
     """`CASES` and the one test that runs them, then the asserts that are not a call and a
     comparison as tests of their own (numbered as in `check`)."""
     cases: list[str] = []
     others: list[str] = []
-    for number, statement in enumerate(asserts, start=1):
-        case = _case(statement, argument)
+    for number, (statement, node) in enumerate(asserts, start=1):
+        case = _case(node, argument, task.test)
         if case is None:
             others.append(_literal_test(task.entry_point, number, argument, statement))
         else:
@@ -97,14 +97,10 @@ def _table_tests(task: BenchTask, asserts: list[str], argument: str) -> list[str
     return [table, *others]
 
 
-def _case(statement: str, argument: str) -> tuple[str, str] | None:
-    """`assert candidate(a, b) == e` as the sources `(a, b,)` and `e`; None for any other
-    assert (a tolerance, `is`, keywords, a call of anything else)."""
-    try:
-        node = ast.parse(statement.strip()).body[0]
-    except (SyntaxError, IndexError):
-        return None
-    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+def _case(node: ast.Assert, argument: str, test: str) -> tuple[str, str] | None:
+    """`assert candidate(a, b) == e` (a node of `test`) as the sources `(a, b)` and `e`; None
+    for any other assert (a tolerance, `is`, keywords, a call of anything else)."""
+    if not isinstance(node.test, ast.Compare):
         return None
     compare = node.test
     if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
@@ -116,9 +112,8 @@ def _case(statement: str, argument: str) -> tuple[str, str] | None:
         return None
     if any(isinstance(arg, ast.Starred) for arg in call.args):
         return None
-    text = statement.strip()
-    args = [source for arg in call.args if (source := ast.get_source_segment(text, arg))]
-    expected_source = ast.get_source_segment(text, expected)
+    args = [source for arg in call.args if (source := ast.get_source_segment(test, arg))]
+    expected_source = ast.get_source_segment(test, expected)
     if expected_source is None or len(args) != len(call.args):
         return None
     # The table is built when the module loads, where the function's parameter is unknown.
@@ -143,9 +138,15 @@ def _without_check(test: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def _split_check(test: str) -> tuple[list[str] | None, str]:
-    """The source of each assert in `check`, when its body is only asserts (and a docstring);
-    else None. Asserts on a constant (`assert True, "..."`) test nothing and are left out."""
+class _Assert(NamedTuple):
+    source: str
+    node: ast.Assert
+
+
+def _split_check(test: str) -> tuple[list[_Assert] | None, str]:
+    """Each assert in `check` (its source and node), when its body is only asserts (and a
+    docstring); else None. Asserts on a constant (`assert True, "..."`) test nothing and are
+    left out."""
     try:
         tree = ast.parse(test)
     except SyntaxError:
@@ -167,7 +168,7 @@ def _split_check(test: str) -> tuple[list[str] | None, str]:
         source = ast.get_source_segment(test, statement)
         if source is None:
             return None, argument
-        asserts.append(source)
+        asserts.append(_Assert(source, statement))
     return (asserts or None), argument
 
 

@@ -37,6 +37,7 @@ RUN_FLAGS = (
     "runtime_values",
     "test_focus",
     "noop_retry",
+    "sample_after_noop",
     "restart_on_stall",
     "escalate_model",
     "max_iters",
@@ -121,6 +122,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--noop-retry",
         action=argparse.BooleanOptionalAction,
         help="re-ask once, in the same iteration, an answer that changes nothing (default on)",
+    )
+    parser.add_argument(
+        "--sample-after-noop",
+        action=argparse.BooleanOptionalAction,
+        help="once an answer changed nothing, sample each later iteration's first answer "
+        "instead of taking the greedy one (default off)",
     )
     parser.add_argument(
         "--restart-on-stall",

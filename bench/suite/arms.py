@@ -26,6 +26,7 @@ class ArmOptions(BaseModel):
     runtime_values: bool | None = None
     test_focus: bool | None = None
     noop_retry: bool | None = None
+    sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
 
 
@@ -37,6 +38,7 @@ TODAY = ArmOptions(
     runtime_values=False,
     test_focus=False,
     noop_retry=False,
+    sample_after_noop=False,
     restart_on_stall=False,
 )
 
@@ -61,10 +63,12 @@ ARMS: dict[str, ArmOptions] = {
         runtime_values=True,
         test_focus=False,
         noop_retry=True,
+        sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
     "values": ArmOptions(runtime_values=True),  # the defaults + runtime values
+    "sampled": ArmOptions(sample_after_noop=True),  # the defaults + sampling after a no-op
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -116,6 +120,7 @@ _WORDS = {
     "runtime_values": "runtime values",
     "test_focus": "test focus",
     "noop_retry": "no-op retry",
+    "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",
 }
 

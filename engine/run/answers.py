@@ -35,6 +35,9 @@ from engine.verify.verdict import Verdict
 # An answer that changed nothing is asked for once more, sampled: the greedy answer to the same
 # prompt would most likely be the same file again.
 REASK_TEMPERATURE = 0.7
+# With `sample_after_noop`, a later iteration's first answer is sampled from this seed plus the
+# iteration's number: apart from the re-asks' seeds (the iteration's number alone).
+SAMPLED_FIRST_SEED = 100
 
 
 def unchanged_note(files: Sequence[str]) -> str:
@@ -67,6 +70,7 @@ class Answers:
         self.on_text, self.after_ask = on_text, after_ask  # after_ask: the budget guard
         self.candidates = Candidates(config, workspace, journal, mode, self.verify_candidate)
         self.previous: Verification | None = None
+        self.echoed = False  # an answer of this model changed nothing (`sample_after_noop`)
 
     async def answer(self, steps: Steps, current: Verification, notes: list[str]) -> Answer:
         """The iteration's answer, from the prompt built on `current` and `notes`."""
@@ -75,8 +79,9 @@ class Answers:
         if self.config.candidates > 1 and self.config.spec is None:
             self.previous = current
             return await self.choose(steps, messages)
-        completion = await self.ask(steps, messages)
+        completion = await self.first_ask(steps, messages)
         answer = await self.review(n, completion.text, reask=self.config.noop_retry)
+        self.echoed = self.echoed or answer.unchanged
         if not answer.unchanged or not self.config.noop_retry:
             return answer
         files = [edit.path for edit in answer.proposal.edits] if answer.proposal else []
@@ -94,6 +99,14 @@ class Answers:
         answer = await self.review(n, again.text, reask=False)
         # Both answers changed nothing: two in a row for the stall guard, not one.
         return replace(answer, idle_answers=2) if answer.unchanged else answer
+
+    async def first_ask(self, steps: Steps, messages: Sequence[Message]) -> Completion:
+        """The iteration's first answer: greedy, or with `sample_after_noop` sampled once this
+        model has sent back an unchanged answer (its greedy answers then mostly repeat that)."""
+        if self.config.sample_after_noop and self.echoed:
+            seed = SAMPLED_FIRST_SEED + steps.n
+            return await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=seed)
+        return await self.ask(steps, messages)
 
     def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
         messages = self.mode.messages(current, notes)

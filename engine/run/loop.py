@@ -189,6 +189,7 @@ class FixLoop:
         if escalation is None or self.answers.model is escalation:
             return
         self.answers.model = escalation
+        self.answers.echoed = False  # what the last model did says nothing of this one
         self.journal.emit(StrategyChanged(n=n, kind="escalate", reason=why, model=escalation.model))
 
     async def restore(self, state: ResumeState) -> Verification:

@@ -122,11 +122,14 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
     assert arm_settings("values", base) == base.model_copy(update={"runtime_values": True})
+    assert not today.sample_after_noop
+    assert arm_settings("sampled", base) == base.model_copy(update={"sample_after_noop": True})
 
 
 def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
     assert describe("values") == "defaults + runtime values on"
+    assert describe("sampled") == "defaults + sampling after a no-op on"
     assert describe("all").startswith("today + 3 candidates, small prompt")
 
 
@@ -275,7 +278,7 @@ def test_the_whole_report_fits_100_columns() -> None:
     assert "raw: today + raw feedback\n" in text
     assert "  runs ended: ok 3, exhausted 1" in text
     assert "today: packet feedback," in text
-    assert "restart\n    on stall off\n" in text  # wrapped, not cut
+    assert "sampling\n    after a no-op, restart on stall off\n" in text  # wrapped, not cut
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 

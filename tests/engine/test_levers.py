@@ -102,6 +102,51 @@ async def test_without_noop_retry_a_respaced_file_is_no_change_not_a_commit(
     assert [e["files"] for e in of_type(result, "EditsApplied")] == [[], ["app.py"]]
 
 
+async def test_after_an_unchanged_answer_later_iterations_sample_their_first_answer(
+    tmp_path: Path,
+) -> None:
+    wrong = answer(("app.py", "VALUE = 3\n"))
+    model = ScriptedModel(answer(("app.py", BROKEN)), wrong, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, sample_after_noop=True)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    # Iteration 1: greedy (unchanged), then its re-ask; iteration 2 starts sampled, seeded
+    # apart from the re-asks.
+    assert model.sampling == [(None, None), (0.7, 1), (0.7, 102)]
+    requested = [(e["n"], e["temperature"]) for e in of_type(result, "ModelRequested")]
+    assert requested == [(1, None), (1, 0.7), (2, 0.7)]
+
+
+async def test_without_sample_after_noop_each_iteration_starts_greedy(tmp_path: Path) -> None:
+    wrong = answer(("app.py", "VALUE = 3\n"))
+    model = ScriptedModel(answer(("app.py", BROKEN)), wrong, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    assert model.sampling == [(None, None), (0.7, 1), (None, None)]
+
+
+async def test_sample_after_noop_stays_greedy_while_every_answer_changes_something(
+    tmp_path: Path,
+) -> None:
+    wrong = answer(("app.py", "VALUE = 3\n"))
+    model = ScriptedModel(wrong, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, sample_after_noop=True)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    assert model.sampling == [(None, None), (None, None)]
+
+
+async def test_the_escalation_model_starts_greedy_after_the_first_one_echoed(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(*[answer(("app.py", BROKEN))] * 2)
+    stronger = Stronger(answer(("app.py", FIXED)))
+    result = await run_loop(
+        tmp_path, model, escalation=stronger, restart_on_stall=False, sample_after_noop=True
+    )
+    assert result.status.value == "ok"
+    assert model.sampling == [(None, None), (0.7, 1)]
+    assert stronger.sampling == [(None, None)]
+
+
 def model_answer(content: str) -> str:
     return answer(("app.py", content))
 

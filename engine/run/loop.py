@@ -200,6 +200,7 @@ class FixLoop:
         state.prime(self.guards, self.spend)
         if "escalate" in state.strategy_changes and self.deps.escalation is not None:
             self.answers.model = self.deps.escalation
+        self.answers.echoed = state.echoed
         self.checker.restore(state.baseline_collected)
         if state.pending_commit is None:
             return await self.checker.resumed(state.next_n - 1)

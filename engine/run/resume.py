@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.run.events import (
+    AnswerReasked,
     Committed,
     EditsApplied,
     Event,
@@ -57,6 +58,7 @@ class ResumeState(BaseModel):
     baseline_signature: str = ""
     observations: list[Observation] = Field(default_factory=list)
     strategy_changes: list[str] = Field(default_factory=list)  # StrategyChanged kinds, in order
+    echoed: bool = False  # the answering model re-asked for an unchanged answer (sample_after_noop)
 
     def prime(self, guards: Guards, spend: Spend) -> None:
         """The guards and the spend as the dead run left them."""
@@ -93,6 +95,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     tokens = 0
     cost = 0.0
     changed: list[str] = []
+    echoed = False
     for event in events:
         n = getattr(event, "n", 0)
         if isinstance(event, IterationStarted):
@@ -105,8 +108,11 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             record["tokens"] = _number(record["tokens"]) + event.completion_tokens
             record["cost_usd"] = _number(record.get("cost_usd")) + event.cost_usd
             record["model_s"] = _number(record.get("model_s")) + event.duration_s
+        elif isinstance(event, AnswerReasked):
+            echoed = True
         elif isinstance(event, StrategyChanged):
             changed.append(event.kind)
+            echoed = echoed and event.kind != "escalate"  # a new model starts greedy
         elif isinstance(event, ProposalReady):
             records.setdefault(n, {"n": n})["explanation"] = event.explanation
             if event.format_error:
@@ -152,6 +158,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         baseline_signature=first.signature if first else "",
         observations=[observations[n] for n in sorted(observations)],
         strategy_changes=changed,
+        echoed=echoed,
     )
 
 

@@ -439,6 +439,41 @@ async def test_a_stop_keeps_the_run_resumable(tmp_path: Path) -> None:
     assert (resumed.status.value, resumed.iterations[-1].status) == ("ok", "ok")
 
 
+async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged(
+    tmp_path: Path,
+) -> None:
+    wrong = answer(("app.py", "VALUE = 3\n"))
+    with pytest.raises(RunStopped):  # stopped at the review of the re-asked answer
+        await run_loop(
+            tmp_path,
+            ScriptedModel(answer(("app.py", BROKEN)), wrong),
+            gate=StoppingGate(),
+            sample_after_noop=True,
+        )
+    run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
+    state = resume_state(run_dir.events())
+    assert (state.next_n, state.echoed) == (1, True)
+    workspace = Workspace.reopen(
+        tmp_path / "project",
+        RUN_ID,
+        start_head=state.started.baseline,
+        user_branch=None,
+        baseline=state.started.baseline,
+    )
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    deps = Deps(
+        model=model,
+        verifier=Verifier(TreeSandbox(), [Stage(name="test", kind=StageKind.TESTS, cmd="pytest")]),
+        workspace=workspace,
+        gate=ScriptedGate(),
+        run_dir=run_dir,
+    )
+    config = RunConfig.model_validate({"model": "scripted", "sample_after_noop": True})
+    resumed = await FixLoop(config, deps, state).run()
+    assert resumed.status.value == "ok"
+    assert model.sampling == [(0.7, 101)]  # sampled from the start, as before the stop
+
+
 async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
     gate = StoppingGate(asyncio.CancelledError())
     with pytest.raises(asyncio.CancelledError):

@@ -40,6 +40,9 @@ def iteration_dir(result: object, n: int) -> Path:
     return Path(result.run_dir) / "iterations" / f"{n:02d}"  # type: ignore[attr-defined]
 
 
+WRONG = "VALUE = 3\n"  # a change that still fails the test
+
+
 # -- no-op recovery ----------------------------------------------------------------------------
 
 
@@ -105,8 +108,9 @@ async def test_without_noop_retry_a_respaced_file_is_no_change_not_a_commit(
 async def test_after_an_unchanged_answer_later_iterations_sample_their_first_answer(
     tmp_path: Path,
 ) -> None:
-    wrong = answer(("app.py", "VALUE = 3\n"))
-    model = ScriptedModel(answer(("app.py", BROKEN)), wrong, answer(("app.py", FIXED)))
+    model = ScriptedModel(
+        answer(("app.py", BROKEN)), answer(("app.py", WRONG)), answer(("app.py", FIXED))
+    )
     result = await run_loop(tmp_path, model, sample_after_noop=True)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     # Iteration 1: greedy (unchanged), then its re-ask; iteration 2 starts sampled, seeded
@@ -117,8 +121,9 @@ async def test_after_an_unchanged_answer_later_iterations_sample_their_first_ans
 
 
 async def test_without_sample_after_noop_each_iteration_starts_greedy(tmp_path: Path) -> None:
-    wrong = answer(("app.py", "VALUE = 3\n"))
-    model = ScriptedModel(answer(("app.py", BROKEN)), wrong, answer(("app.py", FIXED)))
+    model = ScriptedModel(
+        answer(("app.py", BROKEN)), answer(("app.py", WRONG)), answer(("app.py", FIXED))
+    )
     result = await run_loop(tmp_path, model)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     assert model.sampling == [(None, None), (0.7, 1), (None, None)]
@@ -127,8 +132,7 @@ async def test_without_sample_after_noop_each_iteration_starts_greedy(tmp_path: 
 async def test_sample_after_noop_stays_greedy_while_every_answer_changes_something(
     tmp_path: Path,
 ) -> None:
-    wrong = answer(("app.py", "VALUE = 3\n"))
-    model = ScriptedModel(wrong, answer(("app.py", FIXED)))
+    model = ScriptedModel(answer(("app.py", WRONG)), answer(("app.py", FIXED)))
     result = await run_loop(tmp_path, model, sample_after_noop=True)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     assert model.sampling == [(None, None), (None, None)]

@@ -23,7 +23,7 @@ from engine.run.gate import CandidateView, Choice, PassReview, PolicyGate, Revie
 from engine.run.guards import Budget, RunStopped
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
-from engine.run.resume import resume_state
+from engine.run.resume import ResumeState, resume_state
 from engine.run.start import start_run
 from engine.verify.execute import Verifier
 from engine.verify.results import StageKind, TestCase, TestCounts, TestReport
@@ -418,6 +418,14 @@ async def test_a_stop_keeps_the_run_resumable(tmp_path: Path) -> None:
     assert "RunFinished" not in kinds
     state = resume_state(run_dir.events())
     assert state.next_n == 1
+    resumed = await resume_loop(tmp_path, state, ScriptedModel(answer(("app.py", FIXED))))
+    assert (resumed.status.value, resumed.iterations[-1].status) == ("ok", "ok")
+
+
+async def resume_loop(
+    tmp_path: Path, state: ResumeState, model: ScriptedModel, **config: object
+) -> RunResult:
+    """The stopped run of `run_loop` picked up where its events end, as `resume` does."""
     root = tmp_path / "project"
     workspace = Workspace.reopen(
         root,
@@ -428,15 +436,14 @@ async def test_a_stop_keeps_the_run_resumable(tmp_path: Path) -> None:
     )
     stages = [Stage(name="test", kind=StageKind.TESTS, cmd="pytest -q")]
     deps = Deps(
-        model=ScriptedModel(answer(("app.py", FIXED))),
+        model=model,
         verifier=Verifier(TreeSandbox(), stages),
         workspace=workspace,
         gate=ScriptedGate(),
-        run_dir=run_dir,
+        run_dir=RunDirectory(run_path(root, RUN_ID)),
     )
-    config = RunConfig.model_validate({"model": "scripted", "no_progress_limit": 9})
-    resumed = await FixLoop(config, deps, state).run()
-    assert (resumed.status.value, resumed.iterations[-1].status) == ("ok", "ok")
+    settings = RunConfig.model_validate({"model": "scripted", "no_progress_limit": 9, **config})
+    return await FixLoop(settings, deps, state).run()
 
 
 async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged(
@@ -453,23 +460,8 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
     run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
     state = resume_state(run_dir.events())
     assert (state.next_n, state.echoed) == (1, True)
-    workspace = Workspace.reopen(
-        tmp_path / "project",
-        RUN_ID,
-        start_head=state.started.baseline,
-        user_branch=None,
-        baseline=state.started.baseline,
-    )
     model = ScriptedModel(answer(("app.py", FIXED)))
-    deps = Deps(
-        model=model,
-        verifier=Verifier(TreeSandbox(), [Stage(name="test", kind=StageKind.TESTS, cmd="pytest")]),
-        workspace=workspace,
-        gate=ScriptedGate(),
-        run_dir=run_dir,
-    )
-    config = RunConfig.model_validate({"model": "scripted", "sample_after_noop": True})
-    resumed = await FixLoop(config, deps, state).run()
+    resumed = await resume_loop(tmp_path, state, model, sample_after_noop=True)
     assert resumed.status.value == "ok"
     assert model.sampling == [(0.7, 101)]  # sampled from the start, as before the stop
 

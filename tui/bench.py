@@ -141,6 +141,12 @@ def bench_command(args: argparse.Namespace) -> int:
         ledger = Ledger(args.ledger, config) if args.ledger is not None else None
     except LedgerError as exc:
         return _fail(str(exc))
+    if ledger is not None and ledger.other_levers:
+        print(
+            f"bench: {ledger.other_levers} run(s) in {ledger.path} measured an arm with options "
+            "it no longer has (the loop's defaults changed): not reused",
+            file=sys.stderr,
+        )
     if args.report_only:
         if ledger is None:
             return _fail("--report-only reads the runs of --ledger FILE: give one")

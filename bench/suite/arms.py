@@ -3,7 +3,7 @@ real loop with and without each lever (issue 17) on the same tasks and seed."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -93,6 +93,35 @@ def parse_arms(text: str) -> list[str]:
 def arm_settings(name: str, base: Settings) -> Settings:
     """`base` with the arm's run options set."""
     return base.model_copy(update=ARMS[name].model_dump(exclude_none=True))
+
+
+# What a run's options resolved to before the ledger recorded them (the loop's defaults until
+# `sample_after_noop` was measured): what every unrecorded ledger line measured.
+DEFAULTS_BEFORE_RECORDED: dict[str, Any] = {
+    "feedback": "packet",
+    "candidates": 1,
+    "prompt_profile": "full",
+    "runtime_values": False,
+    "test_focus": False,
+    "noop_retry": True,
+    "sample_after_noop": False,
+    "restart_on_stall": True,
+}
+
+
+def arm_levers(name: str, model: str) -> dict[str, Any]:
+    """The run options the arm's runs get for `model`, as the loop resolves them (`auto`
+    and per-model defaults decided): what a ledger line records, so a change of the loop's
+    defaults is a new measurement for the arms that rely on them, not a reused one."""
+    from engine.run.start import run_config  # the engine only when a bench runs
+
+    config = run_config(arm_settings(name, Settings(model=model)), model)
+    return {key: getattr(config, key) for key in ArmOptions.model_fields}
+
+
+def unrecorded_levers(name: str) -> dict[str, Any]:
+    """What a ledger line written before lines recorded their options measured."""
+    return {**DEFAULTS_BEFORE_RECORDED, **ARMS[name].model_dump(exclude_none=True)}
 
 
 def describe(name: str) -> str:

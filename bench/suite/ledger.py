@@ -6,8 +6,9 @@ ledger lacks, and reports on all of them.
 The conditions that must match are `LEDGER_KEY`'s: the suite, mode, model, rounds, seed,
 test timeout and test layout (not `--limit`: a longer run of the same seed takes the shorter
 one's items first, and not `--arms`: arms are added as they are asked for). Each line also
-names the fixloop source it was measured with, so a report over several sittings can say
-which.
+records the run options its arm resolved to (`levers`): a line whose arm means something else
+now (the loop's defaults changed under `defaults`) is not reused. And each names the fixloop
+source it was measured with, so a report over several sittings can say which.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from bench.suite.arms import ARMS, arm_levers, unrecorded_levers
 from bench.suite.results import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
 from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
@@ -51,6 +53,7 @@ class LedgerLine(BaseModel):
     task_id: str = ""  # older lines: the item id's part before "#"
     mutant: str | None = None  # repair mode: the mutant, described
     arm: ArmResult
+    levers: dict[str, Any] | None = None  # older lines: `unrecorded_levers(arm)`
     revision: str = ""
     recorded: str = ""
 
@@ -63,6 +66,8 @@ class Ledger:
         self.key = ledger_key(config)
         self.lines: dict[tuple[str, str], LedgerLine] = {}  # (item_id, arm) -> its run
         self.other_conditions = 0  # lines measured under other conditions: left alone
+        self.other_levers = 0  # lines whose arm ran with other options than it has now
+        self.levers = {arm: arm_levers(arm, config.model) for arm in ARMS}
         if path.exists():
             self._read()
         elif not path.resolve().parent.is_dir():
@@ -88,7 +93,15 @@ class Ledger:
             if {**KEY_DEFAULTS, **line.key} != self.key:
                 self.other_conditions += 1
                 continue
+            arm = line.arm.arm
+            if arm in ARMS and self._levers_of(line) != self.levers[arm]:
+                self.other_levers += 1
+                continue
             self.lines[(line.item_id, line.arm.arm)] = line  # a later line wins
+
+    @staticmethod
+    def _levers_of(line: LedgerLine) -> dict[str, Any]:
+        return line.levers if line.levers is not None else unrecorded_levers(line.arm.arm)
 
     @functools.cached_property
     def revision(self) -> str:
@@ -116,6 +129,7 @@ class Ledger:
             task_id=item.task.task_id,
             mutant=item.mutant.describe() if item.mutant else None,
             arm=result,
+            levers=self.levers.get(result.arm),
             revision=self.revision,
             recorded=datetime.now(UTC).isoformat(timespec="seconds"),
         )

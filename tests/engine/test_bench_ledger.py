@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.suite.ledger import Ledger, LedgerError, ledger_key, ledger_run
+from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, arm_levers, unrecorded_levers
+from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run
 from bench.suite.results import ArmResult, BenchConfig, BenchItem
 from bench.suite.tasks import BenchTask
+from engine.run import start
 
 CONFIG = BenchConfig(suite="humaneval", mode="repair", model="local/m", arms=["today"])
 
@@ -117,3 +119,39 @@ def test_a_report_from_the_ledger_alone_takes_the_items_every_arm_measured(
     assert {i.item_id for i in two.items} <= {i.item_id for i in alone.items}
     other = CONFIG.model_copy(update={"seed": 1})
     assert ledger_run(other, Ledger(path, other)).items == []  # measured under seed 0 only
+
+
+def test_a_line_records_its_arms_options_and_is_not_reused_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, CONFIG)
+    ledger.record(item("HumanEval/1"), run())
+    ledger.record(item("HumanEval/1"), run("defaults"))
+    assert '"sample_after_noop":false' in path.read_text()
+    # The loop's defaults change (2 answers per iteration for this model): `defaults` means
+    # another loop now, `today` (every option set) the same one.
+    monkeypatch.setattr(start, "default_candidates", lambda model: 2)
+    again = Ledger(path, CONFIG)
+    assert again.get("HumanEval/1", "today") == run()
+    assert again.get("HumanEval/1", "defaults") is None
+    assert again.other_levers == 1
+
+
+def test_a_line_from_before_options_were_recorded_measured_the_defaults_of_then(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    key = ledger_key(CONFIG)
+    lines = [
+        LedgerLine(key=key, item_id="HumanEval/1", arm=run(arm)).model_dump_json(exclude={"levers"})
+        for arm in ("defaults", "cand3")
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    ledger = Ledger(path, CONFIG)
+    assert ledger.get("HumanEval/1", "cand3") == run("cand3")
+    assert unrecorded_levers("cand3")["candidates"] == 3
+    # Reused as long as the loop's defaults are the ones those lines measured.
+    assert (ledger.get("HumanEval/1", "defaults") is not None) == (
+        arm_levers("defaults", CONFIG.model) == DEFAULTS_BEFORE_RECORDED
+    )

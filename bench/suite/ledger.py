@@ -112,6 +112,12 @@ class Ledger:
         line = self.lines.get((item_id, arm))
         return line.arm if line is not None else None
 
+    def mutant_ids(self, task_id: str) -> list[str]:
+        """The mutants of `task_id` an earlier sitting measured (their ids, after the "#" of
+        its item ids): found failing then, under these conditions, so not screened again."""
+        ids = {item.split("#", 1)[1] for item, _ in self.lines if item.startswith(task_id + "#")}
+        return sorted(ids)
+
     def provenance(self, runs: Iterable[tuple[str, str]]) -> tuple[int, list[str]]:
         """Of these (item_id, arm) runs: how many came from earlier sittings, and the fixloop
         sources all of them were measured with."""

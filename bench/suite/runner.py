@@ -200,8 +200,13 @@ class BenchRunner:
         for task in seeded_order(tasks, self.config.seed):
             if len(items) >= limit:
                 break
-            self.emit(Preparing(detail=f"finding mutants of {task.task_id} that fail its tests"))
-            found, why = await self.failing_mutants(task)
+            if found := self.measured_mutants(task):
+                self.emit(Preparing(detail=f"the mutants of {task.task_id}: from the ledger"))
+                why = ""
+            else:
+                detail = f"finding mutants of {task.task_id} that fail its tests"
+                self.emit(Preparing(detail=detail))
+                found, why = await self.failing_mutants(task)
             if not found:
                 skipped.append(SkippedTask(task_id=task.task_id, reason=why))
             items += [
@@ -209,6 +214,17 @@ class BenchRunner:
             ]
         items = items[:limit]
         return sorted(items, key=lambda item: natural_key(item.item_id)), skipped
+
+    def measured_mutants(self, task: BenchTask) -> list[Mutant]:
+        """The task's mutants an earlier sitting measured under these conditions (the ledger's
+        item ids): they failed its tests then, and are the ones every arm must get. Empty
+        when the ledger has none, or names one this source no longer makes."""
+        known = self.ledger.mutant_ids(task.task_id) if self.ledger is not None else []
+        if not known:
+            return []
+        made = {mutant.id: mutant for mutant in seeded_mutants(task, self.config.seed)}
+        found = [made[mutant_id] for mutant_id in known if mutant_id in made]
+        return found if len(found) == len(known) else []
 
     async def failing_mutants(self, task: BenchTask) -> tuple[list[Mutant], str]:
         if not task.canonical_solution.strip():

@@ -9,7 +9,9 @@ import pytest
 
 from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, arm_levers, unrecorded_levers
 from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run
-from bench.suite.results import ArmResult, BenchConfig, BenchItem
+from bench.suite.mutants import seeded_mutants
+from bench.suite.results import ArmResult, BenchConfig, BenchEvent, BenchItem
+from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
 from engine.run import start
 
@@ -155,3 +157,48 @@ def test_a_line_from_before_options_were_recorded_measured_the_defaults_of_then(
     assert (ledger.get("HumanEval/1", "defaults") is not None) == (
         arm_levers("defaults", CONFIG.model) == DEFAULTS_BEFORE_RECORDED
     )
+
+
+class NoSandbox:
+    """Finding mutants the ledger already measured must not run anything."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the sandbox was used ({name})")
+
+
+class NoModel(NoSandbox):
+    model = "local/m"
+
+
+async def test_the_mutants_an_earlier_sitting_measured_are_not_screened_again(
+    tmp_path: Path,
+) -> None:
+    task = BenchTask(
+        task_id="t/affine",
+        prompt='def affine(x: int) -> int:\n    """2x + 1."""\n',
+        entry_point="affine",
+        canonical_solution="    return x * 2 + 1\n",
+        test="def check(candidate):\n    assert candidate(3) == 7\n",
+    )
+    mutant = seeded_mutants(task, 0)[1]  # not the first one: the ledger's, whichever it is
+    config = CONFIG.model_copy(update={"suite": "t", "limit": 1})
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, config)
+    ledger.record(BenchItem(item_id=f"t/affine#{mutant.id}", task=task, mutant=mutant), run())
+    heard: list[BenchEvent] = []
+    bench = BenchRunner(
+        config, NoModel(), NoSandbox(), tmp_path, listener=heard.append, ledger=Ledger(path, config)
+    )  # type: ignore[arg-type]
+    items, skipped = await bench.items([task])
+    assert [(i.item_id, i.mutant) for i in items] == [(f"t/affine#{mutant.id}", mutant)]
+    assert skipped == []
+    assert "the mutants of t/affine: from the ledger" in [getattr(e, "detail", "") for e in heard]
+    # A mutant id this source no longer makes: screened again, never trusted blindly.
+    stale = BenchItem(item_id="t/affine#gone@1:1", task=task)
+    ledger.record(stale, run())
+    assert (
+        BenchRunner(
+            config, NoModel(), NoSandbox(), tmp_path, ledger=Ledger(path, config)
+        ).measured_mutants(task)
+        == []
+    )  # type: ignore[arg-type]

@@ -69,6 +69,7 @@ ARMS: dict[str, ArmOptions] = {
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
     "values": ArmOptions(runtime_values=True),  # the defaults + runtime values
     "sampled": ArmOptions(sample_after_noop=True),  # the defaults + sampling after a no-op
+    "compact": ArmOptions(prompt_profile="small"),  # the defaults with the small prompt
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.

@@ -130,6 +130,7 @@ def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
     assert describe("values") == "defaults + runtime values on"
     assert describe("sampled") == "defaults + sampling after a no-op on"
+    assert describe("compact") == "defaults + small prompt"
     assert describe("all").startswith("today + 3 candidates, small prompt")
 
 

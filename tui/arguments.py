@@ -127,7 +127,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--sample-after-noop",
         action=argparse.BooleanOptionalAction,
         help="once an answer changed nothing, sample each later iteration's first answer "
-        "instead of taking the greedy one (default off)",
+        "instead of taking the greedy one (default on)",
     )
     parser.add_argument(
         "--restart-on-stall",

@@ -59,7 +59,7 @@ class Settings(BaseModel):
     test_focus: bool = False  # test files cut to their failing tests (no gain measured)
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
-    sample_after_noop: bool = False
+    sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     max_iters: int = Field(default=4, ge=1, le=100)

@@ -40,7 +40,7 @@ class RunConfig(BaseModel):
     test_focus: bool = False  # the full prompt's test files cut to their failing tests
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
-    sample_after_noop: bool = False
+    sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)

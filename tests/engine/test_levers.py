@@ -124,7 +124,7 @@ async def test_without_sample_after_noop_each_iteration_starts_greedy(tmp_path: 
     model = ScriptedModel(
         answer(("app.py", BROKEN)), answer(("app.py", WRONG)), answer(("app.py", FIXED))
     )
-    result = await run_loop(tmp_path, model)
+    result = await run_loop(tmp_path, model, sample_after_noop=False)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     assert model.sampling == [(None, None), (0.7, 1), (None, None)]
 

@@ -143,8 +143,8 @@ def bench_command(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if ledger is not None and ledger.other_levers:
         print(
-            f"bench: {ledger.other_levers} run(s) in {ledger.path} measured an arm with options "
-            "it no longer has (the loop's defaults changed): not reused",
+            f"bench: {ledger.other_levers} run(s) in {ledger.path} measured run options no arm "
+            "has now (the loop's defaults changed since): kept, not reused",
             file=sys.stderr,
         )
     if args.report_only:

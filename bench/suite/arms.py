@@ -67,7 +67,10 @@ ARMS: dict[str, ArmOptions] = {
         restart_on_stall=True,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
-    "values": ArmOptions(runtime_values=True),  # the defaults + runtime values
+    # The defaults with every first answer greedy: what `defaults` was before sampling after
+    # a no-op was turned on, and what it was measured against.
+    "greedy": ArmOptions(sample_after_noop=False),
+    "values": ArmOptions(runtime_values=True, sample_after_noop=False),  # greedy + runtime values
     "sampled": ArmOptions(sample_after_noop=True),  # the defaults + sampling after a no-op
     "compact": ArmOptions(prompt_profile="small"),  # the defaults with the small prompt
 }

@@ -14,6 +14,7 @@ source it was measured with, so a report over several sittings can say which.
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -64,15 +65,20 @@ class Ledger:
     def __init__(self, path: Path, config: BenchConfig) -> None:
         self.path = path
         self.key = ledger_key(config)
-        self.lines: dict[tuple[str, str], LedgerLine] = {}  # (item_id, arm) -> its run
+        # (item_id, the run options measured) -> its run: a line is found by what its arm
+        # ran with, not by the arm's name, so an arm whose options another arm's lines
+        # measured (`defaults` once a default changes) reuses them.
+        self.lines: dict[tuple[str, str], LedgerLine] = {}
         self.other_conditions = 0  # lines measured under other conditions: left alone
-        self.other_levers = 0  # lines whose arm ran with other options than it has now
-        self.levers = {arm: arm_levers(arm, config.model) for arm in ARMS}
+        self.measures = {arm: _canonical(arm_levers(arm, config.model)) for arm in ARMS}
         if path.exists():
             self._read()
         elif not path.resolve().parent.is_dir():
             raise LedgerError(f"--ledger {path}: its directory does not exist")
         self.earlier = frozenset(self.lines)  # measured in earlier sittings
+        known = set(self.measures.values())
+        # lines whose options no arm has now (an old default): kept, reused by none
+        self.other_levers = sum(measure not in known for _, measure in self.lines)
 
     def _read(self) -> None:
         try:
@@ -93,24 +99,24 @@ class Ledger:
             if {**KEY_DEFAULTS, **line.key} != self.key:
                 self.other_conditions += 1
                 continue
-            arm = line.arm.arm
-            if arm in ARMS and self._levers_of(line) != self.levers[arm]:
-                self.other_levers += 1
-                continue
-            self.lines[(line.item_id, line.arm.arm)] = line  # a later line wins
-
-    @staticmethod
-    def _levers_of(line: LedgerLine) -> dict[str, Any]:
-        return line.levers if line.levers is not None else unrecorded_levers(line.arm.arm)
+            if line.levers is None and line.arm.arm not in ARMS:
+                continue  # an arm since removed, from before lines recorded their options
+            levers = line.levers if line.levers is not None else unrecorded_levers(line.arm.arm)
+            self.lines[(line.item_id, _canonical(levers))] = line  # a later line wins
 
     @functools.cached_property
     def revision(self) -> str:
         """The source this sitting measures with (asked of git once, when first recorded)."""
         return source_revision()
 
+    def run_of(self, item_id: str, arm: str) -> tuple[str, str]:
+        """Where the ledger keeps `arm`'s run of `item_id`."""
+        return item_id, self.measures[arm]
+
     def get(self, item_id: str, arm: str) -> ArmResult | None:
-        line = self.lines.get((item_id, arm))
-        return line.arm if line is not None else None
+        """`arm`'s run of the item, measured by whichever arm then had its options."""
+        line = self.lines.get(self.run_of(item_id, arm))
+        return line.arm.model_copy(update={"arm": arm}) if line is not None else None
 
     def mutant_ids(self, task_id: str) -> list[str]:
         """The mutants of `task_id` an earlier sitting measured (their ids, after the "#" of
@@ -121,9 +127,9 @@ class Ledger:
     def provenance(self, runs: Iterable[tuple[str, str]]) -> tuple[int, list[str]]:
         """Of these (item_id, arm) runs: how many came from earlier sittings, and the fixloop
         sources all of them were measured with."""
-        runs = list(runs)
-        earlier = sum(run in self.earlier for run in runs)
-        revisions = {self.lines[run].revision for run in runs if run in self.lines}
+        where = [self.run_of(item_id, arm) for item_id, arm in runs]
+        earlier = sum(run in self.earlier for run in where)
+        revisions = {self.lines[run].revision for run in where if run in self.lines}
         return earlier, sorted(revision for revision in revisions if revision)
 
     def record(self, item: BenchItem, result: ArmResult) -> None:
@@ -135,7 +141,7 @@ class Ledger:
             task_id=item.task.task_id,
             mutant=item.mutant.describe() if item.mutant else None,
             arm=result,
-            levers=self.levers.get(result.arm),
+            levers=json.loads(self.measures[result.arm]),
             revision=self.revision,
             recorded=datetime.now(UTC).isoformat(timespec="seconds"),
         )
@@ -146,7 +152,11 @@ class Ledger:
                 handle.flush()
         except OSError as exc:
             raise LedgerError(f"--ledger {self.path}: cannot write it ({exc})") from None
-        self.lines[(item_id, result.arm)] = line
+        self.lines[self.run_of(item_id, result.arm)] = line
+
+
+def _canonical(levers: dict[str, Any]) -> str:
+    return json.dumps(levers, sort_keys=True)
 
 
 def ledger_key(config: BenchConfig) -> dict[str, Any]:
@@ -193,20 +203,22 @@ def ledger_run(config: BenchConfig, ledger: Ledger) -> BenchRun:
     """`bench --report-only`: the report over the runs the ledger holds, running nothing.
     Its items are those every asked arm was measured on; with `--limit N`, the first N of
     them in the seed's order (the order a bench of that limit takes its tasks in)."""
-    arms_of: dict[str, dict[str, LedgerLine]] = {}
-    for (item_id, arm), line in ledger.lines.items():
-        arms_of.setdefault(item_id, {})[arm] = line
-    complete = [
-        ItemResult(
-            item_id=item,
-            # every asked arm is there: the first one's line says what the item is
-            task_id=arms[config.arms[0]].task_id or item.split("#", 1)[0],
-            mutant=arms[config.arms[0]].mutant,
-            arms={arm: arms[arm].arm for arm in config.arms},
-        )
-        for item, arms in arms_of.items()
-        if all(arm in arms for arm in config.arms)
-    ]
+    described: dict[str, LedgerLine] = {}  # each item once: any of its lines says what it is
+    for (item_id, _), line in ledger.lines.items():
+        described.setdefault(item_id, line)
+    complete = []
+    for item_id, line in described.items():
+        arms = {arm: ledger.get(item_id, arm) for arm in config.arms}
+        measured = {arm: result for arm, result in arms.items() if result is not None}
+        if len(measured) == len(arms):
+            complete.append(
+                ItemResult(
+                    item_id=item_id,
+                    task_id=line.task_id or item_id.split("#", 1)[0],
+                    mutant=line.mutant,
+                    arms=measured,
+                )
+            )
     seeded = sorted(complete, key=lambda i: (rank(config.seed, i.task_id), i.item_id))
     items = sorted(seeded[: config.limit], key=lambda i: natural_key(i.item_id))
     runs = [(item.item_id, arm) for item in items for arm in item.arms]

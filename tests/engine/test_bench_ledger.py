@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, arm_levers, unrecorded_levers
+from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, unrecorded_levers
 from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run
 from bench.suite.mutants import seeded_mutants
 from bench.suite.results import ArmResult, BenchConfig, BenchEvent, BenchItem
@@ -147,16 +147,29 @@ def test_a_line_from_before_options_were_recorded_measured_the_defaults_of_then(
     key = ledger_key(CONFIG)
     lines = [
         LedgerLine(key=key, item_id="HumanEval/1", arm=run(arm)).model_dump_json(exclude={"levers"})
-        for arm in ("defaults", "cand3")
+        for arm in ("defaults", "cand3", "gone")
     ]
     path.write_text("\n".join(lines) + "\n")
     ledger = Ledger(path, CONFIG)
     assert ledger.get("HumanEval/1", "cand3") == run("cand3")
     assert unrecorded_levers("cand3")["candidates"] == 3
-    # Reused as long as the loop's defaults are the ones those lines measured.
-    assert (ledger.get("HumanEval/1", "defaults") is not None) == (
-        arm_levers("defaults", CONFIG.model) == DEFAULTS_BEFORE_RECORDED
-    )
+    # The defaults then had every first answer greedy: what `greedy` names now.
+    assert DEFAULTS_BEFORE_RECORDED["sample_after_noop"] is False
+    assert ledger.get("HumanEval/1", "greedy") == run("greedy")
+    assert ledger.get("HumanEval/1", "defaults") is None
+    assert ledger.other_levers == 0  # `gone` (an arm since removed) is not read at all
+
+
+def test_an_arm_reuses_the_runs_of_another_arm_that_had_its_options(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    Ledger(path, CONFIG).record(item("HumanEval/1"), run("sampled", "stalled"))
+    ledger = Ledger(path, CONFIG)
+    # Sampling after a no-op is a default: `defaults` measures what `sampled` measured.
+    assert ledger.get("HumanEval/1", "defaults") == run("defaults", "stalled")
+    assert ledger.provenance([("HumanEval/1", "defaults")])[0] == 1
+    report = ledger_run(CONFIG.model_copy(update={"arms": ["defaults"]}), ledger)
+    assert [(i.item_id, list(i.arms)) for i in report.items] == [("HumanEval/1", ["defaults"])]
+    assert ledger.get("HumanEval/1", "greedy") is None
 
 
 class NoSandbox:

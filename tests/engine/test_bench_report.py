@@ -121,14 +121,17 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert (full.runtime_values, full.noop_retry, full.restart_on_stall) == (True,) * 3
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
-    assert arm_settings("values", base) == base.model_copy(update={"runtime_values": True})
+    greedy = base.model_copy(update={"sample_after_noop": False})
+    assert arm_settings("greedy", base) == greedy
+    assert arm_settings("values", base) == greedy.model_copy(update={"runtime_values": True})
     assert not today.sample_after_noop
     assert arm_settings("sampled", base) == base.model_copy(update={"sample_after_noop": True})
 
 
 def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
-    assert describe("values") == "defaults + runtime values on"
+    assert describe("greedy") == "defaults + sampling after a no-op off"
+    assert describe("values") == "defaults + runtime values on, sampling after a no-op off"
     assert describe("sampled") == "defaults + sampling after a no-op on"
     assert describe("compact") == "defaults + small prompt"
     assert describe("all").startswith("today + 3 candidates, small prompt")

@@ -27,6 +27,7 @@ from engine.run.events import (
     Formatted,
     GuardTripped,
     IterationStarted,
+    ModelRequested,
     ModelResponded,
     ModelRetrying,
     PacketReady,
@@ -51,6 +52,7 @@ from tui.lever_lines import (
     chosen_line,
     formatted_line,
     reasked_line,
+    sampled_line,
     strategy_line,
     verified_line,
 )
@@ -111,6 +113,8 @@ class ProgressPrinter:
         """A re-asked answer, each candidate, the chosen one, a change of strategy."""
         if isinstance(event, AnswerReasked):
             return f"{prefix} {reasked_line(event)} at temperature {event.temperature:g}"
+        if isinstance(event, ModelRequested) and (line := sampled_line(event)):
+            return f"{prefix} {line}"
         if isinstance(event, CandidateVerified):
             self.candidates[event.n] = self.candidates.get(event.n, 0) + 1
             return f"{prefix} {verified_line(event)}"

@@ -1,7 +1,7 @@
 """Issue 17's levers in one short line each, said the same by the app's history pane and the
-headless printer: an answer asked again, a verified (or dropped) candidate, the chosen one, a
-change of strategy, and the fix pass's formatting. No Textual here: the headless printer
-imports it."""
+headless printer: a first answer sampled, an answer asked again, a verified (or dropped)
+candidate, the chosen one, a change of strategy, and the fix pass's formatting. No Textual
+here: the headless printer imports it."""
 
 from __future__ import annotations
 
@@ -13,8 +13,17 @@ if TYPE_CHECKING:  # annotations only: the app's first frame loads no event mode
         CandidateChosen,
         CandidateVerified,
         Formatted,
+        ModelRequested,
         StrategyChanged,
     )
+
+
+def sampled_line(event: ModelRequested) -> str | None:
+    """`first answer sampled at temperature 0.7: an earlier answer changed nothing`; None for
+    an answer asked as usual."""
+    if not event.sampled_because or event.temperature is None:
+        return None
+    return f"first answer sampled at temperature {event.temperature:g}: {event.sampled_because}"
 
 
 def reasked_line(event: AnswerReasked) -> str:

@@ -38,6 +38,7 @@ REASK_TEMPERATURE = 0.7
 # With `sample_after_noop`, a later iteration's first answer is sampled from this seed plus the
 # iteration's number: apart from the re-asks' seeds (the iteration's number alone).
 SAMPLED_FIRST_SEED = 100
+ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 
 
 def unchanged_note(files: Sequence[str]) -> str:
@@ -105,7 +106,9 @@ class Answers:
         model has sent back an unchanged answer (its greedy answers then mostly repeat that)."""
         if self.config.sample_after_noop and self.echoed:
             seed = SAMPLED_FIRST_SEED + steps.n
-            return await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=seed)
+            return await self.ask(
+                steps, messages, temperature=REASK_TEMPERATURE, seed=seed, because=ECHOED
+            )
         return await self.ask(steps, messages)
 
     def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
@@ -122,11 +125,16 @@ class Answers:
         messages: Sequence[Message],
         temperature: float | None = None,
         seed: int | None = None,
+        because: str = "",
     ) -> Completion:
+        """One answer; `because` says why a first answer is sampled (`sample_after_noop`)."""
         n, model = steps.n, self.model
-        prompt_tokens = self.tokens(messages)
         requested = ModelRequested(
-            n=n, model=model.model, prompt_tokens=prompt_tokens, temperature=temperature
+            n=n,
+            model=model.model,
+            prompt_tokens=self.tokens(messages),
+            temperature=temperature,
+            sampled_because=because,
         )
         self.journal.emit(requested)
         completion = await model.complete(

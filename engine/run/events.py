@@ -44,6 +44,8 @@ class ModelRequested(BaseEvent):
     prompt_tokens: int = 0
     candidate: int = 0  # which of the iteration's candidates, from 1 (0: not one of several)
     temperature: float | None = None  # None: the client's own (greedy)
+    # A first answer sampled rather than greedy, and why (`sample_after_noop`); "" otherwise.
+    sampled_because: str = ""
 
 
 class ModelResponded(BaseEvent):

@@ -12,6 +12,7 @@ import pytest
 
 from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.model.client import ModelError
+from engine.run.answers import ECHOED
 from engine.run.gate import PolicyGate
 from tests.engine.test_loop import (
     BROKEN,
@@ -116,8 +117,12 @@ async def test_after_an_unchanged_answer_later_iterations_sample_their_first_ans
     # Iteration 1: greedy (unchanged), then its re-ask; iteration 2 starts sampled, seeded
     # apart from the re-asks.
     assert model.sampling == [(None, None), (0.7, 1), (0.7, 102)]
-    requested = [(e["n"], e["temperature"]) for e in of_type(result, "ModelRequested")]
-    assert requested == [(1, None), (1, 0.7), (2, 0.7)]
+    requested = [
+        (e["n"], e["temperature"], e["sampled_because"]) for e in of_type(result, "ModelRequested")
+    ]
+    # The re-ask says nothing of its own (its AnswerReasked does); the sampled first answer
+    # says why it is not greedy.
+    assert requested == [(1, None, ""), (1, 0.7, ""), (2, 0.7, ECHOED)]
 
 
 async def test_without_sample_after_noop_each_iteration_starts_greedy(tmp_path: Path) -> None:

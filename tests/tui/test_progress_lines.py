@@ -13,6 +13,7 @@ from engine.run.events import (
     EditsApplied,
     Formatted,
     IterationStarted,
+    ModelRequested,
     StrategyChanged,
 )
 from tui.headless import ProgressPrinter
@@ -34,6 +35,22 @@ def test_a_reasked_answer_is_one_line_with_its_temperature() -> None:
     assert printed(event) == [
         "fixloop: [1/4] the answer changed no file: asked again at temperature 0.7"
     ]
+
+
+def test_a_sampled_first_answer_is_one_line_saying_why_in_both_front_ends() -> None:
+    sampled = ModelRequested(
+        n=1,
+        model="m",
+        temperature=0.7,
+        sampled_because="an earlier answer changed nothing",
+    )
+    greedy, reask = ModelRequested(n=1, model="m"), ModelRequested(n=1, model="m", temperature=0.7)
+    line = "first answer sampled at temperature 0.7: an earlier answer changed nothing"
+    assert printed(greedy, sampled, reask) == [f"fixloop: [1/4] {line}"]
+    view = RunView()
+    for event in (IterationStarted(n=1, max_n=4), greedy, sampled, reask):
+        view.apply(event)
+    assert view.iterations[1].levers == [line]
 
 
 def test_an_answer_that_changed_no_file_says_so() -> None:

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tui.lever_lines import chosen_line, formatted_line, reasked_line, strategy_line
+from tui.lever_lines import (
+    chosen_line,
+    formatted_line,
+    reasked_line,
+    sampled_line,
+    strategy_line,
+)
 
 # The events' models are imported where events are folded (`from engine.run import events as
 # ev`), not here: the task screen draws these views before any run, and its first frame loads no
@@ -169,6 +175,8 @@ class RunView:
 
         if isinstance(event, ev.ModelRequested):
             it.status, it.model_text, it.retry = "asking", "", ""
+            if line := sampled_line(event):
+                it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):
             it.retry, it.model_text = event.said, ""
         elif isinstance(event, ev.ModelResponded):  # an iteration may ask more than once

@@ -181,8 +181,11 @@ async def test_a_memory_bomb_is_killed_as_oom_not_left_to_a_memory_error(
     result = await gvisor.run(python_job(MEMORY_BOMB, memory_mb=256, timeout_s=20))
 
     assert result.oom_killed, result
+    # Killed by the memory watch, not ended by a MemoryError (exit 1). On a loaded machine the
+    # watch (one look per 50 ms) may come after RLIMIT_AS (twice the limit) has already
+    # raised a MemoryError in the job, whose traceback then is in stderr: the job is still
+    # killed, and reported, as out of memory.
     assert result.exit_code == 128 + signal.SIGKILL
-    assert "MemoryError" not in result.stderr
     assert not result.timed_out
     await assert_host_clean(gvisor)
 
@@ -337,8 +340,11 @@ async def test_a_memory_bomb_under_a_rootless_engine_is_killed_as_oom(
     result = await rootless_engine.run(python_job(MEMORY_BOMB, memory_mb=256, timeout_s=20))
 
     assert result.oom_killed, result
+    # Killed by the memory watch, not ended by a MemoryError (exit 1). On a loaded machine the
+    # watch (one look per 50 ms) may come after RLIMIT_AS (twice the limit) has already
+    # raised a MemoryError in the job, whose traceback then is in stderr: the job is still
+    # killed, and reported, as out of memory.
     assert result.exit_code == 128 + signal.SIGKILL
-    assert "MemoryError" not in result.stderr
     assert not result.timed_out
     await assert_host_clean(rootless_engine)
 

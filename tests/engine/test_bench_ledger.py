@@ -14,6 +14,7 @@ from bench.suite.results import ArmResult, BenchConfig, BenchEvent, BenchItem
 from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
 from engine.run import start
+from tests.engine.test_bench_sandbox import TASK
 
 CONFIG = BenchConfig(suite="humaneval", mode="repair", model="local/m", arms=["today"])
 
@@ -183,35 +184,30 @@ class NoModel(NoSandbox):
     model = "local/m"
 
 
+def ledger_runner(
+    config: BenchConfig, path: Path, heard: list[BenchEvent] | None = None
+) -> BenchRunner:
+    """A bench over the ledger at `path` that can use neither a model nor a sandbox."""
+    listener = heard.append if heard is not None else None
+    ledger = Ledger(path, config)
+    return BenchRunner(
+        config, NoModel(), NoSandbox(), path.parent, listener=listener, ledger=ledger
+    )
+
+
 async def test_the_mutants_an_earlier_sitting_measured_are_not_screened_again(
     tmp_path: Path,
 ) -> None:
-    task = BenchTask(
-        task_id="t/affine",
-        prompt='def affine(x: int) -> int:\n    """2x + 1."""\n',
-        entry_point="affine",
-        canonical_solution="    return x * 2 + 1\n",
-        test="def check(candidate):\n    assert candidate(3) == 7\n",
-    )
-    mutant = seeded_mutants(task, 0)[1]  # not the first one: the ledger's, whichever it is
+    mutant = seeded_mutants(TASK, 0)[1]  # not the first one: the ledger's, whichever it is
     config = CONFIG.model_copy(update={"suite": "t", "limit": 1})
     path = tmp_path / "ledger.jsonl"
     ledger = Ledger(path, config)
-    ledger.record(BenchItem(item_id=f"t/affine#{mutant.id}", task=task, mutant=mutant), run())
+    ledger.record(BenchItem(item_id=f"t/affine#{mutant.id}", task=TASK, mutant=mutant), run())
     heard: list[BenchEvent] = []
-    bench = BenchRunner(
-        config, NoModel(), NoSandbox(), tmp_path, listener=heard.append, ledger=Ledger(path, config)
-    )  # type: ignore[arg-type]
-    items, skipped = await bench.items([task])
+    items, skipped = await ledger_runner(config, path, heard).items([TASK])
     assert [(i.item_id, i.mutant) for i in items] == [(f"t/affine#{mutant.id}", mutant)]
     assert skipped == []
     assert "the mutants of t/affine: from the ledger" in [getattr(e, "detail", "") for e in heard]
     # A mutant id this source no longer makes: screened again, never trusted blindly.
-    stale = BenchItem(item_id="t/affine#gone@1:1", task=task)
-    ledger.record(stale, run())
-    assert (
-        BenchRunner(
-            config, NoModel(), NoSandbox(), tmp_path, ledger=Ledger(path, config)
-        ).measured_mutants(task)
-        == []
-    )  # type: ignore[arg-type]
+    ledger.record(BenchItem(item_id="t/affine#gone@1:1", task=TASK), run())
+    assert ledger_runner(config, path).measured_mutants(TASK) == []

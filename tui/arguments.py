@@ -36,6 +36,7 @@ RUN_FLAGS = (
     "prompt_profile",
     "runtime_values",
     "test_focus",
+    "repeat_called",
     "noop_retry",
     "sample_after_noop",
     "restart_on_stall",
@@ -117,6 +118,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="the full prompt's test files cut to their failing tests and what those use "
         "(default off: fewer bench fixes measured)",
+    )
+    parser.add_argument(
+        "--repeat-called",
+        action=argparse.BooleanOptionalAction,
+        help="the full prompt shows the functions a failing assertion calls again after the "
+        "failure, even when their whole file is shown (default on)",
     )
     parser.add_argument(
         "--noop-retry",

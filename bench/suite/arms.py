@@ -25,6 +25,7 @@ class ArmOptions(BaseModel):
     prompt_profile: Literal["auto", "small", "full"] | None = None
     runtime_values: bool | None = None
     test_focus: bool | None = None
+    repeat_called: bool | None = None
     noop_retry: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
@@ -37,6 +38,7 @@ TODAY = ArmOptions(
     prompt_profile="full",
     runtime_values=False,
     test_focus=False,
+    repeat_called=True,
     noop_retry=False,
     sample_after_noop=False,
     restart_on_stall=False,
@@ -62,6 +64,7 @@ ARMS: dict[str, ArmOptions] = {
         prompt_profile="small",
         runtime_values=True,
         test_focus=False,
+        repeat_called=True,
         noop_retry=True,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
@@ -73,6 +76,8 @@ ARMS: dict[str, ArmOptions] = {
     "values": ArmOptions(runtime_values=True, sample_after_noop=False),  # greedy + runtime values
     "sampled": ArmOptions(sample_after_noop=True),  # the defaults + sampling after a no-op
     "compact": ArmOptions(prompt_profile="small"),  # the defaults with the small prompt
+    # The defaults without a called function shown twice (its whole file is in the prompt).
+    "lean": ArmOptions(repeat_called=False),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -107,6 +112,7 @@ DEFAULTS_BEFORE_RECORDED: dict[str, Any] = {
     "prompt_profile": "full",
     "runtime_values": False,
     "test_focus": False,
+    "repeat_called": True,
     "noop_retry": True,
     "sample_after_noop": False,
     "restart_on_stall": True,
@@ -126,6 +132,16 @@ def arm_levers(name: str, model: str) -> dict[str, Any]:
 def unrecorded_levers(name: str) -> dict[str, Any]:
     """What a ledger line written before lines recorded their options measured."""
     return {**DEFAULTS_BEFORE_RECORDED, **ARMS[name].model_dump(exclude_none=True)}
+
+
+# Options added after ledger lines began to record theirs, each with what the loop did before
+# it existed: what a line that does not name it measured.
+LEVERS_ADDED_LATER: dict[str, Any] = {"repeat_called": True}
+
+
+def recorded_levers(levers: dict[str, Any]) -> dict[str, Any]:
+    """A line's recorded options, with those added since it was written as it ran them."""
+    return {**LEVERS_ADDED_LATER, **levers}
 
 
 def describe(name: str) -> str:
@@ -152,6 +168,7 @@ def describe(name: str) -> str:
 _WORDS = {
     "runtime_values": "runtime values",
     "test_focus": "test focus",
+    "repeat_called": "called functions repeated",
     "noop_retry": "no-op retry",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",

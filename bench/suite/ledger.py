@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bench.suite.arms import ARMS, arm_levers, unrecorded_levers
+from bench.suite.arms import ARMS, arm_levers, recorded_levers, unrecorded_levers
 from bench.suite.results import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
 from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
@@ -101,7 +101,10 @@ class Ledger:
                 continue
             if line.levers is None and line.arm.arm not in ARMS:
                 continue  # an arm since removed, from before lines recorded their options
-            levers = line.levers if line.levers is not None else unrecorded_levers(line.arm.arm)
+            if line.levers is not None:
+                levers = recorded_levers(line.levers)
+            else:
+                levers = unrecorded_levers(line.arm.arm)
             self.lines[(line.item_id, _canonical(levers))] = line  # a later line wins
 
     @functools.cached_property

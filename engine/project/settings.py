@@ -57,6 +57,9 @@ class Settings(BaseModel):
     prompt_profile: Literal["auto", "small", "full"] = "auto"
     runtime_values: bool = False  # the failing frame's local variables in the packet
     test_focus: bool = False  # test files cut to their failing tests (no gain measured)
+    # The full prompt shows a function a failing assertion calls a second time, after the
+    # packet, even when its whole file is in the prompt (engine/feedback/prompts.py).
+    repeat_called: bool = True
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True

@@ -107,6 +107,7 @@ class RepairMode:
             config.edit_format,
             pointers=pointers,
             focus=config.test_focus,
+            repeat_called=config.repeat_called,
         )
 
     def parse(self, text: str) -> Proposal:
@@ -155,11 +156,14 @@ def repair_messages(
     *,
     pointers: bool = True,
     focus: bool = False,
+    repeat_called: bool = True,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With `pointers` (packet
-    feedback) also the definitions the failure calls, and with `focus` (`test_focus`) test
-    files cut to their failing tests; raw feedback shows them whole, as a naive loop would."""
+    feedback) also the definitions the failure calls (with `repeat_called` even those whose
+    whole file is shown, else only those cut to excerpts or left out), and with `focus`
+    (`test_focus`) test files cut to their failing tests; raw feedback shows them whole, as a
+    naive loop would."""
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(
@@ -168,7 +172,9 @@ def repair_messages(
         lines_of_interest=prompts.lines_of_interest(packet),
         failing_tests=failing_tests(packet) if pointers and focus else None,
     )
-    called = prompts.called_definitions(root, packet, paths) if pointers else []
+    whole = set() if repeat_called else {f.path for f in files if not f.excerpt}
+    unseen = [path for path in paths if path not in whole]  # cut to excerpts, or not shown
+    called = prompts.called_definitions(root, packet, unseen) if pointers else []
     return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])
 
 

@@ -38,6 +38,7 @@ class RunConfig(BaseModel):
     prompt_profile: Literal["small", "full"] = "full"  # engine/feedback/prompts.py
     runtime_values: bool = False  # the failing frame's locals in the packet
     test_focus: bool = False  # the full prompt's test files cut to their failing tests
+    repeat_called: bool = True  # called functions shown again though their file is whole
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True

@@ -94,6 +94,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         prompt_profile=prompt_profile(settings),
         runtime_values=settings.runtime_values,
         test_focus=settings.test_focus,
+        repeat_called=settings.repeat_called,
         noop_retry=settings.noop_retry,
         sample_after_noop=settings.sample_after_noop,
         restart_on_stall=settings.restart_on_stall,

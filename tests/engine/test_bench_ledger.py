@@ -211,3 +211,18 @@ async def test_the_mutants_an_earlier_sitting_measured_are_not_screened_again(
     # A mutant id this source no longer makes: screened again, never trusted blindly.
     ledger.record(BenchItem(item_id="t/affine#gone@1:1", task=TASK), run())
     assert ledger_runner(config, path).measured_mutants(TASK) == []
+
+
+def test_a_line_recorded_before_an_option_existed_measured_the_loop_without_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    Ledger(path, CONFIG).record(item("HumanEval/1"), run("defaults"))
+    # Written before `repeat_called` was an option: the loop then always repeated them.
+    text = path.read_text().replace('"repeat_called":true,', "")
+    assert "repeat_called" not in text
+    path.write_text(text)
+    ledger = Ledger(path, CONFIG)
+    assert ledger.get("HumanEval/1", "defaults") == run("defaults")
+    assert ledger.get("HumanEval/1", "lean") is None  # the loop without them: not measured
+    assert ledger.other_levers == 0

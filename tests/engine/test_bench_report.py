@@ -282,7 +282,8 @@ def test_the_whole_report_fits_100_columns() -> None:
     assert "raw: today + raw feedback\n" in text
     assert "  runs ended: ok 3, exhausted 1" in text
     assert "today: packet feedback," in text
-    assert "sampling\n    after a no-op, restart on stall off\n" in text  # wrapped, not cut
+    wrapped = "test\n    focus, no-op retry, sampling after a no-op, restart on stall off\n"
+    assert wrapped in text  # wrapped, not cut: its end says which levers are off
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 

@@ -120,6 +120,20 @@ async def test_the_full_profile_is_todays_prompt(tmp_path: Path) -> None:
         assert told.count("def double(x):") == 2
 
 
+async def test_without_repeat_called_the_full_prompt_shows_the_function_once(
+    tmp_path: Path,
+) -> None:
+    model = two_tries()
+    result = await run_loop(tmp_path, model, prompt_profile="full", repeat_called=False)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    for n in (1, 2):
+        told = model.prompt(n)
+        assert "def test_two" in told  # the test file, as in the full prompt
+        assert told.count("def double(x):") == 1
+        assert "The failing line calls double" not in told
+        assert "failing line: assert double(3) == 6" in told
+
+
 async def test_test_focus_shows_the_failing_test_not_the_passing_one(tmp_path: Path) -> None:
     model = two_tries()
     result = await run_loop(tmp_path, model, prompt_profile="full", test_focus=True)

@@ -167,7 +167,8 @@ def test_a_long_failing_test_is_cut_to_its_lines_up_to_the_failing_one(tmp_path:
 
 
 def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_path: Path) -> None:
-    filler = "".join(f"CONSTANT_{i} = {i}  # {'x' * 60}\n" for i in range(120))
+    # Over both profiles' limit for a whole file (12,000 characters): cut to excerpts.
+    filler = "".join(f"CONSTANT_{i} = {i}  # {'x' * 60}\n" for i in range(200))
     write_project(tmp_path, f"{filler}\n\ndef double(x):\n    return x + 2\n", "")
     failing = Failure(
         test="tests/test_calc.py::test_double",
@@ -181,13 +182,20 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
     named = ["calc/__init__.py"]
     text = small_prompt(tmp_path, packet, packet.render(), TASK, named, "whole").messages[1].content
     assert "calc/__init__.py  (excerpt; line numbers on the left)" in text
-    assert "The failing line calls double, defined at calc/__init__.py:123" in text
+    assert "The failing line calls double, defined at calc/__init__.py:203" in text
     small = tmp_path / "small"
     small.mkdir()
     write_project(small, "def double(x):\n    return x + 2\n", "")
     text = small_prompt(small, packet, packet.render(), TASK, named, "whole").messages[1].content
     assert "The failing line calls" not in text
     assert text.count("def double(x):") == 1
+    # The full prompt without `repeat_called` keeps the same rule.
+    for root, repeated in ((tmp_path, True), (small, False)):
+        current = Verification.model_construct(packet=packet, packet_text=packet.render())
+        full = repair_messages(root, current, [], TASK, named, "whole", repeat_called=False)
+        assert ("The failing line calls double" in full[1].content) is repeated
+        again = repair_messages(root, current, [], TASK, named, "whole")
+        assert "The failing line calls double" in again[1].content  # today's prompt
 
 
 def test_a_task_of_the_persons_own_is_said_before_the_reply_line() -> None:

@@ -157,6 +157,7 @@ class EditsApplied(BaseEvent):
     n: int
     files: list[str] = Field(default_factory=list)
     held_back: list[str] = Field(default_factory=list)
+    unchanged: bool = False  # the answer sent the code back as it was: nothing written
 
 
 class Committed(BaseEvent):

@@ -47,6 +47,9 @@ class RunConfig(BaseModel):
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
 
 
+NO_CHANGE = "the proposal changed no file"  # a no_change iteration's summary
+
+
 class IterationRecord(BaseModel):
     """One iteration as the run saw it, built when it ends (engine/run/steps.py)."""
 

@@ -24,7 +24,7 @@ from engine.run.events import (
     StrategyChanged,
 )
 from engine.run.guards import Guards, Spend
-from engine.run.outcome import IterationRecord
+from engine.run.outcome import NO_CHANGE, IterationRecord
 from engine.verify.results import TestCounts
 from sandbox import FixloopError
 
@@ -34,14 +34,16 @@ class ResumeError(FixloopError):
 
 
 class Observation(BaseModel):
-    """One verified iteration, as the guards saw it."""
+    """One iteration as the guards saw it: verified, or `idle_answers` answers (an answer
+    and its re-ask) that changed nothing."""
 
     model_config = ConfigDict(frozen=True)
 
     n: int
-    signature: str
-    touched: list[str]
-    passed: int | None
+    signature: str = ""
+    touched: list[str] = Field(default_factory=list)
+    passed: int | None = None
+    idle_answers: int = 0
 
 
 class ResumeState(BaseModel):
@@ -65,7 +67,10 @@ class ResumeState(BaseModel):
         spend.tokens, spend.cost_usd = self.tokens, self.cost_usd
         guards.start(self.baseline_signature, self.baseline_passed)
         for seen in self.observations:
-            guards.after_edit(seen.signature, seen.touched, seen.passed)
+            if seen.idle_answers:
+                guards.after_no_change(seen.idle_answers)
+            else:
+                guards.after_edit(seen.signature, seen.touched, seen.passed)
         if self.strategy_changes:  # a stall was answered already: the next one ends the run
             guards.restarts = 0
 
@@ -96,6 +101,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     cost = 0.0
     changed: list[str] = []
     echoed = False
+    reasked: set[int] = set()
     for event in events:
         n = getattr(event, "n", 0)
         if isinstance(event, IterationStarted):
@@ -110,6 +116,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             record["model_s"] = _number(record.get("model_s")) + event.duration_s
         elif isinstance(event, AnswerReasked):
             echoed = True
+            reasked.add(n)
         elif isinstance(event, StrategyChanged):
             changed.append(event.kind)
             echoed = echoed and event.kind != "escalate"  # a new model starts greedy
@@ -124,6 +131,13 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
                 done.add(n)
         elif isinstance(event, EditsApplied):
             touched[n] = event.files
+            if event.unchanged:  # the iteration is spent: its last answer changed nothing
+                echoed = True  # with no re-ask (noop_retry off), only this says so
+                record = records.setdefault(n, {"n": n})
+                record["status"], record["summary"] = "no_change", NO_CHANGE
+                done.add(n)
+                idle = 2 if n in reasked else 1
+                observations[n] = Observation(n=n, idle_answers=idle)
         elif isinstance(event, Committed):
             commits[n] = event.sha
             records.setdefault(n, {"n": n})["commit"] = event.sha

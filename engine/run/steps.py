@@ -14,7 +14,7 @@ from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import Committed, EditsApplied
 from engine.run.guards import RunEnded
 from engine.run.journal import Journal
-from engine.run.outcome import IterationRecord, verdict_fields
+from engine.run.outcome import NO_CHANGE, IterationRecord, verdict_fields
 from engine.verify.tree import Verification
 
 NO_CHANGE_NOTE = (
@@ -66,7 +66,7 @@ def apply_and_commit(
     proposal = answer.proposal
     assert proposal is not None
     if answer.unchanged:  # the same code: not written, not committed
-        journal.emit(EditsApplied(n=n, files=[], held_back=answer.held_back))
+        journal.emit(EditsApplied(n=n, files=[], held_back=answer.held_back, unchanged=True))
         return Applied()
     try:
         applied = apply(proposal, workspace.root)
@@ -126,7 +126,7 @@ class Steps:
                 "summary": f"rejected by you: {said[0]}" if said else "rejected by you",
             }
         elif applied is not None and applied.commit is None:
-            fields |= {"status": "no_change", "summary": "the proposal changed no file"}
+            fields |= {"status": "no_change", "summary": NO_CHANGE}
         elif applied is not None:
             fields["commit"] = applied.commit
         if self.check is not None:

@@ -466,6 +466,39 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
     assert model.sampling == [(0.7, 101)]  # sampled from the start, as before the stop
 
 
+async def stopped_after_an_unchanged_answer(tmp_path: Path, **levers: object) -> ResumeState:
+    """A run whose iteration 1 answer changed nothing (not re-asked), stopped at the review of
+    iteration 2's: the state a resume starts from."""
+    model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", "VALUE = 3\n")))
+    with pytest.raises(RunStopped):
+        await run_loop(tmp_path, model, gate=StoppingGate(), **levers)
+    return resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
+
+
+async def test_without_the_reask_a_resumed_run_still_remembers_an_unchanged_answer(
+    tmp_path: Path,
+) -> None:
+    levers = {"sample_after_noop": True, "noop_retry": False}
+    state = await stopped_after_an_unchanged_answer(tmp_path, **levers)
+    assert (state.next_n, state.echoed) == (2, True)
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    resumed = await resume_loop(tmp_path, state, model, **levers)
+    assert [r.status for r in resumed.iterations] == ["no_change", "ok"]
+    assert model.sampling == [(0.7, 102)]  # sampled, as the run would have gone on
+
+
+async def test_a_resumed_run_counts_the_answers_that_changed_nothing_before_the_stop(
+    tmp_path: Path,
+) -> None:
+    levers = {"noop_retry": False, "restart_on_stall": False}
+    state = await stopped_after_an_unchanged_answer(tmp_path, **levers)
+    # The second unchanged answer in a row, as the stopped run would have counted it.
+    again = ScriptedModel(answer(("app.py", BROKEN)))
+    resumed = await resume_loop(tmp_path, state, again, **levers)
+    assert resumed.status.value == "stalled"
+    assert resumed.reason == "2 answers in a row changed no file"
+
+
 async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
     gate = StoppingGate(asyncio.CancelledError())
     with pytest.raises(asyncio.CancelledError):

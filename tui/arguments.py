@@ -37,6 +37,7 @@ RUN_FLAGS = (
     "runtime_values",
     "test_focus",
     "repeat_called",
+    "code_last",
     "noop_retry",
     "sample_after_noop",
     "restart_on_stall",
@@ -124,6 +125,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="the full prompt shows the functions a failing assertion calls again after the "
         "failure, even when their whole file is shown (default on)",
+    )
+    parser.add_argument(
+        "--code-last",
+        action=argparse.BooleanOptionalAction,
+        help="the full prompt shows the test files, the failure, then the code to fix "
+        "(default off: the code first)",
     )
     parser.add_argument(
         "--noop-retry",

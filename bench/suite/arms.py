@@ -26,6 +26,7 @@ class ArmOptions(BaseModel):
     runtime_values: bool | None = None
     test_focus: bool | None = None
     repeat_called: bool | None = None
+    code_last: bool | None = None
     noop_retry: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
@@ -39,6 +40,7 @@ TODAY = ArmOptions(
     runtime_values=False,
     test_focus=False,
     repeat_called=True,
+    code_last=False,
     noop_retry=False,
     sample_after_noop=False,
     restart_on_stall=False,
@@ -65,6 +67,7 @@ ARMS: dict[str, ArmOptions] = {
         runtime_values=True,
         test_focus=False,
         repeat_called=True,
+        code_last=False,
         noop_retry=True,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
@@ -78,6 +81,8 @@ ARMS: dict[str, ArmOptions] = {
     "compact": ArmOptions(prompt_profile="small"),  # the defaults with the small prompt
     # The defaults without a called function shown twice (its whole file is in the prompt).
     "lean": ArmOptions(repeat_called=False),
+    # ... and the code to fix after the failure, where the repeat was (nearest the answer).
+    "last": ArmOptions(repeat_called=False, code_last=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -113,6 +118,7 @@ DEFAULTS_BEFORE_RECORDED: dict[str, Any] = {
     "runtime_values": False,
     "test_focus": False,
     "repeat_called": True,
+    "code_last": False,
     "noop_retry": True,
     "sample_after_noop": False,
     "restart_on_stall": True,
@@ -136,7 +142,7 @@ def unrecorded_levers(name: str) -> dict[str, Any]:
 
 # Options added after ledger lines began to record theirs, each with what the loop did before
 # it existed: what a line that does not name it measured.
-LEVERS_ADDED_LATER: dict[str, Any] = {"repeat_called": True}
+LEVERS_ADDED_LATER: dict[str, Any] = {"repeat_called": True, "code_last": False}
 
 
 def recorded_levers(levers: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +175,7 @@ _WORDS = {
     "runtime_values": "runtime values",
     "test_focus": "test focus",
     "repeat_called": "called functions repeated",
+    "code_last": "code last",
     "noop_retry": "no-op retry",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",

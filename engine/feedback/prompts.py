@@ -57,12 +57,21 @@ def user_prompt(
     files: Sequence[PromptFile],
     packet_text: str | None,
     notes: Sequence[str] = (),
+    *,
+    code_last: bool = False,
 ) -> str:
+    """Task, files, packet, notes; with `code_last` the files to fix come after the packet,
+    the test files (read only) before it."""
     parts = [f"Task: {task.strip() or DEFAULT_TASK}"]
-    if files:
-        parts.append("Files:\n\n" + "\n\n".join(render_file(f) for f in files))
+    later = [f for f in files if not f.read_only] if code_last else []
+    first = [f for f in files if f not in later]
+    if first:
+        label = "Tests" if later else "Files"
+        parts.append(f"{label}:\n\n" + "\n\n".join(render_file(f) for f in first))
     if packet_text:
         parts.append(packet_text)
+    if later:
+        parts.append("The code to fix:\n\n" + "\n\n".join(render_file(f) for f in later))
     parts += list(notes)
     return "\n\n".join(parts)
 
@@ -73,6 +82,8 @@ def messages(
     packet_text: str | None,
     format: EditFormat,
     notes: Sequence[str] = (),
+    *,
+    code_last: bool = False,
 ) -> list[Message]:
     # The example path is a real file the model may need to fix, not a re-exporting __init__.
     code = sorted(
@@ -80,7 +91,9 @@ def messages(
     )
     return [
         Message(role="system", content=system_prompt(format, code[0] if code else None)),
-        Message(role="user", content=user_prompt(task, files, packet_text, notes)),
+        Message(
+            role="user", content=user_prompt(task, files, packet_text, notes, code_last=code_last)
+        ),
     ]
 
 

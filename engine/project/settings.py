@@ -60,6 +60,7 @@ class Settings(BaseModel):
     # The full prompt shows a function a failing assertion calls a second time, after the
     # packet, even when its whole file is in the prompt (engine/feedback/prompts.py).
     repeat_called: bool = True
+    code_last: bool = False  # the full prompt's code to fix after the failure, tests before it
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True

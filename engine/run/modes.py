@@ -108,6 +108,7 @@ class RepairMode:
             pointers=pointers,
             focus=config.test_focus,
             repeat_called=config.repeat_called,
+            code_last=config.code_last,
         )
 
     def parse(self, text: str) -> Proposal:
@@ -157,13 +158,14 @@ def repair_messages(
     pointers: bool = True,
     focus: bool = False,
     repeat_called: bool = True,
+    code_last: bool = False,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With `pointers` (packet
     feedback) also the definitions the failure calls (with `repeat_called` even those whose
     whole file is shown, else only those cut to excerpts or left out), and with `focus`
     (`test_focus`) test files cut to their failing tests; raw feedback shows them whole, as a
-    naive loop would."""
+    naive loop would. With `code_last` the code to fix comes after the packet."""
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(
@@ -175,7 +177,9 @@ def repair_messages(
     whole = set() if repeat_called else {f.path for f in files if not f.excerpt}
     unseen = [path for path in paths if path not in whole]  # cut to excerpts, or not shown
     called = prompts.called_definitions(root, packet, unseen) if pointers else []
-    return prompts.messages(task, files, current.packet_text, edit_format, [*called, *notes])
+    return prompts.messages(
+        task, files, current.packet_text, edit_format, [*called, *notes], code_last=code_last
+    )
 
 
 def refuse_dropped_definitions(

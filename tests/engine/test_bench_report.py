@@ -282,8 +282,11 @@ def test_the_whole_report_fits_100_columns() -> None:
     assert "raw: today + raw feedback\n" in text
     assert "  runs ended: ok 3, exhausted 1" in text
     assert "today: packet feedback," in text
-    wrapped = "test\n    focus, no-op retry, sampling after a no-op, restart on stall off\n"
-    assert wrapped in text  # wrapped, not cut: its end says which levers are off
+    # Wrapped, not cut: its end says which levers are off.
+    lines = text.split("today: ", 1)[1].split("\n  runs ended")[0].splitlines()
+    assert " ".join(line.strip() for line in lines) == describe("today")
+    assert len(lines) > 1
+    assert describe("today").endswith("restart on stall off")
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 

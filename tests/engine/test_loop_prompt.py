@@ -134,6 +134,21 @@ async def test_without_repeat_called_the_full_prompt_shows_the_function_once(
         assert "failing line: assert double(3) == 6" in told
 
 
+async def test_code_last_shows_the_tests_then_the_failure_then_the_code(tmp_path: Path) -> None:
+    model = two_tries()
+    levers = {"prompt_profile": "full", "repeat_called": False, "code_last": True}
+    result = await run_loop(tmp_path, model, **levers)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    for n, code in ((1, BROKEN), (2, WRONG)):
+        told = model.prompt(n)
+        assert told.startswith("Task: Make the failing tests pass.\n\nTests:\n\ntests/test_calc")
+        tests = told.index("def test_two")
+        failure = told.index("failing line: assert double(3) == 6")
+        code_at = told.index(f"The code to fix:\n\ncalc.py\n```python\n{code}```")
+        assert tests < failure < code_at
+        assert told.count("def double(x):") == 1
+
+
 async def test_test_focus_shows_the_failing_test_not_the_passing_one(tmp_path: Path) -> None:
     model = two_tries()
     result = await run_loop(tmp_path, model, prompt_profile="full", test_focus=True)

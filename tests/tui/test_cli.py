@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine.project.paths import runs_dir
+from engine.run.start import run_config
+from tui.arguments import settings_from_args
+from tui.cli import build_parser
 
 
 def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -174,3 +177,15 @@ def test_replay_without_runs_or_of_an_unknown_run_is_one_line(tmp_path: Path) ->
     assert done.stderr.strip() == (
         f"fixloop-tui: error: no run '20990101-000000-dead' in {tmp_path} (see `fixloop-tui runs`)"
     )
+
+
+def test_the_prompt_flags_reach_the_run_config(tmp_path: Path) -> None:
+    def config(*flags: str) -> tuple[bool, bool]:
+        args = build_parser().parse_args(["run", str(tmp_path), "--model", "openai/x", *flags])
+        found = settings_from_args(args)
+        assert not isinstance(found, int)
+        made = run_config(found[1], "openai/x")
+        return made.repeat_called, made.code_last
+
+    assert config() == (True, False)
+    assert config("--no-repeat-called", "--code-last") == (False, True)

@@ -39,6 +39,7 @@ RUN_FLAGS = (
     "repeat_called",
     "code_last",
     "noop_retry",
+    "docs_noop",
     "sample_after_noop",
     "restart_on_stall",
     "escalate_model",
@@ -136,6 +137,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--noop-retry",
         action=argparse.BooleanOptionalAction,
         help="re-ask once, in the same iteration, an answer that changes nothing (default on)",
+    )
+    parser.add_argument(
+        "--docs-noop",
+        action=argparse.BooleanOptionalAction,
+        help="an answer that changes only docstrings, comments or layout of Python code "
+        "changes nothing: not applied, re-asked (off by default; never where doctests run)",
     )
     parser.add_argument(
         "--sample-after-noop",

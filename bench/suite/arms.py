@@ -28,6 +28,7 @@ class ArmOptions(BaseModel):
     repeat_called: bool | None = None
     code_last: bool | None = None
     noop_retry: bool | None = None
+    docs_noop: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
 
@@ -42,6 +43,7 @@ TODAY = ArmOptions(
     repeat_called=True,
     code_last=False,
     noop_retry=False,
+    docs_noop=False,
     sample_after_noop=False,
     restart_on_stall=False,
 )
@@ -69,6 +71,7 @@ ARMS: dict[str, ArmOptions] = {
         repeat_called=True,
         code_last=False,
         noop_retry=True,
+        docs_noop=False,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
     ),
@@ -83,6 +86,8 @@ ARMS: dict[str, ArmOptions] = {
     "lean": ArmOptions(repeat_called=False),
     # ... and the code to fix after the failure, where the repeat was (nearest the answer).
     "last": ArmOptions(repeat_called=False, code_last=True),
+    # The defaults with an answer that changes only docstrings or comments re-asked.
+    "docs": ArmOptions(docs_noop=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -120,6 +125,7 @@ DEFAULTS_BEFORE_RECORDED: dict[str, Any] = {
     "repeat_called": True,
     "code_last": False,
     "noop_retry": True,
+    "docs_noop": False,
     "sample_after_noop": False,
     "restart_on_stall": True,
 }
@@ -142,7 +148,11 @@ def unrecorded_levers(name: str) -> dict[str, Any]:
 
 # Options added after ledger lines began to record theirs, each with what the loop did before
 # it existed: what a line that does not name it measured.
-LEVERS_ADDED_LATER: dict[str, Any] = {"repeat_called": True, "code_last": False}
+LEVERS_ADDED_LATER: dict[str, Any] = {
+    "repeat_called": True,
+    "code_last": False,
+    "docs_noop": False,
+}
 
 
 def recorded_levers(levers: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +187,7 @@ _WORDS = {
     "repeat_called": "called functions repeated",
     "code_last": "code last",
     "noop_retry": "no-op retry",
+    "docs_noop": "docstring edits as no-ops",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",
 }

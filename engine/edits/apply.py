@@ -45,6 +45,12 @@ def apply(proposal: Proposal, root: Path) -> AppliedEdits:
     )
 
 
+def planned_texts(proposal: Proposal, root: Path) -> list[tuple[str, str | None, str | None]]:
+    """Each file the proposal edits as (path, its text now (None: no such file), its text
+    after), nothing written; `EditFormatError` where `apply` would raise it."""
+    return [(f.path, f.original, f.text) for f in _plan(proposal, root.resolve())]
+
+
 def _plan(proposal: Proposal, root: Path) -> list[_PlannedFile]:
     files: dict[Path, _PlannedFile] = {}
     problems: list[str] = []

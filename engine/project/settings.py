@@ -62,6 +62,9 @@ class Settings(BaseModel):
     repeat_called: bool = True
     code_last: bool = False  # the full prompt's code to fix after the failure, tests before it
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
+    # An answer that changes only docstrings, comments or layout of Python code changes
+    # nothing (unless the project runs doctests).
+    docs_noop: bool = False
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once

@@ -14,7 +14,13 @@ from engine.edits.proposal import EditFormatError
 from engine.feedback.tokens import count_tokens
 from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
-from engine.run.candidates import Candidate, Candidates, best_choice, changes_nothing
+from engine.run.candidates import (
+    Candidate,
+    Candidates,
+    best_choice,
+    changes_nothing,
+    runs_doctests,
+)
 from engine.run.checker import IterationChecker
 from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
 from engine.run.gate import (
@@ -72,10 +78,14 @@ class Answers:
         self.candidates = Candidates(config, workspace, journal, mode, self.verify_candidate)
         self.previous: Verification | None = None
         self.echoed = False  # an answer of this model changed nothing (`sample_after_noop`)
+        self.docs = False  # `docs_noop` holds for this iteration (no doctests run)
 
     async def answer(self, steps: Steps, current: Verification, notes: list[str]) -> Answer:
         """The iteration's answer, from the prompt built on `current` and `notes`."""
         n = steps.n
+        # A docstring-only answer changes nothing, unless the project's doctests test it.
+        self.docs = self.config.docs_noop and not runs_doctests(current)
+        self.candidates.docs = self.docs
         messages = self.prompt(n, current, notes)
         if self.config.candidates > 1 and self.config.spec is None:
             self.previous = current
@@ -163,7 +173,7 @@ class Answers:
         workspace, emit = self.workspace, self.journal.emit
         split = split_test_edits(proposal, workspace.pins, workspace.root)
         explanation = proposal.explanation
-        unchanged = changes_nothing(proposal, workspace.root)
+        unchanged = changes_nothing(proposal, workspace.root, docs=self.docs)
         if unchanged and reask:
             return Answer(explanation, proposal=proposal, unchanged=True)
         emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))

@@ -41,6 +41,7 @@ class RunConfig(BaseModel):
     repeat_called: bool = True  # called functions shown again though their file is whole
     code_last: bool = False  # the full prompt: tests, the failure, then the code to fix
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
+    docs_noop: bool = False  # an answer that changes only docstrings or comments changes nothing
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once

@@ -97,6 +97,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         repeat_called=settings.repeat_called,
         code_last=settings.code_last,
         noop_retry=settings.noop_retry,
+        docs_noop=settings.docs_noop,
         sample_after_noop=settings.sample_after_noop,
         restart_on_stall=settings.restart_on_stall,
         escalate_model=settings.escalate_model,

@@ -11,9 +11,13 @@ import git
 import pytest
 
 from engine.edits.instructions import RESTART_NOTE, restart_note
+from engine.edits.proposal import Edit, Proposal
 from engine.model.client import ModelError
 from engine.run.answers import ECHOED
+from engine.run.candidates import changes_nothing
 from engine.run.gate import PolicyGate
+from engine.verify.results import TestReport
+from sandbox import ExecRequest, ExecResult
 from tests.engine.test_loop import (
     BROKEN,
     FIXED,
@@ -104,6 +108,70 @@ async def test_without_noop_retry_a_respaced_file_is_no_change_not_a_commit(
     [committed] = [str(e["message"]) for e in of_type(result, "Committed")]
     assert committed.startswith("fixloop[iter 2/")
     assert [e["files"] for e in of_type(result, "EditsApplied")] == [[], ["app.py"]]
+
+
+DOCUMENTED = f'"""The value the test wants."""\n\n# still one\n{BROKEN}'  # the same code
+
+
+class DoctestSandbox(TreeSandbox):
+    """TreeSandbox whose project also runs the doctests of app.py."""
+
+    def result(
+        self, report: TestReport, exit_code: int, stdout: str, request: ExecRequest
+    ) -> ExecResult:
+        doctests = report.model_copy(update={"nodeids": [*report.nodeids, "app.py::app"]})
+        return super().result(doctests, exit_code, stdout, request)
+
+
+async def test_with_docs_noop_an_answer_that_changes_only_docstrings_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", DOCUMENTED)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, docs_noop=True)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    assert [e["n"] for e in of_type(result, "AnswerReasked")] == [1]
+    assert "Your last answer changed nothing (app.py came back with the same code)" in (
+        model.prompt(2)
+    )
+    [committed] = of_type(result, "Committed")  # the docstring was never committed
+    assert str(committed["message"]).startswith("fixloop[iter 1/")
+
+
+async def test_without_docs_noop_or_where_doctests_run_a_docstring_is_an_edit(
+    tmp_path: Path,
+) -> None:
+    for name, sandbox, levers in (
+        ("off", TreeSandbox(), {}),
+        ("doctests", DoctestSandbox(), {"docs_noop": True}),
+    ):
+        model = ScriptedModel(answer(("app.py", DOCUMENTED)), answer(("app.py", FIXED)))
+        result = await run_loop(tmp_path / name, model, sandbox=sandbox, **levers)
+        assert [r.status for r in result.iterations] == ["failing", "ok"], name
+        assert of_type(result, "AnswerReasked") == []
+
+
+def test_docstrings_comments_and_layout_are_not_code(tmp_path: Path) -> None:
+    source = 'def f(x):\n    """Add one."""\n    return x + 1  # one\n'
+    (tmp_path / "m.py").write_text(source)
+    (tmp_path / "notes.txt").write_text("one\n")
+
+    def same(*edits: Edit, docs: bool = True) -> bool:
+        proposal = Proposal(explanation="", edits=list(edits), format="json")
+        return changes_nothing(proposal, tmp_path, docs=docs)
+
+    retyped = 'def f(x):\n    """Adds one."""\n\n    return (x+1)\n'
+    assert same(Edit(path="m.py", content=retyped))
+    assert not same(Edit(path="m.py", content=retyped), docs=False)
+    assert same(Edit(path="m.py", search="# one", replace="# plus one"))
+    assert not same(Edit(path="m.py", search="# one", replace="# plus one"), docs=False)
+    assert same(Edit(path="m.py", search='"""Add one."""', replace='"""Add 1."""'))
+    assert not same(Edit(path="m.py", content=source.replace("x + 1", "x + 2")))
+    (tmp_path / "s.py").write_text('NAME = "a"\n')
+    assert not same(Edit(path="s.py", content='NAME = "b"\n'))  # a string, not a docstring
+    assert not same(Edit(path="m.py", content="def f(x:\n"))  # does not parse: an edit
+    assert not same(Edit(path="notes.txt", content="two\n"))  # not Python
+    assert not same(Edit(path="new.py", content='"""New."""\n'))  # a new file
+    assert not same(Edit(path="m.py", search="no such line", replace="x"))  # unusable
 
 
 async def test_after_an_unchanged_answer_later_iterations_sample_their_first_answer(

@@ -47,11 +47,16 @@ SAMPLED_FIRST_SEED = 100
 ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 
 
-def unchanged_note(files: Sequence[str]) -> str:
+NO_FILE = "the answer changed no file"
+ONLY_DOCS = "the answer changed only docstrings, comments or layout"  # `docs_noop`
+
+
+def unchanged_note(files: Sequence[str], only_docs: bool = False) -> str:
     """The one line a re-asked model hears."""
     sent = ", ".join(files) if files else "nothing"
+    said = "changed only docstrings or comments" if only_docs else "changed nothing"
     return (
-        f"Your last answer changed nothing ({sent} came back with the same code). "
+        f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."
     )
 
@@ -95,12 +100,14 @@ class Answers:
         self.echoed = self.echoed or answer.unchanged
         if not answer.unchanged or not self.config.noop_retry:
             return answer
-        files = [edit.path for edit in answer.proposal.edits] if answer.proposal else []
+        proposal = answer.proposal
+        files = [edit.path for edit in proposal.edits] if proposal else []
+        # Unchanged only once docstrings are left out (`docs_noop`): the model is told which.
+        only_docs = proposal is not None and not changes_nothing(proposal, self.workspace.root)
         self.journal.text(n, "unchanged-response.txt", completion.text)
-        self.journal.emit(
-            AnswerReasked(n=n, reason="the answer changed no file", temperature=REASK_TEMPERATURE)
-        )
-        messages = self.prompt(n, current, [*notes, unchanged_note(files)])
+        reason = ONLY_DOCS if only_docs else NO_FILE
+        self.journal.emit(AnswerReasked(n=n, reason=reason, temperature=REASK_TEMPERATURE))
+        messages = self.prompt(n, current, [*notes, unchanged_note(files, only_docs)])
         try:
             # Seeded by the iteration: a rerun asks the same, and each iteration differs.
             again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=n)

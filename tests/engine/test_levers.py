@@ -129,10 +129,10 @@ async def test_with_docs_noop_an_answer_that_changes_only_docstrings_is_asked_ag
     model = ScriptedModel(answer(("app.py", DOCUMENTED)), answer(("app.py", FIXED)))
     result = await run_loop(tmp_path, model, docs_noop=True)
     assert (result.status.value, len(result.iterations)) == ("ok", 1)
-    assert [e["n"] for e in of_type(result, "AnswerReasked")] == [1]
-    assert "Your last answer changed nothing (app.py came back with the same code)" in (
-        model.prompt(2)
-    )
+    reasked = [(e["n"], e["reason"]) for e in of_type(result, "AnswerReasked")]
+    assert reasked == [(1, "the answer changed only docstrings, comments or layout")]
+    told = "Your last answer changed only docstrings or comments (app.py came back with the same"
+    assert told in model.prompt(2)
     [committed] = of_type(result, "Committed")  # the docstring was never committed
     assert str(committed["message"]).startswith("fixloop[iter 1/")
 

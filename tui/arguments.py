@@ -125,13 +125,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat-called",
         action=argparse.BooleanOptionalAction,
         help="the full prompt shows the functions a failing assertion calls again after the "
-        "failure, even when their whole file is shown (default on)",
+        "failure, even when their whole file is shown (default on: without it the embedded "
+        "model echoed more)",
     )
     parser.add_argument(
         "--code-last",
         action=argparse.BooleanOptionalAction,
         help="the full prompt shows the test files, the failure, then the code to fix "
-        "(default off: the code first)",
+        "(default off: the code first fixed more bench tasks)",
     )
     parser.add_argument(
         "--noop-retry",

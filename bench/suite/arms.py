@@ -122,10 +122,7 @@ DEFAULTS_BEFORE_RECORDED: dict[str, Any] = {
     "prompt_profile": "full",
     "runtime_values": False,
     "test_focus": False,
-    "repeat_called": True,
-    "code_last": False,
     "noop_retry": True,
-    "docs_noop": False,
     "sample_after_noop": False,
     "restart_on_stall": True,
 }
@@ -141,11 +138,6 @@ def arm_levers(name: str, model: str) -> dict[str, Any]:
     return {key: getattr(config, key) for key in ArmOptions.model_fields}
 
 
-def unrecorded_levers(name: str) -> dict[str, Any]:
-    """What a ledger line written before lines recorded their options measured."""
-    return {**DEFAULTS_BEFORE_RECORDED, **ARMS[name].model_dump(exclude_none=True)}
-
-
 # Options added after ledger lines began to record theirs, each with what the loop did before
 # it existed: what a line that does not name it measured.
 LEVERS_ADDED_LATER: dict[str, Any] = {
@@ -153,6 +145,12 @@ LEVERS_ADDED_LATER: dict[str, Any] = {
     "code_last": False,
     "docs_noop": False,
 }
+
+
+def unrecorded_levers(name: str) -> dict[str, Any]:
+    """What a ledger line written before lines recorded their options measured."""
+    before = {**DEFAULTS_BEFORE_RECORDED, **LEVERS_ADDED_LATER}
+    return {**before, **ARMS[name].model_dump(exclude_none=True)}
 
 
 def recorded_levers(levers: dict[str, Any]) -> dict[str, Any]:

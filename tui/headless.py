@@ -91,7 +91,7 @@ class ProgressPrinter:
                 return f"{prefix} unusable answer: {event.format_error.splitlines()[1:2]}"
             return f"{prefix} proposal: {event.explanation or '(no explanation)'}"
         if isinstance(event, EditsApplied) and not event.files and not event.held_back:
-            return f"{prefix} the answer changed no file: nothing to commit"
+            return f"{prefix} {event.because or 'the answer changed no file'}: nothing to commit"
         if isinstance(event, Committed):
             return f"{prefix} committed {event.sha[:10]}"
         if isinstance(event, PacketReady):

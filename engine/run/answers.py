@@ -15,11 +15,13 @@ from engine.feedback.tokens import count_tokens
 from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.candidates import (
+    NO_FILE,
+    ONLY_DOCS,
     Candidate,
     Candidates,
     best_choice,
-    changes_nothing,
     runs_doctests,
+    unchanged_because,
 )
 from engine.run.checker import IterationChecker
 from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
@@ -47,14 +49,10 @@ SAMPLED_FIRST_SEED = 100
 ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 
 
-NO_FILE = "the answer changed no file"
-ONLY_DOCS = "the answer changed only docstrings, comments or layout"  # `docs_noop`
-
-
-def unchanged_note(files: Sequence[str], only_docs: bool = False) -> str:
-    """The one line a re-asked model hears."""
+def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
+    """The one line a re-asked model hears; `because`: `unchanged_because`'s reason."""
     sent = ", ".join(files) if files else "nothing"
-    said = "changed only docstrings or comments" if only_docs else "changed nothing"
+    said = "changed only docstrings or comments" if because == ONLY_DOCS else "changed nothing"
     return (
         f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."
@@ -90,24 +88,22 @@ class Answers:
         n = steps.n
         # A docstring-only answer changes nothing, unless the project's doctests test it.
         self.docs = self.config.docs_noop and not runs_doctests(current)
-        self.candidates.docs = self.docs
         messages = self.prompt(n, current, notes)
         if self.config.candidates > 1 and self.config.spec is None:
             self.previous = current
             return await self.choose(steps, messages)
         completion = await self.first_ask(steps, messages)
         answer = await self.review(n, completion.text, reask=self.config.noop_retry)
-        self.echoed = self.echoed or answer.unchanged
+        self.echoed = self.echoed or bool(answer.unchanged)
         if not answer.unchanged or not self.config.noop_retry:
             return answer
         proposal = answer.proposal
         files = [edit.path for edit in proposal.edits] if proposal else []
-        # Unchanged only once docstrings are left out (`docs_noop`): the model is told which.
-        only_docs = proposal is not None and not changes_nothing(proposal, self.workspace.root)
         self.journal.text(n, "unchanged-response.txt", completion.text)
-        reason = ONLY_DOCS if only_docs else NO_FILE
+        # The model is told whether its answer changed nothing or only docstrings (`docs_noop`).
+        reason = answer.unchanged
         self.journal.emit(AnswerReasked(n=n, reason=reason, temperature=REASK_TEMPERATURE))
-        messages = self.prompt(n, current, [*notes, unchanged_note(files, only_docs)])
+        messages = self.prompt(n, current, [*notes, unchanged_note(files, reason)])
         try:
             # Seeded by the iteration: a rerun asks the same, and each iteration differs.
             again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=n)
@@ -180,12 +176,12 @@ class Answers:
         workspace, emit = self.workspace, self.journal.emit
         split = split_test_edits(proposal, workspace.pins, workspace.root)
         explanation = proposal.explanation
-        unchanged = changes_nothing(proposal, workspace.root, docs=self.docs)
+        unchanged = unchanged_because(proposal, workspace.root, docs=self.docs)
         if unchanged and reask:
-            return Answer(explanation, proposal=proposal, unchanged=True)
+            return Answer(explanation, proposal=proposal, unchanged=unchanged)
         emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
         if unchanged:  # blank lines or spaces moved at most: nothing to review or verify
-            return Answer(explanation, proposal=proposal, unchanged=True)
+            return Answer(explanation, proposal=proposal, unchanged=unchanged)
         reasons = [f"changes pinned test file {path}" for path in split.held_back]
         emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
         review = await self.gate.review(n, proposal, split.held_back)
@@ -225,7 +221,7 @@ class Answers:
         )
         answered = [c for c in completions if isinstance(c, Completion)]
         self.spent(steps, answered, time.monotonic() - started)
-        every = await self.candidates.run(n, completions)
+        every = await self.candidates.run(n, completions, docs=self.docs)
         best = best_choice(every)
         if best is None:
             return self.none_verified(n, every)
@@ -262,12 +258,19 @@ class Answers:
         )
 
     def none_verified(self, n: int, every: Sequence[Candidate]) -> Answer:
-        """No candidate could be verified: one that changes nothing takes the no-change path,
-        else the first unusable answer's problem is what the model hears."""
+        """No candidate could be verified: one that changes nothing takes the no-change path
+        (never applied: a docstring-only one would otherwise be committed), else the first
+        unusable answer's problem is what the model hears."""
         for candidate in every:
             if candidate.proposal is not None and candidate.problem is None:
                 notes = self.notes(candidate.held_back, "")
-                return Answer("", candidate.proposal, candidate.held_back, notes)
+                return Answer(
+                    "",
+                    candidate.proposal,
+                    candidate.held_back,
+                    notes,
+                    unchanged=candidate.unchanged or NO_FILE,
+                )
         problem = next(c.problem for c in every if c.problem is not None)
         return self.unusable(n, problem)
 

@@ -44,6 +44,7 @@ class Candidate:
     proposal: Proposal | None = None  # pinned test files already held back
     held_back: list[str] = field(default_factory=list)
     dropped: str = ""
+    unchanged: str = ""  # dropped as changing no code: why (`unchanged_because`)
     problem: EditFormatError | None = None  # why an unusable answer could not be used
     touched: list[str] = field(default_factory=list)
     diff: str = ""
@@ -94,7 +95,6 @@ class Candidates:
     ) -> None:
         self.config, self.workspace, self.journal, self.mode = config, workspace, journal, mode
         self.verify = verify
-        self.docs = False  # docstrings and comments are not code here (Answers.answer sets it)
 
     async def ask(
         self,
@@ -139,9 +139,11 @@ class Candidates:
             raise failed[0]
         return answers
 
-    def screen(self, completions: Sequence[Completion | ModelError]) -> list[Candidate]:
+    def screen(
+        self, completions: Sequence[Completion | ModelError], *, docs: bool = False
+    ) -> list[Candidate]:
         """Each answer parsed and its pinned test edits held back; unanswered, unusable,
-        unchanged and duplicate ones dropped, with why."""
+        unchanged (with `docs`, docstring-only too) and duplicate ones dropped, with why."""
         seen: dict[tuple[object, ...], int] = {}
         screened = []
         root = self.workspace.root
@@ -161,8 +163,8 @@ class Candidates:
             kept, held = apply_pinning(proposal, split, allowed=self.config.allow_test_edits)
             candidate = replace(candidate, proposal=kept, held_back=held)
             key = edits_key(kept)
-            if changes_nothing(kept, root, docs=self.docs):
-                candidate = replace(candidate, dropped="changes no file")
+            if unchanged := unchanged_because(kept, root, docs=docs):
+                candidate = replace(candidate, dropped=DROPPED[unchanged], unchanged=unchanged)
             elif key in seen:
                 candidate = replace(candidate, dropped=f"the same as candidate {seen[key]}")
             else:
@@ -186,17 +188,19 @@ class Candidates:
             except EditFormatError as exc:
                 return replace(candidate, dropped=f"does not apply: {exc.problems[0]}", problem=exc)
             if not applied.files:
-                return replace(candidate, dropped="changes no file")
+                return replace(candidate, dropped=DROPPED[NO_FILE], unchanged=NO_FILE)
             diff = tree_diff(root, tree, applied.files)
             examined = await self.verify(n, tree, applied.files, diff, candidate.k)
         finally:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
         return replace(candidate, touched=applied.files, diff=diff, verification=examined)
 
-    async def run(self, n: int, completions: Sequence[Completion | ModelError]) -> list[Candidate]:
+    async def run(
+        self, n: int, completions: Sequence[Completion | ModelError], *, docs: bool = False
+    ) -> list[Candidate]:
         """Every candidate screened, the usable ones verified concurrently, each in the
         trail (`iterations/NN/candidates/K/`) and as an event."""
-        screened = self.screen(completions)
+        screened = self.screen(completions, docs=docs)
         usable = [c for c in screened if not c.dropped]
         done = await asyncio.gather(*(self.verified(n, c) for c in usable))
         by_k = {c.k: c for c in done}
@@ -259,12 +263,23 @@ def suspicious(verification: Verification) -> bool:
     return verification.judgement.verdict is Verdict.SUSPICIOUS_PASS
 
 
-def changes_nothing(proposal: Proposal, root: Path, *, docs: bool = False) -> bool:
-    """Whether applying the proposal would leave every file's code as it is: no edits, whole
-    files sent back as they are or with only blank lines and trailing spaces changed (the
-    embedded model's commonest "fix"), or a search equal to its replacement. With `docs`
-    (`docs_noop`) also Python files changed only in docstrings, comments or layout."""
-    return _same_lines(proposal, root) or (docs and _same_python_code(proposal, root))
+NO_FILE = "the answer changed no file"
+ONLY_DOCS = "the answer changed only docstrings, comments or layout"  # `docs_noop`
+
+
+def unchanged_because(proposal: Proposal, root: Path, *, docs: bool = False) -> str:
+    """Why applying the proposal would leave every file's code as it is, or "" when it would
+    change code. `NO_FILE`: no edits, whole files sent back as they are or with only blank
+    lines and trailing spaces changed (the embedded model's commonest "fix"), or a search
+    equal to its replacement. `ONLY_DOCS`, with `docs` (`docs_noop`): Python files changed
+    only in docstrings, comments or layout."""
+    if _same_lines(proposal, root):
+        return NO_FILE
+    return ONLY_DOCS if docs and _same_python_code(proposal, root) else ""
+
+
+# A candidate dropped as changing no code, as its trail and the progress lines say it.
+DROPPED = {NO_FILE: "changes no file", ONLY_DOCS: "changes only docstrings, comments or layout"}
 
 
 def _same_lines(proposal: Proposal, root: Path) -> bool:

@@ -37,7 +37,8 @@ class Answer:
     rejected: str | None = None  # the person said no: what the model is told
     comment: str = ""  # the person's words, for the record
     ending: RunEnded | None = None  # the gate aborted the run
-    unchanged: bool = False  # it would change no file's code: not applied; worth asking again
+    # Why it would change no file's code (`unchanged_because`): not applied; worth asking again
+    unchanged: str = ""
     idle_answers: int = 0  # answers of this iteration that changed no code (2: it and its re-ask)
     verified: Verification | None = None  # a chosen candidate's verification of its tree
 
@@ -66,7 +67,15 @@ def apply_and_commit(
     proposal = answer.proposal
     assert proposal is not None
     if answer.unchanged:  # the same code: not written, not committed
-        journal.emit(EditsApplied(n=n, files=[], held_back=answer.held_back, unchanged=True))
+        journal.emit(
+            EditsApplied(
+                n=n,
+                files=[],
+                held_back=answer.held_back,
+                unchanged=True,
+                because=answer.unchanged,
+            )
+        )
         return Applied()
     try:
         applied = apply(proposal, workspace.root)

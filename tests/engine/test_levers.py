@@ -14,7 +14,7 @@ from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
 from engine.model.client import ModelError
 from engine.run.answers import ECHOED
-from engine.run.candidates import changes_nothing
+from engine.run.candidates import DROPPED, NO_FILE, ONLY_DOCS, unchanged_because
 from engine.run.gate import PolicyGate
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
@@ -150,28 +150,61 @@ async def test_without_docs_noop_or_where_doctests_run_a_docstring_is_an_edit(
         assert of_type(result, "AnswerReasked") == []
 
 
+async def test_without_noop_retry_a_docstring_only_answer_is_a_no_change_saying_why(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(answer(("app.py", DOCUMENTED)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, docs_noop=True, noop_retry=False)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    applied = [(e["files"], e["because"]) for e in of_type(result, "EditsApplied")]
+    assert applied == [([], ONLY_DOCS), (["app.py"], "")]
+
+
+async def test_with_docs_noop_docstring_only_candidates_are_dropped_and_never_committed(
+    tmp_path: Path,
+) -> None:
+    documented = answer(("app.py", DOCUMENTED))
+    model = ScriptedModel(
+        documented, documented, answer(("app.py", FIXED)), answer(("app.py", FIXED))
+    )
+    result = await run_loop(tmp_path, model, docs_noop=True, candidates=2)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    dropped = [(e["n"], e["dropped"]) for e in of_type(result, "CandidateVerified")]
+    assert dropped[:2] == [(1, DROPPED[ONLY_DOCS])] * 2
+    # Nothing was written for iteration 1: its docstring is in no commit.
+    [committed] = of_type(result, "Committed")
+    assert str(committed["message"]).startswith("fixloop[iter 2/")
+    repo = git.Repo(tmp_path / "project")
+    assert "The value the test wants" not in repo.git.show(f"fixloop/{RUN_ID}:app.py")
+
+
 def test_docstrings_comments_and_layout_are_not_code(tmp_path: Path) -> None:
     source = 'def f(x):\n    """Add one."""\n    return x + 1  # one\n'
     (tmp_path / "m.py").write_text(source)
     (tmp_path / "notes.txt").write_text("one\n")
 
-    def same(*edits: Edit, docs: bool = True) -> bool:
+    def why(*edits: Edit, docs: bool = True) -> str:
         proposal = Proposal(explanation="", edits=list(edits), format="json")
-        return changes_nothing(proposal, tmp_path, docs=docs)
+        return unchanged_because(proposal, tmp_path, docs=docs)
 
     retyped = 'def f(x):\n    """Adds one."""\n\n    return (x+1)\n'
-    assert same(Edit(path="m.py", content=retyped))
-    assert not same(Edit(path="m.py", content=retyped), docs=False)
-    assert same(Edit(path="m.py", search="# one", replace="# plus one"))
-    assert not same(Edit(path="m.py", search="# one", replace="# plus one"), docs=False)
-    assert same(Edit(path="m.py", search='"""Add one."""', replace='"""Add 1."""'))
-    assert not same(Edit(path="m.py", content=source.replace("x + 1", "x + 2")))
+    assert why(Edit(path="m.py", content=retyped)) == ONLY_DOCS
+    assert why(Edit(path="m.py", content=retyped), docs=False) == ""
+    assert why(Edit(path="m.py", search="# one", replace="# plus one")) == ONLY_DOCS
+    assert why(Edit(path="m.py", search="# one", replace="# plus one"), docs=False) == ""
+    assert why(Edit(path="m.py", search='"""Add one."""', replace='"""Add 1."""')) == ONLY_DOCS
+    # Blank lines and trailing spaces: no file changed, with or without `docs`.
+    for docs in (True, False):
+        assert (
+            why(Edit(path="m.py", content=source.replace(":\n", ":  \n\n")), docs=docs) == NO_FILE
+        )
+    assert why(Edit(path="m.py", content=source.replace("x + 1", "x + 2"))) == ""
     (tmp_path / "s.py").write_text('NAME = "a"\n')
-    assert not same(Edit(path="s.py", content='NAME = "b"\n'))  # a string, not a docstring
-    assert not same(Edit(path="m.py", content="def f(x:\n"))  # does not parse: an edit
-    assert not same(Edit(path="notes.txt", content="two\n"))  # not Python
-    assert not same(Edit(path="new.py", content='"""New."""\n'))  # a new file
-    assert not same(Edit(path="m.py", search="no such line", replace="x"))  # unusable
+    assert why(Edit(path="s.py", content='NAME = "b"\n')) == ""  # a string, not a docstring
+    assert why(Edit(path="m.py", content="def f(x:\n")) == ""  # does not parse: an edit
+    assert why(Edit(path="notes.txt", content="two\n")) == ""  # not Python
+    assert why(Edit(path="new.py", content='"""New."""\n')) == ""  # a new file
+    assert why(Edit(path="m.py", search="no such line", replace="x")) == ""  # unusable
 
 
 async def test_after_an_unchanged_answer_later_iterations_sample_their_first_answer(

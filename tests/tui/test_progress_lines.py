@@ -58,6 +58,10 @@ def test_an_answer_that_changed_no_file_says_so() -> None:
         "fixloop: [1/4] the answer changed no file: nothing to commit"
     ]
     assert printed(EditsApplied(n=1, files=["a.py"])) == []
+    only_docs = "the answer changed only docstrings, comments or layout"  # `--docs-noop`
+    assert printed(EditsApplied(n=1, unchanged=True, because=only_docs)) == [
+        f"fixloop: [1/4] {only_docs}: nothing to commit"
+    ]
 
 
 def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:

@@ -43,22 +43,23 @@ def heading(run: BenchRun) -> str:
     limit = f"limit {config.limit}" if config.limit else "all tasks"
     suite = config.suite
     first = f"fixloop bench: {config.mode} on {{}}, model {config.model}"
-    room = WIDTH - len(first) + 2
-    if len(suite) > room:  # a long directory: its end says more than its start
-        suite = "…" + suite[-(room - 1) :]
     lines = [
-        first.format(suite),
+        first.format(_tail(suite, WIDTH - len(first) + 2)),
         f"seed {config.seed}, {limit}, up to {config.max_rounds} repair rounds, through the loop",
         f"{run.started} on {run.machine.get('cpu', '?')} ({run.machine.get('cores', '?')} cores)",
     ]
     if run.ledger:
         runs = sum(len(item.arms) for item in run.items)
-        lines.append(
-            f"{run.reused_runs} of {runs} runs from earlier sittings (ledger {run.ledger})"
-        )
+        lines.append(f"{run.reused_runs} of {runs} runs from earlier sittings")
+        lines.append(f"ledger {_tail(str(run.ledger), WIDTH - len('ledger '))}")
         if run.revisions:
             lines.append(f"measured with fixloop {', '.join(run.revisions)}")
     return "\n".join(line[:WIDTH] for line in lines)
+
+
+def _tail(path: str, room: int) -> str:
+    """A long path cut at its start: its end (the file) says more than its start."""
+    return path if len(path) <= room else "…" + path[-(room - 1) :]
 
 
 def _optional(value: float | None, form: str) -> str:

@@ -314,6 +314,19 @@ def test_a_long_suite_path_is_shortened_from_the_left() -> None:
     assert "/deep/suite, model" in first
 
 
+def test_a_long_ledger_path_keeps_its_file_name() -> None:
+    run = handcrafted_run()
+    run.ledger = "/work/" + "deep/" * 20 + "humaneval-repair-table-seed0.jsonl"
+    run.reused_runs, run.revisions = 3, ["3842fb43cf19"]
+    lines = render(run, score(run)).splitlines()
+    runs = sum(len(item.arms) for item in run.items)
+    assert f"3 of {runs} runs from earlier sittings" in lines
+    [ledger] = [line for line in lines if line.startswith("ledger ")]
+    assert len(ledger) <= 100
+    assert ledger.startswith("ledger …")
+    assert ledger.endswith("/humaneval-repair-table-seed0.jsonl")
+
+
 def test_the_outcomes_say_which_round_passed() -> None:
     run = handcrafted_run()
     lines = render(run, score(run)).splitlines()

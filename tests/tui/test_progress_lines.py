@@ -17,6 +17,7 @@ from engine.run.events import (
     StrategyChanged,
 )
 from tui.headless import ProgressPrinter
+from tui.screens.main import empty_diff_note
 from tui.widgets.run_view import RunView
 
 TESTS = {"collected": 5, "passed": 4, "failed": 1, "errors": 0, "skipped": 0}
@@ -62,6 +63,16 @@ def test_an_answer_that_changed_no_file_says_so() -> None:
     assert printed(EditsApplied(n=1, unchanged=True, because=only_docs)) == [
         f"fixloop: [1/4] {only_docs}: nothing to commit"
     ]
+    # The app's diff pane says the same of that iteration.
+    view = RunView()
+    for event in (IterationStarted(n=1, max_n=4), EditsApplied(n=1, because=only_docs)):
+        view.apply(event)
+    assert (view.iterations[1].status, empty_diff_note(view.iterations[1])) == (
+        "no_change",
+        only_docs,
+    )
+    view.apply(EditsApplied(n=2, files=[]))
+    assert empty_diff_note(view.iterations[2]) == "the proposal changed no file"
 
 
 def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:

@@ -45,8 +45,8 @@ def empty_diff_note(it: IterationView | None) -> str:
         return "no edit yet: this is the project before the first proposal"
     if it.status == "format_error":
         return "the answer could not be used: nothing was changed"
-    if it.status == "no_change":
-        return "the proposal changed no file"
+    if it.status == "no_change":  # nothing written: no file changed, or only docstrings
+        return it.unchanged or "the proposal changed no file"
     if it.status == "rejected":
         return "rejected by you: nothing was applied"
     if it.in_progress:

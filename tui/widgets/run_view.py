@@ -75,6 +75,7 @@ class IterationView:
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
     candidates: int = 0  # candidates verified or dropped so far (`--candidates N`)
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
+    unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
 
     @property
     def duration_s(self) -> float:
@@ -206,6 +207,7 @@ class RunView:
             it.files, it.held_back = list(event.files), list(event.held_back)
             if not event.files:
                 it.status = "no_change"
+                it.unchanged = event.because
         elif isinstance(event, ev.Committed):
             it.commit = event.sha
         elif isinstance(event, ev.StageStarted):

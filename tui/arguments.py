@@ -37,6 +37,7 @@ RUN_FLAGS = (
     "runtime_values",
     "test_focus",
     "repeat_called",
+    "called_code",
     "code_last",
     "noop_retry",
     "docs_noop",
@@ -127,6 +128,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="the full prompt shows the functions a failing assertion calls again after the "
         "failure, even when their whole file is shown (default on: without it the embedded "
         "model echoed more)",
+    )
+    parser.add_argument(
+        "--called-code",
+        action=argparse.BooleanOptionalAction,
+        help="a function a failing assertion calls is shown again without its docstring, so "
+        "its code is what the 15 lines hold (default off)",
     )
     parser.add_argument(
         "--code-last",

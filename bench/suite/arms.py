@@ -26,6 +26,7 @@ class ArmOptions(BaseModel):
     runtime_values: bool | None = None
     test_focus: bool | None = None
     repeat_called: bool | None = None
+    called_code: bool | None = None
     code_last: bool | None = None
     noop_retry: bool | None = None
     docs_noop: bool | None = None
@@ -41,6 +42,7 @@ TODAY = ArmOptions(
     runtime_values=False,
     test_focus=False,
     repeat_called=True,
+    called_code=False,
     code_last=False,
     noop_retry=False,
     docs_noop=False,
@@ -69,6 +71,7 @@ ARMS: dict[str, ArmOptions] = {
         runtime_values=True,
         test_focus=False,
         repeat_called=True,
+        called_code=False,
         code_last=False,
         noop_retry=True,
         docs_noop=False,
@@ -88,6 +91,8 @@ ARMS: dict[str, ArmOptions] = {
     "last": ArmOptions(repeat_called=False, code_last=True),
     # The defaults with an answer that changes only docstrings or comments re-asked.
     "docs": ArmOptions(docs_noop=True),
+    # The defaults with the repeated called function shown as code, its docstring left out.
+    "code": ArmOptions(called_code=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -142,6 +147,7 @@ def arm_levers(name: str, model: str) -> dict[str, Any]:
 # it existed: what a line that does not name it measured.
 LEVERS_ADDED_LATER: dict[str, Any] = {
     "repeat_called": True,
+    "called_code": False,
     "code_last": False,
     "docs_noop": False,
 }
@@ -183,6 +189,7 @@ _WORDS = {
     "runtime_values": "runtime values",
     "test_focus": "test focus",
     "repeat_called": "called functions repeated",
+    "called_code": "called functions without docstrings",
     "code_last": "code last",
     "noop_retry": "no-op retry",
     "docs_noop": "docstring edits as no-ops",

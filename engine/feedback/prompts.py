@@ -19,12 +19,14 @@ from engine.edits.proposal import EditFormat
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
 from engine.model.client import Message
+from engine.project.docstrings import docstring_of
 from engine.verify.pins import is_test_file
 
 DEFAULT_TASK = "Make the failing tests pass."
 FILE_CHARS = 12_000  # a larger file is sent as excerpts around the lines that matter
 FILES_BUDGET_CHARS = 24_000
 EXCERPT_RADIUS = 25
+CALLED_LINES = 15  # of a called function's source shown after the packet
 
 
 class PromptFile(BaseModel):
@@ -269,9 +271,13 @@ def lines_of_interest(packet: RepairPacket | None) -> dict[str, list[int]]:
     return found
 
 
-def called_definitions(root: Path, packet: RepairPacket | None, paths: Sequence[str]) -> list[str]:
+def called_definitions(
+    root: Path, packet: RepairPacket | None, paths: Sequence[str], *, docstrings: bool = True
+) -> list[str]:
     """Where the project functions the first failing line calls are defined, with their
-    source: a failing assertion in a test has no project frame, so point at the code."""
+    source (its first `CALLED_LINES` lines): a failing assertion in a test has no project
+    frame, so point at the code. Without `docstrings` (`called_code`) a function's docstring
+    is left out of its lines, so a long one does not push its code past the cut."""
     if packet is None or not packet.failures or not packet.failures[0].assertion:
         return []
     if packet.failures[0].frame is not None:
@@ -297,10 +303,15 @@ def called_definitions(root: Path, packet: RepairPacket | None, paths: Sequence[
         lines = source.splitlines()
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in called:
-                end = min(node.end_lineno or node.lineno, node.lineno + 14)
-                body = "\n".join(lines[node.lineno - 1 : end])
+                numbers = list(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+                doc = None if docstrings else docstring_of(node)
+                left_out = ""
+                if doc is not None and len(node.body) > 1:
+                    numbers = [k for k in numbers if not doc.lineno <= k <= (doc.end_lineno or 0)]
+                    left_out = " (its docstring left out)"
+                body = "\n".join(lines[k - 1] for k in numbers[:CALLED_LINES])
                 notes.append(
-                    f"The failing line calls {node.name}, defined at {path}:{node.lineno}:\n"
-                    f"```python\n{body}\n```"
+                    f"The failing line calls {node.name}, defined at {path}:{node.lineno}"
+                    f"{left_out}:\n```python\n{body}\n```"
                 )
     return notes[:3]

@@ -43,9 +43,11 @@ def small_prompt(
     notes: Sequence[str] = (),
     *,
     pointers: bool = True,
+    called_code: bool = False,
 ) -> SmallPrompt:
     """The small profile's messages. `told` is what the model is told of the failure (the
-    rendered packet, or the raw output's tail); `pointers` as in the full profile."""
+    rendered packet, or the raw output's tail); `pointers` and `called_code` as in the full
+    profile."""
     paths = code_paths(root, prompts.relevant_paths(root, packet, named=list(named)), named)
     files = prompts.load_files(
         root,
@@ -59,7 +61,8 @@ def small_prompt(
     if told:
         parts.append(told)
     if pointers:  # a definition is worth repeating only where its file was cut to excerpts
-        parts += prompts.called_definitions(root, packet, [f.path for f in files if f.excerpt])
+        excerpted = [f.path for f in files if f.excerpt]
+        parts += prompts.called_definitions(root, packet, excerpted, docstrings=not called_code)
     parts += list(notes)
     if task.strip() and task.strip() != prompts.DEFAULT_TASK:
         parts.append(f"Task: {task.strip()}")

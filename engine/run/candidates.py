@@ -5,7 +5,6 @@ each on its own scratch copy of the run's worktree, ranked, and one chosen at th
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import difflib
 import shutil
@@ -17,6 +16,7 @@ from pathlib import Path
 from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.client import Completion, Message, ModelClient, ModelError
+from engine.project.docstrings import code_shape
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested
 from engine.run.gate import CandidateView, Choice, apply_pinning, split_test_edits
@@ -309,30 +309,6 @@ def _same_python_code(proposal: Proposal, root: Path) -> bool:
         if shape is None or shape != code_shape(after):
             return False
     return True
-
-
-_DOCUMENTED = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def code_shape(source: str) -> str | None:
-    """The module's syntax tree without its docstrings, as text (no comments, no positions);
-    None when it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, _DOCUMENTED) and node.body and _docstring(node.body[0]):
-            node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-
-def _docstring(statement: ast.stmt) -> bool:
-    return (
-        isinstance(statement, ast.Expr)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
-    )
 
 
 def runs_doctests(verification: Verification | None) -> bool:

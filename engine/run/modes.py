@@ -95,6 +95,7 @@ class RepairMode:
                 config.edit_format,
                 notes,
                 pointers=pointers,
+                called_code=config.called_code,
             )
             self.asked_for = prompt.reply_paths
             return prompt.messages
@@ -108,6 +109,7 @@ class RepairMode:
             pointers=pointers,
             focus=config.test_focus,
             repeat_called=config.repeat_called,
+            called_code=config.called_code,
             code_last=config.code_last,
         )
 
@@ -158,12 +160,14 @@ def repair_messages(
     pointers: bool = True,
     focus: bool = False,
     repeat_called: bool = True,
+    called_code: bool = False,
     code_last: bool = False,
 ) -> list[Message]:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With `pointers` (packet
     feedback) also the definitions the failure calls (with `repeat_called` even those whose
-    whole file is shown, else only those cut to excerpts or left out), and with `focus`
+    whole file is shown, else only those cut to excerpts or left out; with `called_code`
+    without their docstrings), and with `focus`
     (`test_focus`) test files cut to their failing tests; raw feedback shows them whole, as a
     naive loop would. With `code_last` the code to fix comes after the packet."""
     packet = current.packet
@@ -176,7 +180,11 @@ def repair_messages(
     )
     whole = set() if repeat_called else {f.path for f in files if not f.excerpt}
     unseen = [path for path in paths if path not in whole]  # cut to excerpts, or not shown
-    called = prompts.called_definitions(root, packet, unseen) if pointers else []
+    called = (
+        prompts.called_definitions(root, packet, unseen, docstrings=not called_code)
+        if pointers
+        else []
+    )
     return prompts.messages(
         task, files, current.packet_text, edit_format, [*called, *notes], code_last=code_last
     )

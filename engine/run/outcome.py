@@ -39,6 +39,7 @@ class RunConfig(BaseModel):
     runtime_values: bool = False  # the failing frame's locals in the packet
     test_focus: bool = False  # the full prompt's test files cut to their failing tests
     repeat_called: bool = True  # called functions shown again though their file is whole
+    called_code: bool = False  # a called function shown without its docstring
     code_last: bool = False  # the full prompt: tests, the failure, then the code to fix
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     docs_noop: bool = False  # an answer that changes only docstrings or comments changes nothing

@@ -95,6 +95,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         runtime_values=settings.runtime_values,
         test_focus=settings.test_focus,
         repeat_called=settings.repeat_called,
+        called_code=settings.called_code,
         code_last=settings.code_last,
         noop_retry=settings.noop_retry,
         docs_noop=settings.docs_noop,

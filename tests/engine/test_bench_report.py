@@ -134,6 +134,7 @@ def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("values") == "defaults + runtime values on, sampling after a no-op off"
     assert describe("sampled") == "defaults + sampling after a no-op on"
     assert describe("compact") == "defaults + small prompt"
+    assert describe("code") == "defaults + called functions without docstrings on"
     assert describe("all").startswith("today + 3 candidates, small prompt")
 
 

@@ -198,6 +198,68 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
         assert "The failing line calls double" in again[1].content  # today's prompt
 
 
+DOCUMENTED_DOUBLE = (
+    "def double(x):\n"
+    '    """Double x.\n\n'
+    + "".join(f"    double({i}) == {2 * i}\n" for i in range(16))
+    + '    """\n'
+    "    twice = x + 2\n"
+    "    return twice\n"
+)
+
+
+def test_with_called_code_the_repeated_function_is_its_code_without_its_docstring(
+    tmp_path: Path,
+) -> None:
+    write_project(tmp_path, DOCUMENTED_DOUBLE, "")
+    failing = Failure(
+        test="tests/test_calc.py::test_double",
+        file="tests/test_calc.py",
+        line=4,
+        assertion="assert double(3) == 6",
+        expected="6",
+        actual="5",
+    )
+    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
+    current = Verification.model_construct(packet=packet, packet_text=packet.render())
+    named = ["calc/__init__.py"]
+
+    def repeated(**levers: bool) -> str:
+        told = repair_messages(tmp_path, current, [], TASK, named, "whole", **levers)
+        return told[1].content.split("The failing line calls double, ")[1]
+
+    # Today: the 15 lines hold the docstring, and the bug is past the cut.
+    assert "twice = x + 2" not in repeated()
+    code = repeated(called_code=True)
+    assert code.startswith(
+        "defined at calc/__init__.py:1 (its docstring left out):\n```python\n"
+        "def double(x):\n    twice = x + 2\n    return twice\n```"
+    )
+    assert "Double x." not in code
+    # The whole file, docstring and all, is still shown once above it.
+    whole = repair_messages(tmp_path, current, [], TASK, named, "whole", called_code=True)
+    assert whole[1].content.count('"""Double x.') == 1
+
+
+def test_a_function_that_is_only_its_docstring_is_shown_as_it_is(tmp_path: Path) -> None:
+    write_project(tmp_path, 'def double(x):\n    """Double x."""\n', "")
+    failing = Failure(
+        test="tests/test_calc.py::test_double",
+        file="tests/test_calc.py",
+        line=4,
+        assertion="assert double(3) == 6",
+    )
+    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
+    current = Verification.model_construct(packet=packet, packet_text=packet.render())
+    told = repair_messages(
+        tmp_path, current, [], TASK, ["calc/__init__.py"], "whole", called_code=True
+    )
+    assert (
+        'defined at calc/__init__.py:1:\n```python\ndef double(x):\n    """Double x."""\n```'
+        in told[1].content
+    )
+
+
 def test_a_task_of_the_persons_own_is_said_before_the_reply_line() -> None:
     packet = captured("assertion_failure")[1]
     task = "The function in stats/__init__.py has a bug."

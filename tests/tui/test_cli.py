@@ -180,12 +180,13 @@ def test_replay_without_runs_or_of_an_unknown_run_is_one_line(tmp_path: Path) ->
 
 
 def test_the_prompt_flags_reach_the_run_config(tmp_path: Path) -> None:
-    def config(*flags: str) -> tuple[bool, bool]:
+    def config(*flags: str) -> tuple[bool, bool, bool, bool]:
         args = build_parser().parse_args(["run", str(tmp_path), "--model", "openai/x", *flags])
         found = settings_from_args(args)
         assert not isinstance(found, int)
         made = run_config(found[1], "openai/x")
-        return made.repeat_called, made.code_last
+        return made.repeat_called, made.code_last, made.called_code, made.docs_noop
 
-    assert config() == (True, False)
-    assert config("--no-repeat-called", "--code-last") == (False, True)
+    assert config() == (True, False, False, False)
+    assert config("--no-repeat-called", "--code-last") == (False, True, False, False)
+    assert config("--called-code", "--docs-noop") == (True, False, True, True)

@@ -63,10 +63,12 @@ class DoublingSandbox(TreeSandbox):
         return self.result(report, 0 if green else 1, stdout, request)
 
 
-async def run_loop(tmp_path: Path, model: ScriptedModel, **config: object) -> RunResult:
+async def run_loop(
+    tmp_path: Path, model: ScriptedModel, code: str = BROKEN, **config: object
+) -> RunResult:
     root = tmp_path / "project"
     (root / "tests").mkdir(parents=True)
-    (root / "calc.py").write_text(BROKEN)
+    (root / "calc.py").write_text(code)
     (root / "tests" / "test_calc.py").write_text(TESTS)
     repo = git.Repo.init(root)
     repo.git.add(A=True)
@@ -132,6 +134,19 @@ async def test_without_repeat_called_the_full_prompt_shows_the_function_once(
         assert told.count("def double(x):") == 1
         assert "The failing line calls double" not in told
         assert "failing line: assert double(3) == 6" in told
+
+
+async def test_with_called_code_the_repeat_leaves_the_docstring_out(tmp_path: Path) -> None:
+    documented = BROKEN.replace(":\n", ':\n    """Double x."""\n', 1)
+    model = ScriptedModel(answer(("calc.py", FIXED)))
+    result = await run_loop(tmp_path, model, documented, prompt_profile="full", called_code=True)
+    assert result.status.value == "ok"
+    told = model.prompt(1)
+    assert f"calc.py\n```python\n{documented}```" in told  # the file whole, docstring and all
+    assert (
+        "The failing line calls double, defined at calc.py:1 (its docstring left out):\n"
+        "```python\ndef double(x):\n    return x + 2\n```"
+    ) in told
 
 
 async def test_code_last_shows_the_tests_then_the_failure_then_the_code(tmp_path: Path) -> None:

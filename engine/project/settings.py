@@ -60,8 +60,8 @@ class Settings(BaseModel):
     # The full prompt shows a function a failing assertion calls a second time, after the
     # packet, even when its whole file is in the prompt (engine/feedback/prompts.py).
     repeat_called: bool = True
-    # That function shown as its code, its docstring left out: a long docstring takes the
-    # whole excerpt otherwise.
+    # That function shown as its code, its docstring left out (a long docstring takes the
+    # whole excerpt otherwise); off: it fixed fewer bench tasks.
     called_code: bool = False
     code_last: bool = False  # the full prompt's code to fix after the failure, tests before it
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration

@@ -139,6 +139,21 @@ def write_project(root: Path, code: str, test: str) -> None:
     (root / "tests" / "test_calc.py").write_text(test)
 
 
+def double_failing(*, values: bool = True) -> tuple[RepairPacket, Verification]:
+    """`assert double(3) == 6` failing in tests/test_calc.py (with its values unless told
+    not), as its packet and the `Verification` the loop's prompt is built from."""
+    failing = Failure(
+        test="tests/test_calc.py::test_double",
+        file="tests/test_calc.py",
+        line=4,
+        assertion="assert double(3) == 6",
+        expected="6" if values else None,
+        actual="5" if values else None,
+    )
+    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
+    return packet, Verification.model_construct(packet=packet, packet_text=packet.render())
+
+
 def test_a_long_failing_test_is_cut_to_its_lines_up_to_the_failing_one(tmp_path: Path) -> None:
     setup = "".join(f"        value_{i} = {i}\n" for i in range(30))
     test = (
@@ -170,15 +185,7 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
     # Over both profiles' limit for a whole file (12,000 characters): cut to excerpts.
     filler = "".join(f"CONSTANT_{i} = {i}  # {'x' * 60}\n" for i in range(200))
     write_project(tmp_path, f"{filler}\n\ndef double(x):\n    return x + 2\n", "")
-    failing = Failure(
-        test="tests/test_calc.py::test_double",
-        file="tests/test_calc.py",
-        line=4,
-        assertion="assert double(3) == 6",
-        expected="6",
-        actual="5",
-    )
-    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
+    packet, current = double_failing()
     named = ["calc/__init__.py"]
     text = small_prompt(tmp_path, packet, packet.render(), TASK, named, "whole").messages[1].content
     assert "calc/__init__.py  (excerpt; line numbers on the left)" in text
@@ -191,7 +198,6 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
     assert text.count("def double(x):") == 1
     # The full prompt without `repeat_called` keeps the same rule.
     for root, repeated in ((tmp_path, True), (small, False)):
-        current = Verification.model_construct(packet=packet, packet_text=packet.render())
         full = repair_messages(root, current, [], TASK, named, "whole", repeat_called=False)
         assert ("The failing line calls double" in full[1].content) is repeated
         again = repair_messages(root, current, [], TASK, named, "whole")
@@ -212,20 +218,11 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
     tmp_path: Path,
 ) -> None:
     write_project(tmp_path, DOCUMENTED_DOUBLE, "")
-    failing = Failure(
-        test="tests/test_calc.py::test_double",
-        file="tests/test_calc.py",
-        line=4,
-        assertion="assert double(3) == 6",
-        expected="6",
-        actual="5",
-    )
-    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
-    current = Verification.model_construct(packet=packet, packet_text=packet.render())
+    _, current = double_failing()
     named = ["calc/__init__.py"]
 
-    def repeated(**levers: bool) -> str:
-        told = repair_messages(tmp_path, current, [], TASK, named, "whole", **levers)
+    def repeated(*, called_code: bool = False) -> str:
+        told = repair_messages(tmp_path, current, [], TASK, named, "whole", called_code=called_code)
         return told[1].content.split("The failing line calls double, ")[1]
 
     # Today: the 15 lines hold the docstring, and the bug is past the cut.
@@ -243,14 +240,7 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
 
 def test_a_function_that_is_only_its_docstring_is_shown_as_it_is(tmp_path: Path) -> None:
     write_project(tmp_path, 'def double(x):\n    """Double x."""\n', "")
-    failing = Failure(
-        test="tests/test_calc.py::test_double",
-        file="tests/test_calc.py",
-        line=4,
-        assertion="assert double(3) == 6",
-    )
-    packet = RepairPacket(summary="1 of 1 tests failing", error_class="logic", failures=[failing])
-    current = Verification.model_construct(packet=packet, packet_text=packet.render())
+    _, current = double_failing(values=False)
     told = repair_messages(
         tmp_path, current, [], TASK, ["calc/__init__.py"], "whole", called_code=True
     )

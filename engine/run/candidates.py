@@ -50,6 +50,11 @@ class Candidate:
     diff: str = ""
     verification: Verification | None = None
 
+    def as_unchanged(self, because: str) -> Candidate:
+        """This candidate dropped as changing no code: the reason, and the text it is
+        dropped with, set together."""
+        return replace(self, dropped=DROPPED[because], unchanged=because)
+
     def view(self) -> CandidateView:
         assert self.proposal is not None
         assert self.verification is not None
@@ -164,7 +169,7 @@ class Candidates:
             candidate = replace(candidate, proposal=kept, held_back=held)
             key = edits_key(kept)
             if unchanged := unchanged_because(kept, root, docs=docs):
-                candidate = replace(candidate, dropped=DROPPED[unchanged], unchanged=unchanged)
+                candidate = candidate.as_unchanged(unchanged)
             elif key in seen:
                 candidate = replace(candidate, dropped=f"the same as candidate {seen[key]}")
             else:
@@ -188,7 +193,7 @@ class Candidates:
             except EditFormatError as exc:
                 return replace(candidate, dropped=f"does not apply: {exc.problems[0]}", problem=exc)
             if not applied.files:
-                return replace(candidate, dropped=DROPPED[NO_FILE], unchanged=NO_FILE)
+                return candidate.as_unchanged(NO_FILE)
             diff = tree_diff(root, tree, applied.files)
             examined = await self.verify(n, tree, applied.files, diff, candidate.k)
         finally:

@@ -19,6 +19,7 @@ from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
 
 _EXPLANATION_CHARS = 200
 _STRAY_BRACES = 32  # bounds the rescans of an answer full of unmatched braces
+_NO_JSON = "there is no JSON object in your answer"
 
 
 def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) -> Proposal:
@@ -28,8 +29,22 @@ def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) 
     if not text.strip():
         raise shape_error(["your answer is empty"], format)
     if format == "json":
-        return _parse_json(text)
+        try:
+            return _parse_json(text)
+        except EditFormatError as error:
+            # A model asked for JSON that sends whole files instead (path line, fenced file)
+            # still proposed something usable: read it as such, rather than spend an iteration.
+            if error.problems != [_NO_JSON] or (whole := _whole_or_none(text)) is None:
+                raise
+            return whole
     return _parse_whole(text, lone_block_path)
+
+
+def _whole_or_none(text: str) -> Proposal | None:
+    try:
+        return _parse_whole(text)
+    except EditFormatError:
+        return None
 
 
 def _parse_json(text: str) -> Proposal:
@@ -123,7 +138,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     problem = (
         "your JSON object is never closed; send it complete (shorter, if it was cut off)"
         if "{" in text
-        else "there is no JSON object in your answer"
+        else _NO_JSON
     )
     raise shape_error([problem], "json")
 

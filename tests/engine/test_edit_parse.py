@@ -117,6 +117,21 @@ def test_answer_without_json_is_an_error() -> None:
         parse("I think the bug is in mean().", "json")
 
 
+def test_whole_files_sent_when_json_was_asked_for_are_read_as_whole_files() -> None:
+    answer = "stats/core.py\n```python\ndef mean(xs):\n    return sum(xs) / len(xs)\n```\n"
+    assert parse(answer, "json") == Proposal(
+        explanation="",
+        edits=[Edit(path="stats/core.py", content="def mean(xs):\n    return sum(xs) / len(xs)\n")],
+        format="whole",
+    )
+    # Only an answer with no JSON at all: a broken JSON answer keeps its JSON error.
+    with pytest.raises(EditFormatError, match="never closed"):
+        parse('stats/core.py\n```python\nX = {"a":\n```\n{"edits": [', "json")
+    # A code block without a path is neither: the JSON error, which asks for the JSON shape.
+    with pytest.raises(EditFormatError, match="no JSON object"):
+        parse("```python\nX = 1\n```\n", "json")
+
+
 def test_empty_answer_is_an_error() -> None:
     with pytest.raises(EditFormatError, match="empty"):
         parse("  \n", "json")

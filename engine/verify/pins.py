@@ -49,6 +49,36 @@ def is_test_file(path: str) -> bool:
     return any(part in _TEST_DIRS for part in pure.parts[:-1])
 
 
+# Directories of what tests read: a file in one is test data, whatever its kind.
+_TEST_DATA_DIR = re.compile(
+    r"(^|[_.-])tests?($|[_.-])|testdata|testcases|test_data|fixtures$|__tests__|__snapshots__"
+)
+_TEST_DATA_NAME = re.compile(r"^tests?([_.-]|$)|[_.-]tests?$")
+# A test data file larger than this is pinned by its size alone: reading it on every check
+# would cost more than a same-size rewrite of it is worth guarding against.
+DATA_HASH_LIMIT = 4 * 1024 * 1024
+_CODE_SUFFIXES = frozenset({".py", ".pyi", ".pyx", ".go", *_JS_SUFFIXES})
+
+
+def is_test_data(path: str) -> bool:
+    """Whether a project-relative posix path is something tests read rather than run: any
+    file but code under a test directory (`tests/data/cases.json`, `testdata/`,
+    `json_testcases/`, `fixtures/`), or named as a test's (`test_parse_cases.txt`,
+    `parser_test.json`).
+    Pinned with the test files: a pass earned by rewriting expected data is no pass."""
+    pure = PurePosixPath(path)
+    if is_test_file(path) or pure.suffix in _CODE_SUFFIXES:
+        return False  # code outside the tests' own files is the project's, to repair
+    if any(_TEST_DATA_DIR.search(part) for part in pure.parts[:-1]):
+        return True
+    return bool(_TEST_DATA_NAME.search(pure.stem.split(".")[0]))
+
+
+def is_pinned(path: str) -> bool:
+    """A test file or test data: what a run may not change for its pass to count."""
+    return is_test_file(path) or is_test_data(path)
+
+
 def _is_skipped_dir(name: str) -> bool:
     return name in _SKIPPED_NAMES or any(fnmatch.fnmatch(name, pat) for pat in _SKIPPED_DIRS)
 
@@ -99,18 +129,30 @@ class TestPins(BaseModel):
                 if not isinstance(item, git.Blob):
                     continue  # trees and submodules
                 path = str(item.path)
-                if is_test_file(path) and not _in_skipped_dir(path):
+                if not is_pinned(path) or _in_skipped_dir(path):
+                    continue
+                if is_test_data(path) and item.size > DATA_HASH_LIMIT:
+                    files[path] = _by_size(item.size)
+                else:
                     files[path] = _digest(item.data_stream.read())
             return cls(rev=commit.hexsha, files=files)
 
     @classmethod
     def from_tree(cls, root: Path) -> TestPins:
-        files = {
-            path: _digest(_read_tree_file(root / path))
-            for path in _walk(root)
-            if is_test_file(path)
-        }
+        files = {path: _tree_digest(root / path, path) for path in _walk(root) if is_pinned(path)}
         return cls(rev="working-tree", files=files)
+
+
+def _tree_digest(file: Path, path: str) -> str:
+    if is_test_data(path) and not file.is_symlink():
+        size = file.stat().st_size
+        if size > DATA_HASH_LIMIT:
+            return _by_size(size)
+    return _digest(_read_tree_file(file))
+
+
+def _by_size(size: int) -> str:
+    return f"size:{size}"
 
 
 class TestChange(BaseModel):

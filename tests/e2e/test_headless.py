@@ -193,6 +193,34 @@ def test_a_test_edit_is_held_back_and_the_next_packet_says_so(
     assert_trail_agrees(result)
 
 
+def test_an_edit_to_the_tests_data_is_held_back_like_a_test_edit(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """Tests that read their cases from a file: rewriting the expected values is no fix."""
+    source = tmp_path / "source" / "calc"
+    (source / "tests" / "data").mkdir(parents=True)
+    (source / "calc.py").write_text("def double(x):\n    return x + 2\n")
+    (source / "tests" / "data" / "cases.json").write_text("[[3, 6], [5, 10]]\n")
+    (source / "tests" / "test_calc.py").write_text(
+        "import json\nfrom pathlib import Path\n\nimport pytest\n\nfrom calc import double\n"
+        'CASES = json.loads((Path(__file__).parent / "data" / "cases.json").read_text())\n\n\n'
+        '@pytest.mark.parametrize("x, expected", CASES)\n'
+        "def test_double(x, expected):\n    assert double(x) == expected\n"
+    )
+    root = committed_copy(source, tmp_path, "tests from recorded cases")
+    cheat = {"path": "tests/data/cases.json", "content": "[[3, 5], [5, 7]]\n"}
+    fix = {"path": "calc.py", "content": "def double(x):\n    return x * 2\n"}
+    model_server.script(reply(answer("the cases are wrong", cheat)), reply(answer("x * 2", fix)))
+    done, result = fixloop(model_server, root, "--max-iters", "2")
+    assert done.returncode == 0, done.stderr
+    assert [it["status"] for it in result["iterations"]] == ["no_change", "ok"]
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your edits to tests/data/cases.json were NOT applied" in second_prompt
+    tip = git.Repo(root).commit(result["branch"])
+    assert (tip.tree / "tests" / "data" / "cases.json").data_stream.read() == b"[[3, 6], [5, 10]]\n"
+    assert_trail_agrees(result)
+
+
 def test_allowed_test_edits_turn_the_pass_suspicious_and_exit_4(
     model_server: ScriptedModelServer, project: Path
 ) -> None:

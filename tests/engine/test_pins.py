@@ -15,6 +15,7 @@ from engine.verify.pins import (
     added_skips,
     changed_tests,
     config_changes,
+    is_test_data,
     is_test_file,
 )
 
@@ -114,7 +115,74 @@ def test_other_files_are_not_tests(path: str) -> None:
     assert not is_test_file(path)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/data/input.json",
+        "testdata/golden.txt",
+        "json_testcases/bitcount.json",
+        "src/test_data/cases.csv",
+        "app/fixtures/users.yaml",
+        "test_solution_cases.txt",
+        "pkg/parser_test.json",
+        "test.txt",
+        "e2e-tests/expected.out",
+    ],
+)
+def test_what_tests_read_is_test_data(path: str) -> None:
+    assert is_test_data(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/test_stats.py",  # a test file, not data
+        "pkg/stats.py",
+        "pkg/fixtures/loader.py",  # code is the project's to repair, wherever it is
+        "testdata/gen.go",
+        "pyproject.toml",
+        "data/latest.json",
+        "docs/contest.md",
+        "attestation/report.txt",
+    ],
+)
+def test_code_and_other_files_are_not_test_data(path: str) -> None:
+    assert not is_test_data(path)
+
+
 # --- pins ---------------------------------------------------------------------------------------
+
+
+def test_test_data_is_pinned_and_a_rewrite_of_it_is_a_change(project: git.Repo) -> None:
+    root = root_of(project)
+    write(root, {"tests/data/cases.json": "[[1, 2]]\n", "tests/data/big.bin": "x" * 9})
+    commit_all(project, "cases")
+    pins = TestPins.from_commit(root)
+    assert pins.files["tests/data/cases.json"] == sha256("[[1, 2]]\n")
+    assert TestPins.from_tree(root).files == pins.files
+    write(root, {"tests/data/cases.json": "[[1, 3]]\n"})
+    (root / "tests" / "data" / "big.bin").unlink()
+    assert changed_tests(pins, root) == [
+        TestChange(path="tests/data/big.bin", change="deleted"),
+        TestChange(path="tests/data/cases.json", change="modified"),
+    ]
+
+
+def test_a_large_data_file_is_pinned_by_its_size(
+    project: git.Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("engine.verify.pins.DATA_HASH_LIMIT", 8)
+    root = root_of(project)
+    write(root, {"tests/data/big.bin": "x" * 9, "tests/data/small.txt": "y"})
+    commit_all(project, "data")
+    pins = TestPins.from_commit(root)
+    assert pins.files["tests/data/big.bin"] == "size:9"
+    assert pins.files["tests/data/small.txt"] == sha256("y")
+    assert TestPins.from_tree(root).files == pins.files
+    write(root, {"tests/data/big.bin": "z" * 9})  # the same size: not seen, by design
+    assert changed_tests(pins, root) == []
+    write(root, {"tests/data/big.bin": "z" * 10})
+    assert changed_tests(pins, root) == [TestChange(path="tests/data/big.bin", change="modified")]
 
 
 def test_pins_from_a_commit_hash_each_test_file(project: git.Repo) -> None:

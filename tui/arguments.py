@@ -360,11 +360,12 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--test-layout",
-        choices=["literal", "table"],
+        choices=["literal", "table", "data"],
         default="literal",
         help="how the hidden tests are written: literal, one test per assert with its "
         "arguments in the failing line (default); table, one test parametrized over "
-        "(arguments, expected), as many projects write them",
+        "(arguments, expected), as many projects write them; data, that test with its table "
+        "in a file beside it, as projects that test from recorded cases do",
     )
     parser.add_argument(
         "--keep",

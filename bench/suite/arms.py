@@ -93,6 +93,9 @@ ARMS: dict[str, ArmOptions] = {
     "docs": ArmOptions(docs_noop=True),
     # The defaults with the repeated called function shown as code, its docstring left out.
     "code": ArmOptions(called_code=True),
+    # The defaults (sampling after a no-op on) with runtime values: `values` is the greedy
+    # defaults with them, measured before sampling was a default.
+    "defaults-values": ArmOptions(runtime_values=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.

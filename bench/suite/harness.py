@@ -34,8 +34,11 @@ TEST_CMD = f"python -m pytest -q {TEST_FILE}"
 TEST_STAGE = Stage(name="tests", kind=StageKind.TESTS, cmd=TEST_CMD)
 # How the hidden tests are written: HumanEval's own shape, one test per assert with the
 # arguments in its failing line (`literal`), or the table-driven shape of many projects, one
-# test parametrized over (arguments, expected) where the failing line names no input (`table`).
-TestLayout = Literal["literal", "table"]
+# test parametrized over (arguments, expected) where the failing line names no input (`table`),
+# or that test with its table in a data file beside it (`data`), as projects that test from
+# recorded cases do: then neither the test file nor its failing line shows an input.
+TestLayout = Literal["literal", "table", "data"]
+CASES_FILE = "test_solution_cases.txt"
 _AUTHOR = ("-c", "user.name=fixloop bench", "-c", "user.email=bench@fixloop.invalid")
 
 
@@ -44,22 +47,25 @@ _AUTHOR = ("-c", "user.name=fixloop bench", "-c", "user.email=bench@fixloop.inva
 
 def hidden_tests(task: BenchTask, layout: TestLayout = "literal") -> str:
     """The pytest file for a task: its test code, then one test per assert of `check`
-    (`literal`), or (`table`) one test parametrized over a table of the asserts that call
-    the function and compare its result, each other assert a test of its own."""
+    (`literal`), or (`table`, `data`) one test parametrized over a table of the asserts that
+    call the function and compare its result, each other assert a test of its own; under
+    `data` the table is read from `CASES_FILE` (`hidden_cases`)."""
     asserts, argument = _split_check(task.test)
+    tabled = layout != "literal" and asserts
     header = (
         f"# fixloop bench: the hidden tests of {task.task_id}, from its check(candidate).\n"
         "# HumanEval runs prompt, completion and test in one namespace: so does this file.\n"
-        + ("import pytest\n\n" if layout == "table" and asserts else "")
+        + ("from pathlib import Path\n\n" if tabled and layout == "data" else "")
+        + ("import pytest\n\n" if tabled else "")
         + "from solution import *  # noqa: F403\n"
         f"from solution import {task.entry_point}\n"
     )
     if asserts is None:
         body = f"\ndef test_{task.entry_point}():\n    check({task.entry_point})\n"
         return "\n".join([header, task.test.strip("\n"), "", body])
-    if layout == "table":
+    if layout != "literal":
         code = _without_check(task.test)
-        tables = _table_tests(task, asserts, argument)
+        tables = _table_tests(task, asserts, argument, in_file=layout == "data")
         return "\n".join([header, *([code, ""] if code else []), *tables])
     parts = [header, task.test.strip("\n"), ""]
     for number, (statement, _) in enumerate(asserts, start=1):
@@ -75,9 +81,30 @@ def _literal_test(entry_point: str, number: int, argument: str, statement: str) 
     )
 
 
-def _table_tests(task: BenchTask, asserts: list[_Assert], argument: str) -> list[str]:
-    """`CASES` and the one test that runs them, then the asserts that are not a call and a
-    comparison as tests of their own (numbered as in `check`)."""
+def _table_tests(
+    task: BenchTask, asserts: list[_Assert], argument: str, *, in_file: bool = False
+) -> list[str]:
+    """`CASES` (or, `in_file`, the line that reads it from `CASES_FILE`) and the one test that
+    runs them, then the asserts that are not a call and a comparison as tests of their own
+    (numbered as in `check`)."""
+    cases, others = _cases(task, asserts, argument)
+    if not cases:
+        return others
+    table = (
+        f'\nCASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())\n'
+        if in_file
+        else "\nCASES = [  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n"
+    )
+    test = (
+        '\n\n@pytest.mark.parametrize("args, expected", CASES)\n'
+        f"def test_{task.entry_point}(args, expected):\n"
+        f"    assert {task.entry_point}(*args) == expected\n"
+    )
+    return [table + test, *others]
+
+
+def _cases(task: BenchTask, asserts: list[_Assert], argument: str) -> tuple[list[str], list[str]]:
+    """The table's rows (`    ((arguments), expected),`) and the other asserts' tests."""
     cases: list[str] = []
     others: list[str] = []
     for number, (statement, node) in enumerate(asserts, start=1):
@@ -86,15 +113,18 @@ def _table_tests(task: BenchTask, asserts: list[_Assert], argument: str) -> list
             others.append(_literal_test(task.entry_point, number, argument, statement))
         else:
             cases.append(f"    ({case[0]}, {case[1]}),")
-    if not cases:
-        return others
-    table = (
-        "\nCASES = [  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n\n\n"
-        '@pytest.mark.parametrize("args, expected", CASES)\n'
-        f"def test_{task.entry_point}(args, expected):\n"
-        f"    assert {task.entry_point}(*args) == expected\n"
-    )
-    return [table, *others]
+    return cases, others
+
+
+def hidden_cases(task: BenchTask, layout: TestLayout) -> str | None:
+    """`CASES_FILE`'s text under the `data` layout: the table as Python (tuples, floats and
+    expressions such as `2**20`, which JSON would not keep), evaluated in the test module's
+    namespace as the `table` layout's rows are; None when there is no table to write."""
+    if layout != "data":
+        return None
+    asserts, argument = _split_check(task.test)
+    cases = _cases(task, asserts, argument)[0] if asserts else []
+    return "[  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n" if cases else None
 
 
 def _case(node: ast.Assert, argument: str, test: str) -> tuple[str, str] | None:
@@ -193,6 +223,8 @@ def write_files(root: Path, task: BenchTask, program: str, layout: TestLayout = 
     root.mkdir(parents=True, exist_ok=True)
     (root / SOLUTION).write_text(program, encoding="utf-8")
     (root / TEST_FILE).write_text(hidden_tests(task, layout), encoding="utf-8")
+    if (cases := hidden_cases(task, layout)) is not None:
+        (root / CASES_FILE).write_text(cases, encoding="utf-8")
     for path in (root, *root.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
 
@@ -202,7 +234,8 @@ def task_repo(root: Path, task: BenchTask, program: str, layout: TestLayout = "l
     loop, with its own `.fixloop/` (ignored) once a run starts."""
     write_files(root, task, program, layout)
     git_bytes(root, "init", "--quiet")
-    git_bytes(root, "add", SOLUTION, TEST_FILE)
+    cases = [CASES_FILE] if (root / CASES_FILE).exists() else []
+    git_bytes(root, "add", SOLUTION, TEST_FILE, *cases)
     git_bytes(root, *_AUTHOR, "commit", "--quiet", "-m", f"bench task {task.task_id}")
     return root
 

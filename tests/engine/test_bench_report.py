@@ -10,7 +10,14 @@ import git
 import pytest
 
 from bench.suite.arms import TODAY, ArmError, arm_settings, describe, parse_arms
-from bench.suite.harness import SOLUTION, TEST_FILE, hidden_tests, task_repo
+from bench.suite.harness import (
+    CASES_FILE,
+    SOLUTION,
+    TEST_FILE,
+    hidden_cases,
+    hidden_tests,
+    task_repo,
+)
 from bench.suite.report import duration, render, table, terminal_plot, write_png
 from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
 from bench.suite.scoring import score
@@ -77,6 +84,21 @@ def test_the_table_layout_is_one_test_over_the_calls_and_their_results() -> None
     assert "    assert add(*args) == expected\n" in module  # the failing line names no input
 
 
+def test_the_data_layout_reads_the_table_from_a_file_beside_the_tests(tmp_path: Path) -> None:
+    module = hidden_tests(TASK, "data")
+    assert "CASES = [" not in module
+    assert "((1, 2), 3)" not in module
+    assert f'CASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())' in (module)
+    assert "    assert add(*args) == expected\n" in module
+    cases = hidden_cases(TASK, "data")
+    assert cases is not None
+    assert ast.literal_eval(cases) == [((1, 2), 3), ((0, 0), 0)]  # what the table held
+    assert hidden_cases(TASK, "table") is None
+    root = task_repo(tmp_path / "task", TASK, TASK.prompt, layout="data")
+    assert sorted(git.Repo(root).git.ls_files().split()) == [SOLUTION, TEST_FILE, CASES_FILE]
+    assert (root / CASES_FILE).read_text() == cases
+
+
 def test_an_assert_the_table_cannot_hold_keeps_its_own_test() -> None:
     asserts = [
         "assert candidate(1, b=2) == 3",  # a keyword
@@ -97,6 +119,9 @@ def test_every_humaneval_test_module_parses() -> None:
     for subject in load_suite("humaneval"):
         ast.parse(hidden_tests(subject))
         ast.parse(hidden_tests(subject, "table"))
+        ast.parse(hidden_tests(subject, "data"))
+        if (cases := hidden_cases(subject, "data")) is not None:
+            ast.parse(cases, mode="eval")
 
 
 def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from engine.run.start import make_client, resolve_model
 from engine.verify.checkout import open_configured_sandbox
 from sandbox import FixloopError, choose_backend
 from tui.batch import ray_options, ray_problem
+from tui.signals import Terminated, run_stoppable
 
 if TYPE_CHECKING:
     from engine.batch.on_ray import RayOptions
@@ -171,7 +172,7 @@ def measure(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
-            run = asyncio.run(
+            run = run_stoppable(
                 run_bench(
                     config,
                     tasks,
@@ -186,8 +187,9 @@ def measure(
     except FixloopError as exc:  # the model, the sandbox, or a run that could not start
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    except KeyboardInterrupt:
-        print("bench: interrupted (ctrl+c)", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        said = exc if isinstance(exc, Terminated) else "interrupted (ctrl+c)"
+        print(f"bench: {said}", file=sys.stderr)
         if ledger is not None:
             print(
                 f"bench: the finished runs are in {ledger.path}: the same command goes on "

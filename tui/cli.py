@@ -351,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     except FixloopError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    except KeyboardInterrupt:
-        print("fixloop-tui: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        from tui.signals import Terminated
+
+        said = exc if isinstance(exc, Terminated) else "interrupted"
+        print(f"fixloop-tui: {said}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

@@ -7,7 +7,6 @@ JSON object (ARCHITECTURE.md, "Guards and endings"). The exit code says how the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Coroutine
@@ -56,6 +55,7 @@ from tui.lever_lines import (
     strategy_line,
     verified_line,
 )
+from tui.signals import run_stoppable
 
 
 class ProgressPrinter:
@@ -167,7 +167,7 @@ def resume_headless(args: argparse.Namespace) -> int:
 def _complete(args: argparse.Namespace, run: Coroutine[Any, Any, RunResult]) -> int:
     """Run to the end; user-fixable problems are usage errors, a dead model exit 6."""
     try:
-        result = asyncio.run(run)
+        result = run_stoppable(run)
     except (ConfigError, WorkspaceError, ResumeError) as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

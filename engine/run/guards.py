@@ -49,6 +49,9 @@ class RunStopped(Exception):
 
 
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
+# The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
+# command takes as ctrl+c: the run records how it ended.
+TERMINATED = "terminated (SIGTERM)"
 
 
 def stop_of(exc: BaseException) -> RunStopped | None:
@@ -63,7 +66,7 @@ def stop_of(exc: BaseException) -> RunStopped | None:
 def abort_reason(exc: BaseException) -> str:
     """Why a run that was cut short ended, in words (never a bare exception class name)."""
     if isinstance(exc, asyncio.CancelledError):
-        return "aborted by you"
+        return TERMINATED if TERMINATED in exc.args else "aborted by you"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted (ctrl+c)"
     return f"fixloop failed: {exc or type(exc).__name__}"

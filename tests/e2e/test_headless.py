@@ -458,6 +458,36 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
     assert_trail_agrees(result)
 
 
+def test_sigterm_ends_the_run_as_ctrl_c_does_with_its_end_in_the_trail(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    """`timeout`, `kill` or a cancelled CI job: the run says how it ended and can be resumed."""
+    model_server.script(hang(120))
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)}
+    command = [sys.executable, "-m", "tui.cli", str(project), "--headless", "--json"]
+    command += ["--model", "openai/scripted", "--api-base", model_server.base_url, *GVISOR]
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while model_server.count < 1:
+            assert process.poll() is None, "the run ended before it could be terminated"
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert stderr.rstrip().endswith("fixloop-tui: terminated (SIGTERM)")
+    [run_dir] = runs_dir(project).iterdir()
+    finished = read_events(run_dir / "events.jsonl")[-1]
+    assert finished.type == "RunFinished"
+    assert (finished.status, finished.reason) == ("aborted", "terminated (SIGTERM)")
+
+
 def test_the_demo_repairs_a_fresh_copy_of_the_example(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:

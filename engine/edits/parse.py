@@ -19,7 +19,6 @@ from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
 
 _EXPLANATION_CHARS = 200
 _STRAY_BRACES = 32  # bounds the rescans of an answer full of unmatched braces
-_NO_JSON = "there is no JSON object in your answer"
 
 
 def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) -> Proposal:
@@ -31,13 +30,26 @@ def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) 
     if format == "json":
         try:
             return _parse_json(text)
-        except EditFormatError as error:
+        except EditFormatError:
             # A model asked for JSON that sends whole files instead (path line, fenced file)
             # still proposed something usable: read it as such, rather than spend an iteration.
-            if error.problems != [_NO_JSON] or (whole := _whole_or_none(text)) is None:
+            if _answers_in_json(text) or (whole := _whole_or_none(text)) is None:
                 raise
             return whole
     return _parse_whole(text, lone_block_path)
+
+
+def _answers_in_json(text: str) -> bool:
+    """Whether the answer tried the JSON shape: a ```json fence, or an object with "edits"
+    or "path", whole or cut off (its problems are then the ones to tell); braces in code (a
+    dict, an f-string) are not that."""
+    if re.search(r"```[ \t]*json", text, re.I) or re.search(r'\{\s*"(edits|path)"\s*:', text):
+        return True  # a fence, or the start of an edit object (maybe cut off)
+    try:
+        found = _find_json_object(text)
+    except EditFormatError:
+        return False
+    return "edits" in found or "path" in found
 
 
 def _whole_or_none(text: str) -> Proposal | None:
@@ -138,7 +150,7 @@ def _find_json_object(text: str) -> dict[str, Any]:
     problem = (
         "your JSON object is never closed; send it complete (shorter, if it was cut off)"
         if "{" in text
-        else _NO_JSON
+        else "there is no JSON object in your answer"
     )
     raise shape_error([problem], "json")
 

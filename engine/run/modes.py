@@ -120,9 +120,7 @@ class RepairMode:
         # A shortened copy of a pinned test file is held back anyway: no reason to refuse
         # the fix that came with it.
         held = set() if self.config.allow_test_edits else set(self.workspace.pins.files)
-        refuse_dropped_definitions(
-            proposal, self.config.edit_format, self.workspace.root, exempt=held
-        )
+        refuse_dropped_definitions(proposal, self.workspace.root, exempt=held)
         return proposal
 
     def screen(
@@ -191,11 +189,12 @@ def repair_messages(
 
 
 def refuse_dropped_definitions(
-    proposal: Proposal, edit_format: EditFormat, root: Path, exempt: Set[str] = frozenset()
+    proposal: Proposal, root: Path, exempt: Set[str] = frozenset()
 ) -> None:
     """A whole-file answer that silently drops definitions is unusable (small models send
-    back a shortened file); edits to `exempt` files (held back anyway) are not looked at."""
-    if edit_format == "whole":
+    back a shortened file), whichever format was asked for (a JSON run reads whole files
+    too); edits to `exempt` files (held back anyway) are not looked at."""
+    if proposal.format == "whole":
         looked_at = [edit for edit in proposal.edits if edit.path not in exempt]
         lost = dropped_definitions(proposal.model_copy(update={"edits": looked_at}), root)
         if lost:

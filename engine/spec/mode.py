@@ -171,9 +171,7 @@ class SpecMode:
         are not held against a whole-file answer's dropped definitions (they are refused)."""
         proposal = parse(text, self.config.edit_format)
         self.check_draft(proposal)
-        refuse_dropped_definitions(
-            self.unfrozen(proposal), self.config.edit_format, self.workspace.root
-        )
+        refuse_dropped_definitions(self.unfrozen(proposal), self.workspace.root)
         return proposal
 
     def check_draft(self, proposal: Proposal) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from engine.edits.instructions import instructions
 from engine.edits.parse import parse
 from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.run.modes import refuse_dropped_definitions
 
 # --- parsing json ----------------------------------------------------------------------------
 
@@ -124,12 +126,26 @@ def test_whole_files_sent_when_json_was_asked_for_are_read_as_whole_files() -> N
         edits=[Edit(path="stats/core.py", content="def mean(xs):\n    return sum(xs) / len(xs)\n")],
         format="whole",
     )
-    # Only an answer with no JSON at all: a broken JSON answer keeps its JSON error.
+    # Code with braces (a dict, an f-string) is still a whole file, not broken JSON.
+    braces = 'app.py\n```python\nD = {}\n\n\ndef f(x):\n    return f"{x}"\n```\n'
+    assert parse(braces, "json").edits == [
+        Edit(path="app.py", content='D = {}\n\n\ndef f(x):\n    return f"{x}"\n')
+    ]
+    # An answer that tried the JSON shape keeps its JSON error.
     with pytest.raises(EditFormatError, match="never closed"):
         parse('stats/core.py\n```python\nX = {"a":\n```\n{"edits": [', "json")
     # A code block without a path is neither: the JSON error, which asks for the JSON shape.
     with pytest.raises(EditFormatError, match="no JSON object"):
         parse("```python\nX = 1\n```\n", "json")
+
+
+def test_whole_files_read_from_a_json_answer_are_checked_for_dropped_definitions(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.py").write_text("def helper():\n    return 1\n\n\nVALUE = 1\n")
+    shortened = parse("app.py\n```python\nVALUE = 2\n```\n", "json")
+    with pytest.raises(EditFormatError, match="leaves out helper"):
+        refuse_dropped_definitions(shortened, tmp_path)
 
 
 def test_empty_answer_is_an_error() -> None:

@@ -1,6 +1,7 @@
 """SIGTERM taken as ctrl+c: a `kill`, `timeout 600 fixloop-tui ...` or a cancelled CI job ends a
-headless run or a bench the way ctrl+c does (the run records `aborted` and stays resumable,
-the ledger keeps every finished run), not mid-write with no word in the trail."""
+headless run or a bench the way ctrl+c does (the run records `aborted: terminated (SIGTERM)`
+in its trail, the bench's ledger keeps every finished run), not mid-step with no word in the
+trail. (`bench --ray`: Ray installs its own SIGTERM handler, which exits at once.)"""
 
 from __future__ import annotations
 
@@ -34,9 +35,12 @@ def run_stoppable(work: Coroutine[Any, Any, T]) -> T:
 
         def terminate() -> None:
             nonlocal signalled
+            if signalled:
+                return  # once: a second signal must not cut the cleanup the first started
             signalled = True
             task.cancel(TERMINATED)
 
+        previous = signal.getsignal(signal.SIGTERM)
         try:
             loop.add_signal_handler(signal.SIGTERM, terminate)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
@@ -48,6 +52,7 @@ def run_stoppable(work: Coroutine[Any, Any, T]) -> T:
                 raise Terminated from None
             raise
         finally:
-            loop.remove_signal_handler(signal.SIGTERM)
+            loop.remove_signal_handler(signal.SIGTERM)  # which sets SIG_DFL: put back ours
+            signal.signal(signal.SIGTERM, previous)
 
     return asyncio.run(main())

@@ -20,7 +20,7 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
 from engine.model.client import Message
 from engine.project.docstrings import docstring_of
-from engine.verify.pins import is_test_file
+from engine.verify.pins import is_pinned, is_test_file
 
 DEFAULT_TASK = "Make the failing tests pass."
 FILE_CHARS = 12_000  # a larger file is sent as excerpts around the lines that matter
@@ -230,7 +230,7 @@ def load_files(
                 path=path,
                 text=text,
                 excerpt=excerpt,
-                read_only=is_test_file(path),
+                read_only=is_pinned(path),
                 focused=focused,
             )
         )

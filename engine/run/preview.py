@@ -15,7 +15,7 @@ from engine.edits.apply import apply
 from engine.edits.diff import parse_diff
 from engine.edits.paths import safe_path
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.verify.pins import is_test_file
+from engine.verify.pins import is_pinned
 
 # Files whose change alters which tests pytest runs, or how: shown with the tests.
 TEST_CONFIG_FILES = frozenset({"pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini"})
@@ -97,7 +97,8 @@ def file_diff(path: str, before: str | None, after: str | None) -> str:
 
 
 def pass_test_diff(root: Path, baseline: str) -> str:
-    """What the run changed in test files and pytest's configuration since the baseline."""
+    """What the run changed in test files, their data and pytest's configuration since the
+    baseline."""
     with git.Repo(root) as repo:
         text = repo.git.diff(baseline, "HEAD", "--no-color", "--no-ext-diff", "--no-renames")
     files = parse_diff(text).files
@@ -112,4 +113,4 @@ def _read(path: Path) -> str | None:
 
 
 def _tests_or_config(path: str) -> bool:
-    return is_test_file(path) or PurePosixPath(path).name in TEST_CONFIG_FILES
+    return is_pinned(path) or PurePosixPath(path).name in TEST_CONFIG_FILES

@@ -32,7 +32,7 @@ from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import TestPins
+from engine.verify.pins import TestPins, is_test_file
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 
@@ -305,7 +305,9 @@ class SpecMode:
 
     def test_sources(self) -> dict[str, str]:
         """The spec's test files and every test file the run added, as they are now."""
-        added = set(self.workspace.pins.files) - set(self.baseline_pins.files)
+        added = {p for p in self.workspace.pins.files if is_test_file(p)} - set(
+            self.baseline_pins.files
+        )
         sources = {}
         for path in sorted({self.spec.tests, self.spec.examples_file} | added):
             try:

@@ -50,7 +50,8 @@ class FixRun(BaseModel):
         notes = []
         if self.held_back:
             notes.append(
-                "The formatter would have changed these test files; they are pinned, so "
+                "The formatter would have changed these test files or their data; they are "
+                "pinned, so "
                 f"their formatting was not applied: {', '.join(self.held_back)}."
             )
         if self.truncated:

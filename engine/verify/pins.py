@@ -13,7 +13,10 @@ import fnmatch
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator
+import stat
+import subprocess
+from collections.abc import Callable, Iterator, Set
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -49,11 +52,15 @@ def is_test_file(path: str) -> bool:
     return any(part in _TEST_DIRS for part in pure.parts[:-1])
 
 
-# Directories of what tests read: a file in one is test data, whatever its kind.
-_TEST_DATA_DIR = re.compile(
-    r"(^|[_.-])tests?($|[_.-])|testdata|testcases|test_data|fixtures$|__tests__|__snapshots__"
-)
-_TEST_DATA_NAME = re.compile(r"^tests?([_.-]|$)|[_.-]tests?$")
+# What tests read. A directory named so holds test data: `tests/`, `e2e-tests/`, `testdata/`,
+# `json_testcases/`, `test_data/` (its other files: code there is a test file already, or
+# below); in `testdata/`, `__fixtures__/` and `__snapshots__/` even code is what tests compare
+# against (Go's `testdata/*.go`, Babel-style expected output). A `fixtures/` directory holds
+# data, but code there may be a library's own. A file named as a test's is data too.
+_TEST_DIR = re.compile(r"(^|[_.-])(tests?|testdata|testcases|test_data|test_cases)$", re.I)
+_DATA_ONLY_DIR = re.compile(r"^(testdata|__fixtures__|__snapshots__|__tests__)$", re.I)
+_FIXTURES_DIR = re.compile(r"(^|[_.-])fixtures$", re.I)
+_TEST_NAME = re.compile(r"^(tests?|testdata|testcases)([_.-]|$)|[_.-](tests?|spec)$", re.I)
 # A test data file larger than this is pinned by its size alone: reading it on every check
 # would cost more than a same-size rewrite of it is worth guarding against.
 DATA_HASH_LIMIT = 4 * 1024 * 1024
@@ -61,17 +68,29 @@ _CODE_SUFFIXES = frozenset({".py", ".pyi", ".pyx", ".go", *_JS_SUFFIXES})
 
 
 def is_test_data(path: str) -> bool:
-    """Whether a project-relative posix path is something tests read rather than run: any
-    file but code under a test directory (`tests/data/cases.json`, `testdata/`,
-    `json_testcases/`, `fixtures/`), or named as a test's (`test_parse_cases.txt`,
-    `parser_test.json`).
-    Pinned with the test files: a pass earned by rewriting expected data is no pass."""
+    """Whether a project-relative posix path is something tests read rather than run (and is
+    not a test file): a file under a test directory (`tests/data/cases.json`,
+    `json_testcases/x.json`), anything under `testdata/`, `__fixtures__/` or `__snapshots__/`
+    (code included), a file but code under `fixtures/`, or one named as a test's
+    (`test_parse_cases.txt`, `parser.test.json`). Pinned with the test files: a pass earned
+    by rewriting expected data is no pass. Code means Python, Go and JS/TS here."""
+    if is_test_file(path):
+        return False
     pure = PurePosixPath(path)
-    if is_test_file(path) or pure.suffix in _CODE_SUFFIXES:
-        return False  # code outside the tests' own files is the project's, to repair
-    if any(_TEST_DATA_DIR.search(part) for part in pure.parts[:-1]):
+    folders = pure.parts[:-1]
+    if any(_DATA_ONLY_DIR.match(part) for part in folders):
         return True
-    return bool(_TEST_DATA_NAME.search(pure.stem.split(".")[0]))
+    if pure.suffix.lower() in _CODE_SUFFIXES:
+        return False  # code outside the tests' own files is the project's, to repair
+    if any(_TEST_DIR.search(part) or _FIXTURES_DIR.search(part) for part in folders):
+        return True
+    stem = pure.name[: -len(pure.suffix)] if pure.suffix else pure.name
+    return bool(_TEST_NAME.search(stem))
+
+
+def pinned_kind(path: str) -> str:
+    """How a pinned file is named to the person: "pinned test file" or "pinned test data"."""
+    return "pinned test data" if is_test_data(path) else "pinned test file"
 
 
 def is_pinned(path: str) -> bool:
@@ -120,39 +139,106 @@ class TestPins(BaseModel):
 
     @classmethod
     def from_commit(cls, repo: Path, rev: str = "HEAD") -> TestPins:
+        """The pinned files of `rev`, each hashed as a checkout of it writes it (git's smudge
+        and end-of-line filters applied), so that `from_tree` of an unchanged worktree
+        agrees: an LFS file or a `text eol=crlf` one is not a change."""
         # Closed here: a Repo left to the garbage collector stops its git helper processes,
         # and waits for them, in whichever thread collects it (the UI's, in the app).
         with git.Repo(repo) as handle:
             commit = handle.commit(rev)
-            files: dict[str, str] = {}
+            blobs: dict[str, git.Blob] = {}
             for item in commit.tree.traverse():
                 if not isinstance(item, git.Blob):
                     continue  # trees and submodules
                 path = str(item.path)
-                if not is_pinned(path) or _in_skipped_dir(path):
-                    continue
-                if is_test_data(path) and item.size > DATA_HASH_LIMIT:
-                    files[path] = _by_size(item.size)
-                else:
-                    files[path] = _digest(item.data_stream.read())
-            return cls(rev=commit.hexsha, files=files)
+                if is_pinned(path) and not _in_skipped_dir(path):
+                    blobs[path] = item
+            files = {
+                path: _content_digest(path, blob.size, blob.data_stream.read)
+                for path, blob in blobs.items()
+            }
+            files.update(_checked_out(repo, commit.hexsha, _converted(repo, list(blobs))))
+            return cls(rev=commit.hexsha, files=dict(sorted(files.items())))
 
     @classmethod
-    def from_tree(cls, root: Path) -> TestPins:
-        files = {path: _tree_digest(root / path, path) for path in _walk(root) if is_pinned(path)}
+    def from_tree(cls, root: Path, hashed: Set[str] | None = None) -> TestPins:
+        """The pinned files of a working tree; with `hashed`, only those paths are read (the
+        others are listed with an empty digest: all a comparison needs of a file that was not
+        pinned is that it is there). Only regular files and symlinks: a FIFO or a socket under
+        `tests/` is not read."""
+        files: dict[str, str] = {}
+        for path in _walk(root):
+            if not is_pinned(path):
+                continue
+            file = root / path
+            if file.is_symlink():
+                files[path] = _digest(os.readlink(file).encode())
+                continue
+            try:
+                info = file.stat()
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if hashed is not None and path not in hashed:
+                files[path] = ""
+            else:
+                files[path] = _content_digest(path, info.st_size, file.read_bytes)
         return cls(rev="working-tree", files=files)
 
 
-def _tree_digest(file: Path, path: str) -> str:
-    if is_test_data(path) and not file.is_symlink():
-        size = file.stat().st_size
-        if size > DATA_HASH_LIMIT:
-            return _by_size(size)
-    return _digest(_read_tree_file(file))
+def _content_digest(path: str, size: int, read: Callable[[], bytes]) -> str:
+    if is_test_data(path) and size > DATA_HASH_LIMIT:
+        return _by_size(size)
+    return _digest(read())
 
 
 def _by_size(size: int) -> str:
     return f"size:{size}"
+
+
+# The attributes that make a checkout write other bytes than git stores.
+_CONVERTING = ("eol", "text", "filter", "working-tree-encoding")
+
+
+def _converted(repo: Path, paths: list[str]) -> list[str]:
+    """The paths a checkout converts (LFS and other filters, `eol=crlf`, an encoding), by
+    the working tree's attributes (`git check-attr`, one process); usually none."""
+    if not paths:
+        return []
+    listed = "".join(f"{path}\0" for path in paths).encode()
+    done = subprocess.run(
+        ["git", "check-attr", "--stdin", "-z", *_CONVERTING],
+        cwd=repo,
+        input=listed,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return []
+    fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    converted: dict[str, None] = {}
+    for at in range(0, len(fields) - 2, 3):
+        path, attribute, value = fields[at : at + 3]
+        if value not in ("unspecified", "unset") and (attribute, value) != ("text", "auto"):
+            converted[path] = None
+    return list(converted)
+
+
+def _checked_out(repo: Path, rev: str, paths: list[str]) -> dict[str, str]:
+    """`_content_digest` of each path of `rev` as a checkout writes it (`git cat-file
+    --filters`); a path git could not give (a filter that failed) is left out."""
+    digests: dict[str, str] = {}
+    for path in paths:
+        done = subprocess.run(
+            ["git", "cat-file", "--filters", f"{rev}:{path}"],
+            cwd=repo,
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode == 0:
+            digests[path] = _content_digest(path, len(done.stdout), partial(bytes, done.stdout))
+    return digests
 
 
 class TestChange(BaseModel):
@@ -167,7 +253,7 @@ class TestChange(BaseModel):
 
 def changed_tests(pins: TestPins, root: Path) -> list[TestChange]:
     """Test files in the working tree `root` that are not as they were pinned, by path."""
-    now = TestPins.from_tree(root).files
+    now = TestPins.from_tree(root, hashed=pins.files.keys()).files
     changes: list[TestChange] = []
     for path in sorted(pins.files.keys() | now.keys()):
         if path not in now:

@@ -88,7 +88,7 @@ def test_the_data_layout_reads_the_table_from_a_file_beside_the_tests(tmp_path: 
     module = hidden_tests(TASK, "data")
     assert "CASES = [" not in module
     assert "((1, 2), 3)" not in module
-    assert f'CASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())' in (module)
+    assert f'CASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())' in module
     assert "    assert add(*args) == expected\n" in module
     cases = hidden_cases(TASK, "data")
     assert cases is not None

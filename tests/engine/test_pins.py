@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import git
 import pytest
 
+from engine.run.preview import pass_test_diff
 from engine.verify.pins import (
     AddedSkip,
     TestChange,
@@ -127,6 +129,11 @@ def test_other_files_are_not_tests(path: str) -> None:
         "pkg/parser_test.json",
         "test.txt",
         "e2e-tests/expected.out",
+        "testdata/src/a/a.go",  # in testdata/, even code is what tests compare against
+        "__fixtures__/input.js",
+        "Tests/Data.json",
+        "fixtures/golden.test.json",
+        "pkg/testcases.txt",
     ],
 )
 def test_what_tests_read_is_test_data(path: str) -> None:
@@ -139,11 +146,15 @@ def test_what_tests_read_is_test_data(path: str) -> None:
         "tests/test_stats.py",  # a test file, not data
         "pkg/stats.py",
         "pkg/fixtures/loader.py",  # code is the project's to repair, wherever it is
-        "testdata/gen.go",
         "pyproject.toml",
         "data/latest.json",
         "docs/contest.md",
         "attestation/report.txt",
+        "latest_data/x.json",
+        "src/latestdata/x.json",
+        "contestcases/a.txt",
+        "packages/test-utils/package.json",  # a package of test helpers is code to repair
+        "src/test_utils/py.typed",
     ],
 )
 def test_code_and_other_files_are_not_test_data(path: str) -> None:
@@ -166,6 +177,42 @@ def test_test_data_is_pinned_and_a_rewrite_of_it_is_a_change(project: git.Repo) 
         TestChange(path="tests/data/big.bin", change="deleted"),
         TestChange(path="tests/data/cases.json", change="modified"),
     ]
+
+
+def test_data_git_converts_on_checkout_is_no_change_in_a_clean_worktree(
+    project: git.Repo, tmp_path: Path
+) -> None:
+    root = root_of(project)
+    write(root, {".gitattributes": "tests/data/*.txt text eol=crlf\n"})
+    write(root, {"tests/data/cases.txt": "a\nb\n"})
+    commit_all(project, "crlf data")
+    pins = TestPins.from_commit(root)
+    worktree = tmp_path / "worktree"
+    project.git.worktree("add", "--detach", str(worktree), pins.rev)
+    assert (worktree / "tests" / "data" / "cases.txt").read_bytes() == b"a\r\nb\r\n"
+    assert changed_tests(pins, worktree) == []
+    write(worktree, {"tests/data/cases.txt": "a\nc\n"})
+    assert changed_tests(pins, worktree) == [
+        TestChange(path="tests/data/cases.txt", change="modified")
+    ]
+
+
+def test_the_suspicious_pass_review_shows_a_change_to_test_data(project: git.Repo) -> None:
+    root = root_of(project)
+    write(root, {"tests/data/cases.json": "[[1, 2]]\n"})
+    baseline = commit_all(project, "cases")
+    write(root, {"tests/data/cases.json": "[[1, 3]]\n", "pkg/stats.py": STATS + "\n# x\n"})
+    commit_all(project, "the run's change")
+    shown = pass_test_diff(root, baseline)
+    assert "+[[1, 3]]" in shown
+    assert "pkg/stats.py" not in shown
+
+
+def test_a_fifo_under_the_tests_is_not_read(project: git.Repo) -> None:
+    root = root_of(project)
+    os.mkfifo(root / "tests" / "pipe")
+    assert "tests/pipe" not in TestPins.from_tree(root).files  # would block if it were read
+    assert changed_tests(TestPins.from_commit(root), root) == []
 
 
 def test_a_large_data_file_is_pinned_by_its_size(

@@ -30,8 +30,6 @@ def test_sigterm_cancels_the_work_which_hears_why_then_terminated_is_raised() ->
     assert str(raised.value) == TERMINATED
     assert abort_reason(heard[0]) == TERMINATED
     assert abort_reason(asyncio.CancelledError()) == "aborted by you"
-    # Afterwards SIGTERM is the process's own again.
-    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
 def test_work_that_ends_returns_its_result() -> None:
@@ -39,3 +37,45 @@ def test_work_that_ends_returns_its_result() -> None:
         return 7
 
     assert run_stoppable(work()) == 7
+
+
+def test_the_handler_before_is_put_back_and_a_second_sigterm_is_one() -> None:
+    def sentinel(signum: int, frame: object) -> None:
+        raise AssertionError("the sentinel handler ran")
+
+    before = signal.signal(signal.SIGTERM, sentinel)
+    cancelled: list[BaseException] = []
+
+    async def work() -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, os.kill, os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError as exc:
+            cancelled.append(exc)
+            os.kill(os.getpid(), signal.SIGTERM)  # a second one, while it cleans up
+            await asyncio.sleep(0.1)  # the cleanup is not cut short
+            cancelled.append(exc)
+            raise
+
+    try:
+        with pytest.raises(Terminated):
+            run_stoppable(work())
+        assert len(cancelled) == 2
+        assert signal.getsignal(signal.SIGTERM) is sentinel
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_ctrl_c_stays_a_plain_keyboard_interrupt() -> None:
+    async def work() -> None:
+        asyncio.get_running_loop().call_later(0.05, os.kill, os.getpid(), signal.SIGINT)
+        await asyncio.sleep(30)
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            run_stoppable(work())
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert not isinstance(raised.value, Terminated)

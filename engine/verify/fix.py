@@ -52,7 +52,7 @@ class FixRun(BaseModel):
             notes.append(
                 "The formatter would have changed these test files or their data; they are "
                 "pinned, so "
-                f"their formatting was not applied: {', '.join(self.held_back)}."
+                f"their formatting was not applied: {_listed(self.held_back)}."
             )
         if self.truncated:
             notes.append("The formatter changed too much to bring back: nothing was applied.")
@@ -132,3 +132,10 @@ def _plain_target(root: Path, path: str) -> Path | None:
     if target.is_symlink() or target.is_dir():
         return None
     return target
+
+
+def _listed(paths: list[str], shown: int = 5) -> str:
+    """The first `shown` paths, and how many more: a formatter run over a folder of fixtures
+    must not fill the packet."""
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more

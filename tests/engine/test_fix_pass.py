@@ -14,7 +14,7 @@ from engine.project.workspace import Workspace
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.verify.execute import Verifier
-from engine.verify.fix import write_changes
+from engine.verify.fix import FixRun, write_changes
 from engine.verify.results import StageKind
 from engine.verify.stages import Stage
 from sandbox import ExecRequest, ExecResult, FileChange
@@ -233,3 +233,10 @@ def test_only_existing_files_are_rewritten_and_never_through_a_link(tmp_path: Pa
     assert outside.read_text() == "host file\n"
     assert not (root / "pkg" / "new.py").exists()
     assert not (root / ".git").exists()
+
+
+def test_the_note_on_held_back_files_names_five_and_counts_the_rest() -> None:
+    fixtures = [f"tests/fixtures/case_{i}.json" for i in range(8)]
+    [note] = FixRun.model_construct(held_back=fixtures).notes()
+    assert note.endswith("tests/fixtures/case_4.json and 3 more.")
+    assert "case_5" not in note

@@ -411,6 +411,27 @@ def test_no_tests_at_the_baseline_is_refused_before_the_model_is_asked(
     assert git.Repo(root).git.branch("--list", "fixloop/*") == ""
 
 
+def headless_command(
+    server: ScriptedModelServer, root: Path, *extra: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of a headless run started by hand (to be signalled)."""
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(root.parent)}
+    command = [sys.executable, "-m", "tui.cli", str(root), "--headless", *extra]
+    command += ["--model", "openai/scripted", "--api-base", server.base_url, *GVISOR]
+    return command, env
+
+
+def wait_for_requests(
+    server: ScriptedModelServer, process: subprocess.Popen[str] | subprocess.Popen[bytes], n: int
+) -> None:
+    """Until the run has asked the model `n` times (and is still running)."""
+    deadline = time.monotonic() + 300
+    while server.count < n:
+        assert process.poll() is None, "the run ended before it could be signalled"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
 def test_kill_9_between_iterations_then_resume_loses_no_commit(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
@@ -419,18 +440,12 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
         hang(120),  # the process is killed while it waits for this answer
         reply(answer("return n words, not n - 1", TOP_FIX)),
     )
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)}
-    command = [sys.executable, "-m", "tui.cli", str(project), "--headless"]
-    command += ["--model", "openai/scripted", "--api-base", model_server.base_url, *GVISOR]
+    command, env = headless_command(model_server, project)
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 300
-        while model_server.count < 2:
-            assert process.poll() is None, "the run ended before it could be killed"
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_for_requests(model_server, process, 2)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -461,20 +476,14 @@ def test_kill_9_between_iterations_then_resume_loses_no_commit(
 def test_sigterm_ends_the_run_as_ctrl_c_does_with_its_end_in_the_trail(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    """`timeout`, `kill` or a cancelled CI job: the run says how it ended and can be resumed."""
+    """`timeout`, `kill` or a cancelled CI job: the run's trail says how it ended."""
     model_server.script(hang(120))
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)}
-    command = [sys.executable, "-m", "tui.cli", str(project), "--headless", "--json"]
-    command += ["--model", "openai/scripted", "--api-base", model_server.base_url, *GVISOR]
+    command, env = headless_command(model_server, project, "--json")
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 300
-        while model_server.count < 1:
-            assert process.poll() is None, "the run ended before it could be terminated"
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_for_requests(model_server, process, 1)
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
     finally:

@@ -45,11 +45,13 @@ _AUTHOR = ("-c", "user.name=fixloop bench", "-c", "user.email=bench@fixloop.inva
 # --- the files ------------------------------------------------------------------------------
 
 
-def hidden_tests(task: BenchTask, layout: TestLayout = "literal") -> str:
-    """The pytest file for a task: its test code, then one test per assert of `check`
-    (`literal`), or (`table`, `data`) one test parametrized over a table of the asserts that
-    call the function and compare its result, each other assert a test of its own; under
-    `data` the table is read from `CASES_FILE` (`hidden_cases`)."""
+def hidden_files(task: BenchTask, layout: TestLayout = "literal") -> dict[str, str]:
+    """The hidden tests by file name. `TEST_FILE`: the task's test code, then one test per
+    assert of `check` (`literal`), or (`table`, `data`) one test parametrized over a table of
+    the asserts that call the function and compare its result, each other assert a test of
+    its own. Under `data` the table is `CASES_FILE`: Python text (tuples, floats and
+    expressions such as `2**20`, which JSON would not keep) that the test module evaluates in
+    its namespace, as the `table` layout's rows are."""
     asserts, argument = _split_check(task.test)
     tabled = layout != "literal" and asserts
     header = (
@@ -62,15 +64,20 @@ def hidden_tests(task: BenchTask, layout: TestLayout = "literal") -> str:
     )
     if asserts is None:
         body = f"\ndef test_{task.entry_point}():\n    check({task.entry_point})\n"
-        return "\n".join([header, task.test.strip("\n"), "", body])
-    if layout != "literal":
-        code = _without_check(task.test)
-        tables = _table_tests(task, asserts, argument, in_file=layout == "data")
-        return "\n".join([header, *([code, ""] if code else []), *tables])
-    parts = [header, task.test.strip("\n"), ""]
-    for number, (statement, _) in enumerate(asserts, start=1):
-        parts.append(_literal_test(task.entry_point, number, argument, statement))
-    return "\n".join(parts)
+        return {TEST_FILE: "\n".join([header, task.test.strip("\n"), "", body])}
+    if layout == "literal":
+        parts = [header, task.test.strip("\n"), ""]
+        for number, (statement, _) in enumerate(asserts, start=1):
+            parts.append(_literal_test(task.entry_point, number, argument, statement))
+        return {TEST_FILE: "\n".join(parts)}
+    cases, others = _cases(task, asserts, argument)
+    in_file = layout == "data" and bool(cases)
+    code = _without_check(task.test)
+    tests = [_table_test(task, cases, in_file=in_file), *others] if cases else others
+    files = {TEST_FILE: "\n".join([header, *([code, ""] if code else []), *tests])}
+    if in_file:
+        files[CASES_FILE] = "[  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n"
+    return files
 
 
 def _literal_test(entry_point: str, number: int, argument: str, statement: str) -> str:
@@ -81,26 +88,19 @@ def _literal_test(entry_point: str, number: int, argument: str, statement: str) 
     )
 
 
-def _table_tests(
-    task: BenchTask, asserts: list[_Assert], argument: str, *, in_file: bool = False
-) -> list[str]:
+def _table_test(task: BenchTask, cases: list[str], *, in_file: bool) -> str:
     """`CASES` (or, `in_file`, the line that reads it from `CASES_FILE`) and the one test that
-    runs them, then the asserts that are not a call and a comparison as tests of their own
-    (numbered as in `check`)."""
-    cases, others = _cases(task, asserts, argument)
-    if not cases:
-        return others
+    runs them."""
     table = (
         f'\nCASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())\n'
         if in_file
         else "\nCASES = [  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n"
     )
-    test = (
-        '\n\n@pytest.mark.parametrize("args, expected", CASES)\n'
+    return (
+        table + '\n\n@pytest.mark.parametrize("args, expected", CASES)\n'
         f"def test_{task.entry_point}(args, expected):\n"
         f"    assert {task.entry_point}(*args) == expected\n"
     )
-    return [table + test, *others]
 
 
 def _cases(task: BenchTask, asserts: list[_Assert], argument: str) -> tuple[list[str], list[str]]:
@@ -114,17 +114,6 @@ def _cases(task: BenchTask, asserts: list[_Assert], argument: str) -> tuple[list
         else:
             cases.append(f"    ({case[0]}, {case[1]}),")
     return cases, others
-
-
-def hidden_cases(task: BenchTask, layout: TestLayout) -> str | None:
-    """`CASES_FILE`'s text under the `data` layout: the table as Python (tuples, floats and
-    expressions such as `2**20`, which JSON would not keep), evaluated in the test module's
-    namespace as the `table` layout's rows are; None when there is no table to write."""
-    if layout != "data":
-        return None
-    asserts, argument = _split_check(task.test)
-    cases = _cases(task, asserts, argument)[0] if asserts else []
-    return "[  # (arguments, expected)\n" + "\n".join(cases) + "\n]\n" if cases else None
 
 
 def _case(node: ast.Assert, argument: str, test: str) -> tuple[str, str] | None:
@@ -218,24 +207,26 @@ def task_text(task: BenchTask, mode: Literal["generate", "repair"]) -> str:
     )
 
 
-def write_files(root: Path, task: BenchTask, program: str, layout: TestLayout = "literal") -> None:
-    """solution.py and the hidden tests, readable by the sandbox's user (nobody)."""
+def write_files(
+    root: Path, task: BenchTask, program: str, layout: TestLayout = "literal"
+) -> list[str]:
+    """solution.py and the hidden tests, readable by the sandbox's user (nobody); the names
+    written."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / SOLUTION).write_text(program, encoding="utf-8")
-    (root / TEST_FILE).write_text(hidden_tests(task, layout), encoding="utf-8")
-    if (cases := hidden_cases(task, layout)) is not None:
-        (root / CASES_FILE).write_text(cases, encoding="utf-8")
+    files = {SOLUTION: program, **hidden_files(task, layout)}
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
     for path in (root, *root.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
+    return list(files)
 
 
 def task_repo(root: Path, task: BenchTask, program: str, layout: TestLayout = "literal") -> Path:
     """A git repository at `root` whose one commit holds the task's files: a project for the
     loop, with its own `.fixloop/` (ignored) once a run starts."""
-    write_files(root, task, program, layout)
+    names = write_files(root, task, program, layout)
     git_bytes(root, "init", "--quiet")
-    cases = [CASES_FILE] if (root / CASES_FILE).exists() else []
-    git_bytes(root, "add", SOLUTION, TEST_FILE, *cases)
+    git_bytes(root, "add", *names)
     git_bytes(root, *_AUTHOR, "commit", "--quiet", "-m", f"bench task {task.task_id}")
     return root
 

@@ -28,28 +28,30 @@ def parse(text: str, format: EditFormat, *, lone_block_path: str | None = None) 
     if not text.strip():
         raise shape_error(["your answer is empty"], format)
     if format == "json":
-        try:
-            return _parse_json(text)
-        except EditFormatError:
-            # A model asked for JSON that sends whole files instead (path line, fenced file)
-            # still proposed something usable: read it as such, rather than spend an iteration.
-            if _answers_in_json(text) or (whole := _whole_or_none(text)) is None:
-                raise
-            return whole
+        return _parse_json_or_whole(text)
     return _parse_whole(text, lone_block_path)
 
 
-def _answers_in_json(text: str) -> bool:
-    """Whether the answer tried the JSON shape: a ```json fence, or an object with "edits"
-    or "path", whole or cut off (its problems are then the ones to tell); braces in code (a
-    dict, an f-string) are not that."""
-    if re.search(r"```[ \t]*json", text, re.I) or re.search(r'\{\s*"(edits|path)"\s*:', text):
-        return True  # a fence, or the start of an edit object (maybe cut off)
+def _parse_json_or_whole(text: str) -> Proposal:
+    """A JSON answer; a model asked for JSON that sends whole files instead (path line, fenced
+    file) still proposed something usable: it is read as such, rather than spend an iteration."""
+    found: dict[str, Any] | None = None
     try:
         found = _find_json_object(text)
+        return _json_proposal(found)
     except EditFormatError:
-        return False
-    return "edits" in found or "path" in found
+        if _answers_in_json(text, found) or (whole := _whole_or_none(text)) is None:
+            raise
+        return whole
+
+
+def _answers_in_json(text: str, found: dict[str, Any] | None) -> bool:
+    """Whether the answer tried the JSON shape: a ```json fence, or an object with "edits"
+    or "path" (`found`, the object read from it, if any), whole or cut off (its problems are
+    then the ones to tell); braces in code (a dict, an f-string) are not that."""
+    if re.search(r"```[ \t]*json", text, re.I) or re.search(r'\{\s*"(edits|path)"\s*:', text):
+        return True  # a fence, or the start of an edit object (maybe cut off)
+    return found is not None and ("edits" in found or "path" in found)
 
 
 def _whole_or_none(text: str) -> Proposal | None:
@@ -59,8 +61,7 @@ def _whole_or_none(text: str) -> Proposal | None:
         return None
 
 
-def _parse_json(text: str) -> Proposal:
-    answer = _find_json_object(text)
+def _json_proposal(answer: dict[str, Any]) -> Proposal:
     problems: list[str] = []
     explanation = answer.get("explanation", "")
     if not isinstance(explanation, str):

@@ -88,9 +88,14 @@ def is_test_data(path: str) -> bool:
     return bool(_TEST_NAME.search(stem))
 
 
+def test_kind(path: str) -> str:
+    """What a pinned file is, as named to the person: "test data" or "test file"."""
+    return "test data" if is_test_data(path) else "test file"
+
+
 def pinned_kind(path: str) -> str:
-    """How a pinned file is named to the person: "pinned test file" or "pinned test data"."""
-    return "pinned test data" if is_test_data(path) else "pinned test file"
+    """A pinned file named as held back: "pinned test file" or "pinned test data"."""
+    return f"pinned {test_kind(path)}"
 
 
 def is_pinned(path: str) -> bool:

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import AddedSkip, TestChange, pinned_kind
+from engine.verify.pins import AddedSkip, TestChange, test_kind
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.stages import swallows_failure
 
@@ -73,8 +73,9 @@ def pass_doubts(
             reasons.append(f"stage {stage.name!r} passed no test (all skipped or xfailed)")
     for change in changed_tests:
         if change.change != "added":
-            kind = pinned_kind(change.path).removeprefix("pinned ")
-            reasons.append(f"{kind} {change.path} was {change.change} since the baseline")
+            reasons.append(
+                f"{test_kind(change.path)} {change.path} was {change.change} since the baseline"
+            )
     for skip in added_skips:
         why = f" ({skip.why})" if skip.why else ""
         reasons.append(f"added {skip.text.strip()} at {skip.file}:{skip.line}{why}")

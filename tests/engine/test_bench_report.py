@@ -14,8 +14,7 @@ from bench.suite.harness import (
     CASES_FILE,
     SOLUTION,
     TEST_FILE,
-    hidden_cases,
-    hidden_tests,
+    hidden_files,
     task_repo,
 )
 from bench.suite.report import duration, render, table, terminal_plot, write_png
@@ -45,7 +44,7 @@ TASK = BenchTask(
 
 
 def test_each_assert_of_check_becomes_its_own_test() -> None:
-    module = hidden_tests(TASK)
+    module = hidden_files(TASK)[TEST_FILE]
     tree = ast.parse(module)
     tests = [
         n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
@@ -64,7 +63,7 @@ def test_a_check_with_more_than_asserts_is_one_test() -> None:
             )
         }
     )
-    tree = ast.parse(hidden_tests(looping))
+    tree = ast.parse(hidden_files(looping)[TEST_FILE])
     tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
     assert [n.name for n in tests] == ["test_add"]
     assert ast.unparse(tests[0].body[0]) == "check(add)"
@@ -74,7 +73,7 @@ def test_the_table_layout_is_one_test_over_the_calls_and_their_results() -> None
     tolerant = TASK.model_copy(
         update={"test": TASK.test + "    assert abs(candidate(1, 1) - 2) < 1e-9\n"}
     )
-    module = hidden_tests(tolerant, "table")
+    module = hidden_files(tolerant, "table")[TEST_FILE]
     tree = ast.parse(module)
     tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert tests == ["test_add", "test_add_3"]  # the tolerance is no table row: its own test
@@ -85,15 +84,14 @@ def test_the_table_layout_is_one_test_over_the_calls_and_their_results() -> None
 
 
 def test_the_data_layout_reads_the_table_from_a_file_beside_the_tests(tmp_path: Path) -> None:
-    module = hidden_tests(TASK, "data")
+    module = hidden_files(TASK, "data")[TEST_FILE]
     assert "CASES = [" not in module
     assert "((1, 2), 3)" not in module
     assert f'CASES = eval(Path(__file__).with_name("{CASES_FILE}").read_text())' in module
     assert "    assert add(*args) == expected\n" in module
-    cases = hidden_cases(TASK, "data")
-    assert cases is not None
+    cases = hidden_files(TASK, "data")[CASES_FILE]
     assert ast.literal_eval(cases) == [((1, 2), 3), ((0, 0), 0)]  # what the table held
-    assert hidden_cases(TASK, "table") is None
+    assert list(hidden_files(TASK, "table")) == [TEST_FILE]
     root = task_repo(tmp_path / "task", TASK, TASK.prompt, layout="data")
     assert sorted(git.Repo(root).git.ls_files().split()) == [SOLUTION, TEST_FILE, CASES_FILE]
     assert (root / CASES_FILE).read_text() == cases
@@ -109,7 +107,7 @@ def test_an_assert_the_table_cannot_hold_keeps_its_own_test() -> None:
     odd = TASK.model_copy(
         update={"test": "def check(candidate):\n" + "".join(f"    {a}\n" for a in asserts)}
     )
-    module = hidden_tests(odd, "table")
+    module = hidden_files(odd, "table")[TEST_FILE]
     assert "CASES" not in module
     assert "import pytest" in module
     assert [f"test_add_{n}" in module for n in range(1, 5)] == [True] * 4
@@ -117,11 +115,12 @@ def test_an_assert_the_table_cannot_hold_keeps_its_own_test() -> None:
 
 def test_every_humaneval_test_module_parses() -> None:
     for subject in load_suite("humaneval"):
-        ast.parse(hidden_tests(subject))
-        ast.parse(hidden_tests(subject, "table"))
-        ast.parse(hidden_tests(subject, "data"))
-        if (cases := hidden_cases(subject, "data")) is not None:
-            ast.parse(cases, mode="eval")
+        ast.parse(hidden_files(subject)[TEST_FILE])
+        ast.parse(hidden_files(subject, "table")[TEST_FILE])
+        data = hidden_files(subject, "data")
+        ast.parse(data[TEST_FILE])
+        if CASES_FILE in data:
+            ast.parse(data[CASES_FILE], mode="eval")
 
 
 def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:
@@ -130,7 +129,7 @@ def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:
     assert not repo.is_dirty(untracked_files=True)
     assert sorted(repo.git.ls_files().split()) == [SOLUTION, TEST_FILE]
     assert (root / SOLUTION).read_text() == TASK.prompt
-    assert (root / TEST_FILE).read_text() == hidden_tests(TASK)
+    assert (root / TEST_FILE).read_text() == hidden_files(TASK)[TEST_FILE]
 
 
 # --- arms ------------------------------------------------------------------------------------

@@ -79,22 +79,27 @@ ARMS: dict[str, ArmOptions] = {
         restart_on_stall=True,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
+    # The defaults before runtime values were on. The arms below measured before then keep
+    # them off, as they ran, so their ledger lines still measure them.
+    "no-values": ArmOptions(runtime_values=False),
     # The defaults with every first answer greedy: what `defaults` was before sampling after
     # a no-op was turned on, and what it was measured against.
-    "greedy": ArmOptions(sample_after_noop=False),
+    "greedy": ArmOptions(sample_after_noop=False, runtime_values=False),
     "values": ArmOptions(runtime_values=True, sample_after_noop=False),  # greedy + runtime values
-    "sampled": ArmOptions(sample_after_noop=True),  # the defaults + sampling after a no-op
-    "compact": ArmOptions(prompt_profile="small"),  # the defaults with the small prompt
-    # The defaults without a called function shown twice (its whole file is in the prompt).
-    "lean": ArmOptions(repeat_called=False),
+    # The defaults of then + sampling after a no-op (the same as `no-values` since it is on).
+    "sampled": ArmOptions(sample_after_noop=True, runtime_values=False),
+    # The defaults of then with the small prompt.
+    "compact": ArmOptions(prompt_profile="small", runtime_values=False),
+    # ... without a called function shown twice (its whole file is in the prompt).
+    "lean": ArmOptions(repeat_called=False, runtime_values=False),
     # ... and the code to fix after the failure, where the repeat was (nearest the answer).
-    "last": ArmOptions(repeat_called=False, code_last=True),
-    # The defaults with an answer that changes only docstrings or comments re-asked.
-    "docs": ArmOptions(docs_noop=True),
-    # The defaults with the repeated called function shown as code, its docstring left out.
-    "code": ArmOptions(called_code=True),
-    # The defaults (sampling after a no-op on) with runtime values: `values` is the greedy
-    # defaults with them, measured before sampling was a default.
+    "last": ArmOptions(repeat_called=False, code_last=True, runtime_values=False),
+    # ... with an answer that changes only docstrings or comments re-asked.
+    "docs": ArmOptions(docs_noop=True, runtime_values=False),
+    # ... with the repeated called function shown as code, its docstring left out.
+    "code": ArmOptions(called_code=True, runtime_values=False),
+    # The defaults with runtime values (the same as `defaults` since they are on): `values` is
+    # the greedy defaults with them, measured before sampling was a default.
     "defaults-values": ArmOptions(runtime_values=True),
 }
 DEFAULT_ARMS = ("today",)

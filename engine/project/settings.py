@@ -55,7 +55,9 @@ class Settings(BaseModel):
     # What a prompt holds: small (the file under repair and the failure, for small models),
     # full (the test files and pointers too), auto: small for local models.
     prompt_profile: Literal["auto", "small", "full"] = "auto"
-    runtime_values: bool = False  # the failing frame's local variables in the packet
+    # The failing frame's local variables in the packet: on, they fixed more bench tasks where
+    # the failing line names no input (README, "The benchmark").
+    runtime_values: bool = True
     test_focus: bool = False  # test files cut to their failing tests (no gain measured)
     # The full prompt shows a function a failing assertion calls a second time, after the
     # packet, even when its whole file is in the prompt (engine/feedback/prompts.py).

@@ -36,7 +36,7 @@ class RunConfig(BaseModel):
         default=1, ge=1, le=8
     )  # answers per iteration (engine/run/candidates.py)
     prompt_profile: Literal["small", "full"] = "full"  # engine/feedback/prompts.py
-    runtime_values: bool = False  # the failing frame's locals in the packet
+    runtime_values: bool = True  # the failing frame's locals in the packet
     test_focus: bool = False  # the full prompt's test files cut to their failing tests
     repeat_called: bool = True  # called functions shown again though their file is whole
     called_code: bool = False  # a called function shown without its docstring

@@ -65,7 +65,7 @@ def first_prompt(server: ScriptedModelServer) -> str:
     return content
 
 
-def test_the_first_prompt_shows_the_failing_frames_locals(
+def test_by_default_the_first_prompt_shows_the_failing_frames_locals(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     root = project(
@@ -74,7 +74,7 @@ def test_the_first_prompt_shows_the_failing_frames_locals(
         {"bits/__init__.py": "", "bits/count.py": BITS, "tests/test_count.py": BITS_TEST},
     )
     model_server.script(reply(answer("count every bit of n", BITS_FIX)))
-    done, result = fixloop(model_server, root, "--runtime-values")
+    done, result = fixloop(model_server, root)
     assert done.returncode == 0, done.stderr
     assert result["status"] == "ok"
     runtime = [line for line in first_prompt(model_server).split("\n") if "locals at" in line]
@@ -110,7 +110,7 @@ def test_a_secret_local_is_redacted_in_the_prompt_and_the_run_directory(
         {"client/__init__.py": "", "client/http.py": CLIENT, "tests/test_http.py": CLIENT_TEST},
     )
     model_server.script(reply(answer("at least one try", CLIENT_FIX)))
-    done, result = fixloop(model_server, root, "--runtime-values")
+    done, result = fixloop(model_server, root)
     assert done.returncode == 0, done.stderr
     prompt = first_prompt(model_server)
     assert "  locals at client/http.py:3 in headers: retries = 0, token = [REDACTED]" in prompt

@@ -145,20 +145,28 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert (full.runtime_values, full.noop_retry, full.restart_on_stall) == (True,) * 3
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
-    greedy = base.model_copy(update={"sample_after_noop": False})
+    assert base.runtime_values  # on by default: the arms measured before keep them off
+    before = base.model_copy(update={"runtime_values": False})
+    assert arm_settings("no-values", base) == before
+    greedy = before.model_copy(update={"sample_after_noop": False})
     assert arm_settings("greedy", base) == greedy
     assert arm_settings("values", base) == greedy.model_copy(update={"runtime_values": True})
     assert not today.sample_after_noop
-    assert arm_settings("sampled", base) == base.model_copy(update={"sample_after_noop": True})
+    assert arm_settings("sampled", base) == before.model_copy(update={"sample_after_noop": True})
+    assert arm_settings("compact", base) == before.model_copy(update={"prompt_profile": "small"})
+    assert arm_settings("defaults-values", base) == base
 
 
 def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
-    assert describe("greedy") == "defaults + sampling after a no-op off"
+    assert describe("no-values") == "defaults + runtime values off"
+    assert describe("greedy") == "defaults + runtime values, sampling after a no-op off"
     assert describe("values") == "defaults + runtime values on, sampling after a no-op off"
-    assert describe("sampled") == "defaults + sampling after a no-op on"
-    assert describe("compact") == "defaults + small prompt"
-    assert describe("code") == "defaults + called functions without docstrings on"
+    assert describe("sampled") == "defaults + sampling after a no-op on, runtime values off"
+    assert describe("compact") == "defaults + small prompt, runtime values off"
+    assert describe("code") == (
+        "defaults + called functions without docstrings on, runtime values off"
+    )
     assert describe("all").startswith("today + 3 candidates, small prompt")
 
 

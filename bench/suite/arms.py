@@ -55,6 +55,12 @@ def _today_with(**levers: object) -> ArmOptions:
     return TODAY.model_copy(update=levers)
 
 
+def _values_off(**levers: object) -> ArmOptions:
+    """An arm measured before runtime values were a default: runtime values off, as it ran,
+    so its ledger lines still measure it."""
+    return ArmOptions(runtime_values=False).model_copy(update=levers)
+
+
 ARMS: dict[str, ArmOptions] = {
     "today": TODAY,
     "raw": _today_with(feedback="raw"),  # the naive loop: the raw test output, "please fix it"
@@ -79,25 +85,23 @@ ARMS: dict[str, ArmOptions] = {
         restart_on_stall=True,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
-    # The defaults before runtime values were on. The arms below measured before then keep
-    # them off, as they ran, so their ledger lines still measure them.
-    "no-values": ArmOptions(runtime_values=False),
+    "no-values": _values_off(),  # the defaults before runtime values were on
     # The defaults with every first answer greedy: what `defaults` was before sampling after
     # a no-op was turned on, and what it was measured against.
-    "greedy": ArmOptions(sample_after_noop=False, runtime_values=False),
+    "greedy": _values_off(sample_after_noop=False),
     "values": ArmOptions(runtime_values=True, sample_after_noop=False),  # greedy + runtime values
     # The defaults of then + sampling after a no-op (the same as `no-values` since it is on).
-    "sampled": ArmOptions(sample_after_noop=True, runtime_values=False),
+    "sampled": _values_off(sample_after_noop=True),
     # The defaults of then with the small prompt.
-    "compact": ArmOptions(prompt_profile="small", runtime_values=False),
+    "compact": _values_off(prompt_profile="small"),
     # ... without a called function shown twice (its whole file is in the prompt).
-    "lean": ArmOptions(repeat_called=False, runtime_values=False),
+    "lean": _values_off(repeat_called=False),
     # ... and the code to fix after the failure, where the repeat was (nearest the answer).
-    "last": ArmOptions(repeat_called=False, code_last=True, runtime_values=False),
+    "last": _values_off(repeat_called=False, code_last=True),
     # ... with an answer that changes only docstrings or comments re-asked.
-    "docs": ArmOptions(docs_noop=True, runtime_values=False),
+    "docs": _values_off(docs_noop=True),
     # ... with the repeated called function shown as code, its docstring left out.
-    "code": ArmOptions(called_code=True, runtime_values=False),
+    "code": _values_off(called_code=True),
     # The defaults with runtime values (the same as `defaults` since they are on): `values` is
     # the greedy defaults with them, measured before sampling was a default.
     "defaults-values": ArmOptions(runtime_values=True),

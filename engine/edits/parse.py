@@ -210,6 +210,8 @@ _FENCE_OPEN = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$"
 _PATH_DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+|(?:file(?:name)?|path)\s*:\s*)", re.I)
 _PATH_CHARS = re.compile(r"[\w.\-/\\~@+:]+")
 _NAMES_WITHOUT_DOT = frozenset({"Makefile", "Dockerfile", "LICENSE", "Procfile", "Justfile"})
+# The prompt's own label after a test file's path, which small models copy back with the file.
+_TEST_FILE_LABEL = re.compile(r"\s+\(test file[^()]*\)$")
 
 
 @dataclass(frozen=True)
@@ -343,7 +345,7 @@ def _whole_edit(block: _CodeBlock, problems: list[str]) -> Edit | None:
 
 def _path_on_line(line: str) -> str | None:
     """The path on a line like `pkg/mod.py`, **pkg/mod.py**, File: pkg/mod.py or ### pkg/mod.py."""
-    candidate, previous = line.strip(), ""
+    candidate, previous = _TEST_FILE_LABEL.sub("", line.strip()), ""
     while candidate != previous:
         previous = candidate
         candidate = _PATH_DECORATION.sub("", candidate).strip("*`'\" \t").removesuffix(":")

@@ -29,6 +29,16 @@ EXCERPT_RADIUS = 25
 CALLED_LINES = 15  # of a called function's source shown after the packet
 
 
+class Prompt(BaseModel):
+    """A prompt's messages, and the files it lets the model change: the one a lone answer
+    block without its path line is taken for, when there is only one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[Message]
+    reply_paths: list[str]
+
+
 class PromptFile(BaseModel):
     model_config = ConfigDict(frozen=True)
 

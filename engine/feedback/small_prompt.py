@@ -9,8 +9,6 @@ import ast
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from engine.edits.instructions import reply_line
 from engine.edits.proposal import EditFormat
 from engine.feedback import prompts
@@ -26,13 +24,6 @@ FILES_BUDGET_CHARS = 8_000
 TEST_LINES = 12  # the failing test function, or its last lines up to the failing one
 
 
-class SmallPrompt(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    messages: list[Message]
-    reply_paths: list[str]  # the files the reply line asks to have back
-
-
 def small_prompt(
     root: Path,
     packet: RepairPacket | None,
@@ -44,7 +35,7 @@ def small_prompt(
     *,
     pointers: bool = True,
     called_code: bool = False,
-) -> SmallPrompt:
+) -> prompts.Prompt:
     """The small profile's messages. `told` is what the model is told of the failure (the
     rendered packet, or the raw output's tail); `pointers` and `called_code` as in the full
     profile."""
@@ -72,7 +63,7 @@ def small_prompt(
         Message(role="system", content=SYSTEM),
         Message(role="user", content="\n\n".join(parts)),
     ]
-    return SmallPrompt(messages=messages, reply_paths=editable)
+    return prompts.Prompt(messages=messages, reply_paths=editable)
 
 
 def code_paths(root: Path, paths: Sequence[str], named: Sequence[str]) -> list[str]:

@@ -26,7 +26,7 @@ from engine.run.events import (
     TestsLatched,
 )
 from engine.run.gate import Review, TestEditSplit
-from engine.run.modes import refuse_dropped_definitions, repair_messages
+from engine.run.modes import refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
 from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
@@ -123,7 +123,8 @@ class SpecMode:
         named = [self.spec.module, *config.files]
         root = self.workspace.root
         task = self.repair_task()
-        return repair_messages(root, current, notes, task, named, config.edit_format, self.shown)
+        prompt = repair_prompt(root, current, notes, task, named, config.edit_format, self.shown)
+        return prompt.messages
 
     def draft_messages(self, notes: Sequence[str]) -> list[Message]:
         """The first answer's prompt: the spec, and nothing of any implementation (for small

@@ -267,6 +267,21 @@ def test_whole_path_may_be_fenced_on_its_own(answer: str) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "label", ["  (test file: read only)", "  (test file, read only: its failing tests)"]
+)
+def test_a_test_file_sent_back_with_the_prompts_label_is_that_file(label: str) -> None:
+    """Seen from the embedded model: the fix, then the test file copied back with its label."""
+    answer = (
+        "solution.py\n```python\nX = 1\n```\n\n"
+        f"test_solution.py{label}\n```python\nassert X == 1\n```\n"
+    )
+    assert parse(answer, "whole").edits == [
+        Edit(path="solution.py", content="X = 1\n"),
+        Edit(path="test_solution.py", content="assert X == 1\n"),
+    ]
+
+
 def test_a_fenced_file_that_holds_a_path_like_line_is_still_a_file() -> None:
     answer = "notes.txt\n```\nstats/core.py\n```\nThat is all.\n"
 

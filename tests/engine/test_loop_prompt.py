@@ -64,11 +64,17 @@ class DoublingSandbox(TreeSandbox):
 
 
 async def run_loop(
-    tmp_path: Path, model: ScriptedModel, code: str = BROKEN, **config: object
+    tmp_path: Path,
+    model: ScriptedModel,
+    code: str = BROKEN,
+    more: dict[str, str] | None = None,
+    **config: object,
 ) -> RunResult:
     root = tmp_path / "project"
     (root / "tests").mkdir(parents=True)
     (root / "calc.py").write_text(code)
+    for name, text in (more or {}).items():
+        (root / name).write_text(text)
     (root / "tests" / "test_calc.py").write_text(TESTS)
     repo = git.Repo.init(root)
     repo.git.add(A=True)
@@ -202,20 +208,29 @@ async def test_raw_feedback_under_the_small_profile_tells_the_output_after_the_c
         assert "def test_two" not in told
 
 
-async def test_a_bare_block_is_taken_for_the_one_file_the_small_prompt_asked_for(
+@pytest.mark.parametrize("profile", ["small", "full"])
+async def test_a_bare_block_is_taken_for_the_one_file_the_prompt_lets_the_model_change(
+    tmp_path: Path, profile: str
+) -> None:
+    """The embedded model, shown calc.py to fix, often sends the block without the path line."""
+    bare = f"```python\n{FIXED}```\n"
+    model = ScriptedModel(bare)
+    result = await run_loop(tmp_path, model, edit_format="whole", prompt_profile=profile)
+    assert [r.status for r in result.iterations] == ["ok"]
+    assert len(model.prompts) == 1
+
+
+async def test_a_bare_block_is_unusable_when_the_prompt_shows_two_files_to_change(
     tmp_path: Path,
 ) -> None:
-    """The embedded model, asked for calc.py, often sends the block without the path line."""
     bare = f"```python\n{FIXED}```\n"
-    small = await run_loop(
-        tmp_path / "small", ScriptedModel(bare), edit_format="whole", prompt_profile="small"
-    )
-    assert [r.status for r in small.iterations] == ["ok"]
-    full = await run_loop(
-        tmp_path / "full",
+    result = await run_loop(
+        tmp_path,
         ScriptedModel(bare),
+        more={"helper.py": "def helper():\n    return 1\n"},
         edit_format="whole",
         prompt_profile="full",
+        files=["calc.py", "helper.py"],
         max_iterations=1,
     )
-    assert [r.status for r in full.iterations] == ["format_error"]
+    assert [r.status for r in result.iterations] == ["format_error"]

@@ -20,7 +20,7 @@ from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_prompt
 from engine.feedback.tokens import approximate_tokens
 from engine.project.modules import project_modules
 from engine.project.settings import load_settings
-from engine.run.modes import repair_messages
+from engine.run.modes import repair_prompt
 from engine.verify.checkout import verify_checkout
 from engine.verify.classify import classify
 from engine.verify.execute import parse_stage
@@ -198,9 +198,9 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
     assert text.count("def double(x):") == 1
     # The full prompt without `repeat_called` keeps the same rule.
     for root, repeated in ((tmp_path, True), (small, False)):
-        full = repair_messages(root, current, [], TASK, named, "whole", repeat_called=False)
+        full = repair_prompt(root, current, [], TASK, named, "whole", repeat_called=False).messages
         assert ("The failing line calls double" in full[1].content) is repeated
-        again = repair_messages(root, current, [], TASK, named, "whole")
+        again = repair_prompt(root, current, [], TASK, named, "whole").messages
         assert "The failing line calls double" in again[1].content  # today's prompt
 
 
@@ -222,7 +222,9 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
     named = ["calc/__init__.py"]
 
     def repeated(*, called_code: bool = False) -> str:
-        told = repair_messages(tmp_path, current, [], TASK, named, "whole", called_code=called_code)
+        told = repair_prompt(
+            tmp_path, current, [], TASK, named, "whole", called_code=called_code
+        ).messages
         return told[1].content.split("The failing line calls double, ")[1]
 
     # Today: the 15 lines hold the docstring, and the bug is past the cut.
@@ -234,16 +236,16 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
     )
     assert "Double x." not in code
     # The whole file, docstring and all, is still shown once above it.
-    whole = repair_messages(tmp_path, current, [], TASK, named, "whole", called_code=True)
+    whole = repair_prompt(tmp_path, current, [], TASK, named, "whole", called_code=True).messages
     assert whole[1].content.count('"""Double x.') == 1
 
 
 def test_a_function_that_is_only_its_docstring_is_shown_as_it_is(tmp_path: Path) -> None:
     write_project(tmp_path, 'def double(x):\n    """Double x."""\n', "")
     _, current = double_failing(values=False)
-    told = repair_messages(
+    told = repair_prompt(
         tmp_path, current, [], TASK, ["calc/__init__.py"], "whole", called_code=True
-    )
+    ).messages
     assert (
         'defined at calc/__init__.py:1:\n```python\ndef double(x):\n    """Double x."""\n```'
         in told[1].content
@@ -273,7 +275,7 @@ def test_the_example_shows_its_code_once_and_not_its_test_file(
     textstats: tuple[Path, Verification],
 ) -> None:
     root, current = textstats
-    full = repair_messages(root, current, [], TASK, [], "whole")[1].content
+    full = repair_prompt(root, current, [], TASK, [], "whole").messages[1].content
     prompt = small_prompt(root, current.packet, current.packet_text, TASK, [], "whole")
     small = prompt.messages[1].content
     # Today's prompt: the test file, the re-exporting __init__, the failing function twice.

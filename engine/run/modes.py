@@ -118,8 +118,11 @@ class RepairMode:
     def parse(self, text: str) -> Proposal:
         # Shown one file it may change, a small model often sends its block without the path
         # line, or with no fence: read so, 6 of the 12 unusable answers of the bench's
-        # defaults (table layout, 40 tasks) are proposals.
-        sole = self.asked_for[0] if len(self.asked_for) == 1 else None
+        # defaults (table layout, 40 tasks) are proposals. Shown more (a helper the tests
+        # import), the block is the one file the person named, if they named one.
+        shown = self.asked_for
+        named = [path for path in dict.fromkeys(self.config.files) if path in shown]
+        sole = shown[0] if len(shown) == 1 else named[0] if len(named) == 1 else None
         proposal = parse(text, self.config.edit_format, lone_block_path=sole)
         # A shortened copy of a pinned test file is held back anyway: no reason to refuse
         # the fix that came with it.

@@ -68,6 +68,7 @@ async def run_loop(
     model: ScriptedModel,
     code: str = BROKEN,
     more: dict[str, str] | None = None,
+    tests: str = TESTS,
     **config: object,
 ) -> RunResult:
     root = tmp_path / "project"
@@ -75,7 +76,7 @@ async def run_loop(
     (root / "calc.py").write_text(code)
     for name, text in (more or {}).items():
         (root / name).write_text(text)
-    (root / "tests" / "test_calc.py").write_text(TESTS)
+    (root / "tests" / "test_calc.py").write_text(tests)
     repo = git.Repo.init(root)
     repo.git.add(A=True)
     repo.index.commit("baseline")
@@ -218,6 +219,24 @@ async def test_a_bare_block_is_taken_for_the_one_file_the_prompt_lets_the_model_
     result = await run_loop(tmp_path, model, edit_format="whole", prompt_profile=profile)
     assert [r.status for r in result.iterations] == ["ok"]
     assert len(model.prompts) == 1
+
+
+async def test_a_bare_block_is_the_file_named_when_the_prompt_shows_a_helper_too(
+    tmp_path: Path,
+) -> None:
+    bare = f"```python\n{FIXED}```\n"
+    model = ScriptedModel(bare)
+    result = await run_loop(
+        tmp_path,
+        model,
+        more={"helper.py": "ONE = 1\n"},
+        tests=f"import helper\n{TESTS}",  # the helper the tests import is shown, writable
+        edit_format="whole",
+        prompt_profile="full",
+        files=["calc.py"],
+    )
+    assert "helper.py\n```python\nONE = 1\n```" in model.prompt(1)
+    assert [r.status for r in result.iterations] == ["ok"]
 
 
 async def test_a_bare_block_is_unusable_when_the_prompt_shows_two_files_to_change(

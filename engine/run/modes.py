@@ -12,7 +12,6 @@ from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
-from engine.feedback.prompts import Prompt
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests
 from engine.model.client import Message
@@ -87,7 +86,7 @@ class RepairMode:
         config = self.config
         pointers = config.feedback == "packet"  # raw feedback: nothing distilled
         if config.prompt_profile == "small":
-            prompt: Prompt = small_prompt(
+            prompt: prompts.Prompt = small_prompt(
                 self.workspace.root,
                 current.packet,
                 current.packet_text,
@@ -167,7 +166,7 @@ def repair_prompt(
     repeat_called: bool = True,
     called_code: bool = False,
     code_last: bool = False,
-) -> Prompt:
+) -> prompts.Prompt:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With `pointers` (packet
     feedback) also the definitions the failure calls (with `repeat_called` even those whose
@@ -193,7 +192,7 @@ def repair_prompt(
     messages = prompts.messages(
         task, files, current.packet_text, edit_format, [*called, *notes], code_last=code_last
     )
-    return Prompt(messages=messages, reply_paths=[f.path for f in files if not f.read_only])
+    return prompts.Prompt(messages=messages, reply_paths=[f.path for f in files if not f.read_only])
 
 
 def refuse_dropped_definitions(

@@ -66,6 +66,10 @@ def _optional(value: float | None, form: str) -> str:
     return "-" if value is None else format(value, form)
 
 
+def _gained_lost(s: ArmScore) -> str:
+    return "-" if s.gained is None or s.lost is None else f"+{s.gained} -{s.lost}"
+
+
 def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
     """One column per arm, one row per measure."""
     rows: list[tuple[str, list[str]]] = [
@@ -87,6 +91,11 @@ def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
         ),
         ("wall time", [duration(s.wall_s) for s in scores]),
     ]
+    if len(scores) > 1:  # each arm against the first, on the tasks both ran
+        rows += [
+            ("fixes vs first arm +/-", [_gained_lost(s) for s in scores]),
+            ("sign test p (vs first)", [_optional(s.sign_test_p, ".2f") for s in scores]),
+        ]
     columns = []
     for i, s in enumerate(scores):
         values = [row_values[i] for _, row_values in rows]

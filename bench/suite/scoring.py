@@ -4,10 +4,16 @@ pass@1 is the share of items whose first answer (round 0) passed; "pass after ro
 share that passed by round r (cumulative); mean rounds to pass averages, over the items that
 passed, the round that did it. Prompt tokens per fix are all the arm's prompt tokens (failed
 items' included) over the items it fixed: what one fix costs.
+
+Each arm after the first is also paired with the first on the items both ran: the items it
+fixed that the first did not (gained), those the first fixed and it did not (lost), and the
+exact two-sided sign test on those: the chance of a split at least this uneven if the two arms
+fixed as well as each other. Tens of tasks make a few fixes of difference likely by chance.
 """
 
 from __future__ import annotations
 
+from math import comb
 from statistics import mean
 
 from pydantic import BaseModel
@@ -30,10 +36,34 @@ class ArmScore(BaseModel):
     wall_s: float
     wall_s_per_task: float | None
     endings: dict[str, int]  # how the runs ended: ok, stalled, exhausted ...
+    # Against the first arm, on the items both ran (None for the first arm itself).
+    gained: int | None = None
+    lost: int | None = None
+    sign_test_p: float | None = None
 
 
 def score(run: BenchRun) -> list[ArmScore]:
-    return [score_arm(run, arm) for arm in run.config.arms]
+    scores = [score_arm(run, arm) for arm in run.config.arms]
+    for s in scores[1:]:
+        first = scores[0].arm
+        both = [item.arms for item in run.items if first in item.arms and s.arm in item.arms]
+        fixed = [
+            (a[first].passed_round is not None, a[s.arm].passed_round is not None) for a in both
+        ]
+        s.gained = sum(1 for by_first, by_arm in fixed if by_arm and not by_first)
+        s.lost = sum(1 for by_first, by_arm in fixed if by_first and not by_arm)
+        s.sign_test_p = sign_test(s.gained, s.lost)
+    return scores
+
+
+def sign_test(gained: int, lost: int) -> float:
+    """Two-sided exact sign test: P(a split at least as uneven) when each differing item is
+    a fair coin's toss."""
+    n = gained + lost
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, k) for k in range(min(gained, lost) + 1)) / (1 << n)
+    return min(1.0, 2 * tail)
 
 
 def score_arm(run: BenchRun, arm: str) -> ArmScore:

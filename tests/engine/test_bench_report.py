@@ -19,7 +19,7 @@ from bench.suite.harness import (
 )
 from bench.suite.report import duration, render, table, terminal_plot, write_png
 from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
-from bench.suite.scoring import score
+from bench.suite.scoring import score, sign_test
 from bench.suite.tasks import BenchTask, load_suite
 from engine.project.settings import Settings
 from engine.run.guards import RunStatus
@@ -273,6 +273,24 @@ def test_scores_count_cumulative_passes_per_round() -> None:
     assert today.endings == {"ok": 3, "exhausted": 1}
 
 
+def test_each_arm_is_paired_with_the_first_on_the_tasks_both_ran() -> None:
+    run = handcrafted_run()
+    today, raw = score(run)
+    assert (today.gained, today.lost, today.sign_test_p) == (None, None, None)
+    assert (raw.gained, raw.lost) == (0, 2)  # today fixed t/2 and t/3, raw neither
+    assert raw.sign_test_p == 0.5
+    run.items[1].arms.pop("today")  # a task the first arm did not run is not compared
+    assert (score(run)[1].gained, score(run)[1].lost) == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("gained", "lost", "p"),
+    [(0, 0, 1.0), (1, 1, 1.0), (3, 0, 0.25), (0, 3, 0.25), (6, 1, 0.125), (10, 0, 2 / 1024)],
+)
+def test_the_sign_test_is_exact_and_two_sided(gained: int, lost: int, p: float) -> None:
+    assert sign_test(gained, lost) == pytest.approx(p)
+
+
 def test_no_pass_at_all_has_no_mean_rounds_nor_tokens_per_fix() -> None:
     run = handcrafted_run()
     run.items = [run.items[-1]]
@@ -295,7 +313,9 @@ prompt tokens per fix            300         600
 completion tokens                180         200
 cost (USD)                    0.0090      0.0100
 wall time per task               10s         20s
-wall time                        40s       1m20s"""
+wall time                        40s       1m20s
+fixes vs first arm +/-             -       +0 -2
+sign test p (vs first)             -        0.50"""
 
 
 def test_the_table_is_golden() -> None:

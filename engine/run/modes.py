@@ -115,13 +115,7 @@ class RepairMode:
         return prompt.messages
 
     def parse(self, text: str) -> Proposal:
-        # Shown one file it may change, a small model often sends its block without the path
-        # line, or with no fence: read so, 6 of the 12 unusable answers of the bench's
-        # defaults (table layout, 40 tasks) are proposals. Shown more (a helper the tests
-        # import), the block is the one file the person named, if they named one.
-        shown = self.asked_for
-        named = [path for path in dict.fromkeys(self.config.files) if path in shown]
-        sole = shown[0] if len(shown) == 1 else named[0] if len(named) == 1 else None
+        sole = lone_block_file(self.asked_for, self.config.files)
         proposal = parse(text, self.config.edit_format, lone_block_path=sole)
         # A shortened copy of a pinned test file is held back anyway: no reason to refuse
         # the fix that came with it.
@@ -193,6 +187,18 @@ def repair_prompt(
         task, files, current.packet_text, edit_format, [*called, *notes], code_last=code_last
     )
     return prompts.Prompt(messages=messages, reply_paths=[f.path for f in files if not f.read_only])
+
+
+def lone_block_file(shown: Sequence[str], named: Sequence[str]) -> str | None:
+    """The file an answer's lone block without its path line (or its unfenced code) is taken
+    for: the one file the prompt showed the model to change, or, when it showed more (a
+    helper the tests import), the one the person named. A small model often leaves the path
+    out: read so, 6 of the 12 unusable answers of the bench's defaults (table layout, 40
+    tasks) are proposals (bench/replay_unusable.py)."""
+    if len(shown) == 1:
+        return shown[0]
+    named_shown = [path for path in dict.fromkeys(named) if path in shown]
+    return named_shown[0] if len(named_shown) == 1 else None
 
 
 def refuse_dropped_definitions(

@@ -96,8 +96,9 @@ def unusable_answers(ledger: Path, arms: set[str]) -> Iterator[Unusable | str]:
 
 
 def writable_shown(prompt: str) -> list[str]:
-    """The files the prompt showed whole and let the model change (no test file, no excerpt)."""
-    return [m["path"] for m in SHOWN.finditer(prompt) if not m["labels"].strip()]
+    """The files the prompt let the model change (an excerpt too; no test file), as the loop's
+    `Prompt.reply_paths`."""
+    return [m["path"] for m in SHOWN.finditer(prompt) if "(test file" not in m["labels"]]
 
 
 def checkout(repo: Path, rev: str, into: Path) -> None:

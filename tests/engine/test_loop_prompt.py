@@ -239,6 +239,20 @@ async def test_a_bare_block_is_the_file_named_when_the_prompt_shows_a_helper_too
     assert [r.status for r in result.iterations] == ["ok"]
 
 
+def test_the_replay_script_reads_the_files_a_prompt_let_the_model_change() -> None:
+    """bench/replay_unusable.py finds them in a prompt as the loop renders it."""
+    from bench.replay_unusable import writable_shown
+    from engine.feedback.prompts import PromptFile, messages
+
+    files = [
+        PromptFile(path="calc.py", text=BROKEN),
+        PromptFile(path="tests/test_calc.py", text=TESTS, read_only=True),
+        PromptFile(path="big.py", text="X = 1\n", excerpt=True),
+    ]
+    prompt = messages("Fix it.", files, "Verification failed.", "whole")[-1].content
+    assert writable_shown(prompt) == ["calc.py", "big.py"]
+
+
 async def test_a_bare_block_is_unusable_when_the_prompt_shows_two_files_to_change(
     tmp_path: Path,
 ) -> None:

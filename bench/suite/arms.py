@@ -105,6 +105,8 @@ ARMS: dict[str, ArmOptions] = {
     # The defaults with runtime values (the same as `defaults` since they are on): `values` is
     # the greedy defaults with them, measured before sampling was a default.
     "defaults-values": ArmOptions(runtime_values=True),
+    # The defaults with 3 candidates an iteration: what `cand3` adds to `today`, on the defaults.
+    "defaults-cand3": ArmOptions(candidates=3),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.

@@ -155,6 +155,7 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert arm_settings("sampled", base) == before.model_copy(update={"sample_after_noop": True})
     assert arm_settings("compact", base) == before.model_copy(update={"prompt_profile": "small"})
     assert arm_settings("defaults-values", base) == base
+    assert arm_settings("defaults-cand3", base) == base.model_copy(update={"candidates": 3})
 
 
 def test_an_arm_is_described_by_what_it_changes() -> None:
@@ -168,6 +169,7 @@ def test_an_arm_is_described_by_what_it_changes() -> None:
         "defaults + called functions without docstrings on, runtime values off"
     )
     assert describe("all").startswith("today + 3 candidates, small prompt")
+    assert describe("defaults-cand3") == "defaults + 3 candidates"
 
 
 def test_arms_are_parsed_in_order_once_each() -> None:

@@ -44,8 +44,8 @@ class ArmScore(BaseModel):
 
 def score(run: BenchRun) -> list[ArmScore]:
     scores = [score_arm(run, arm) for arm in run.config.arms]
+    first = scores[0].arm if scores else ""
     for s in scores[1:]:
-        first = scores[0].arm
         both = [item.arms for item in run.items if first in item.arms and s.arm in item.arms]
         fixed = [
             (a[first].passed_round is not None, a[s.arm].passed_round is not None) for a in both

@@ -30,8 +30,8 @@ CALLED_LINES = 15  # of a called function's source shown after the packet
 
 
 class Prompt(BaseModel):
-    """A prompt's messages, and the files it lets the model change: the one a lone answer
-    block without its path line is taken for, when there is only one."""
+    """A prompt's messages, and the files it lets the model change (among which a lone answer
+    block without its path line is placed: `engine/run/modes.py`'s `lone_block_file`)."""
 
     model_config = ConfigDict(frozen=True)
 

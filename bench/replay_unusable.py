@@ -125,8 +125,8 @@ async def replay(case: Unusable, verifier: Verifier) -> tuple[str, str]:
         root = Path(scratch) / "tree"
         root.mkdir()
         checkout(case.repo, case.rev, root)
-        kept = Proposal(explanation="", edits=code, format="whole")
-        if lost := dropped_definitions(kept, root) if code else []:
+        lost = dropped_definitions(Proposal(explanation="", edits=code, format="whole"), root)
+        if lost:
             return "fragment", lost[0]
         changed = [
             edit

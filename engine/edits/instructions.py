@@ -27,6 +27,11 @@ _WHOLE_AGAIN = (
 )
 _SHAPES: dict[EditFormat, str] = {"json": _JSON_SHAPE, "whole": _WHOLE_SHAPE}
 
+# The labels a prompt writes after a shown test file's path. Small models copy them back with
+# the file, worded as here or close to it: the parser reads any "(test file...)" off a path.
+TEST_FILE_LABEL = "(test file: read only)"
+FOCUSED_TEST_FILE_LABEL = "(test file, read only: its failing tests and what they use)"
+
 
 def instructions(format: EditFormat, example_path: str | None = None) -> str:
     """The system-prompt paragraph that tells the model how to answer, with a tiny example.

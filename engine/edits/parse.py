@@ -210,7 +210,8 @@ _FENCE_OPEN = re.compile(r"^\s*(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$"
 _PATH_DECORATION = re.compile(r"^(?:#+\s*|[-*]\s+|(?:file(?:name)?|path)\s*:\s*)", re.I)
 _PATH_CHARS = re.compile(r"[\w.\-/\\~@+:]+")
 _NAMES_WITHOUT_DOT = frozenset({"Makefile", "Dockerfile", "LICENSE", "Procfile", "Justfile"})
-# The prompt's own label after a test file's path, which small models copy back with the file.
+# The prompt's own label after a test file's path (instructions.TEST_FILE_LABEL and the focused
+# one), which small models copy back with the file, in its words or close ones.
 _TEST_FILE_LABEL = re.compile(r"\s+\(test file[^()]*\)$")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.edits.instructions import instructions
+from engine.edits.instructions import FOCUSED_TEST_FILE_LABEL, TEST_FILE_LABEL, instructions
 from engine.edits.proposal import EditFormat
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
@@ -113,9 +113,9 @@ def render_file(file: PromptFile) -> str:
     """Like the `whole` edit format: the path alone on a line, then a fenced block."""
     label = file.path
     if file.focused:
-        label += "  (test file, read only: its failing tests and what they use)"
+        label += f"  {FOCUSED_TEST_FILE_LABEL}"
     elif file.read_only:
-        label += "  (test file: read only)"
+        label += f"  {TEST_FILE_LABEL}"
     if file.excerpt:
         label += "  (excerpt; line numbers on the left)"
     fence = "````" if "```" in file.text else "```"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.edits.instructions import instructions
+from engine.edits.instructions import FOCUSED_TEST_FILE_LABEL, TEST_FILE_LABEL, instructions
 from engine.edits.parse import parse
 from engine.edits.proposal import Edit, EditFormatError, Proposal
 from engine.run.modes import refuse_dropped_definitions
@@ -268,7 +268,12 @@ def test_whole_path_may_be_fenced_on_its_own(answer: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "label", ["  (test file: read only)", "  (test file, read only: its failing tests)"]
+    "label",
+    [
+        f"  {TEST_FILE_LABEL}",
+        f"  {FOCUSED_TEST_FILE_LABEL}",
+        "  (test file, read only: its failing tests)",  # copied back shortened
+    ],
 )
 def test_a_test_file_sent_back_with_the_prompts_label_is_that_file(label: str) -> None:
     """Seen from the embedded model: the fix, then the test file copied back with its label."""

@@ -9,6 +9,7 @@ import asyncio
 import importlib.util
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -197,7 +198,11 @@ def check_git() -> Check:
 
 
 def check_python(project: Path) -> Check:
-    python = project_python(project)
+    try:
+        python = project_python(project)
+    except ConfigError as exc:
+        problem, _, fix = str(exc).partition("; ")
+        return Check(name="project python", ok=False, detail=problem, fix=fix)
     done = _run(
         [str(python), "-c", "import pytest, sys; print(sys.version.split()[0], pytest.__version__)"]
     )
@@ -301,7 +306,10 @@ def _fix_of(exc: Exception) -> str:
 
 
 async def diagnose(project: Path) -> Diagnosis:
-    python = project_python(project)
+    try:
+        python = project_python(project)
+    except ConfigError:  # check_python reports it; the sandbox is checked with ours
+        python = Path(sys.executable)
     checks = [check_runsc(), check_cgroups()]
     checks.append(await check_gvisor_sandbox(python))
     toolchain = await asyncio.to_thread(check_toolchain, project)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from engine.project.settings import ConfigError
+
 FIXLOOP_DIR = ".fixloop"
 
 
@@ -43,9 +45,16 @@ def ensure_fixloop_dir(project: Path) -> Path:
 
 
 def project_python(project: Path) -> Path:
-    """The interpreter that runs the project's tests: its venv if it has one, else ours."""
+    """The interpreter that runs the project's tests: its venv if it has one, else ours.
+    ConfigError when the project has a venv this user cannot look into (root's, say)."""
     for venv in (".venv", "venv"):
         candidate = project / venv / "bin" / "python"
-        if candidate.exists():
-            return candidate
+        try:
+            if candidate.exists():
+                return candidate
+        except PermissionError:
+            raise ConfigError(
+                f"cannot use the project's interpreter {candidate}: permission denied; "
+                f"make {venv}/ readable by this user, or pass --python PATH"
+            ) from None
     return Path(sys.executable)

@@ -11,6 +11,7 @@ from engine.doctor import (
     check_toolchain,
     project_python,
 )
+from engine.project.settings import ConfigError
 
 
 def fake_python(project: Path, script: str) -> Path:
@@ -28,6 +29,42 @@ def test_project_venv_is_preferred_over_fixloops_python(tmp_path: Path) -> None:
 
 def test_without_a_venv_fixloops_own_python_runs_the_tests(tmp_path: Path) -> None:
     assert project_python(tmp_path) == Path(sys.executable)
+
+
+def unreadable_venv(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A venv as a normal user sees root's (root itself may look into any directory)."""
+    python = fake_python(project, "exit 0")
+    exists = Path.exists
+
+    def denied(path: Path, **kwargs: bool) -> bool:
+        if path == python:
+            raise PermissionError(13, "Permission denied", str(path))
+        return exists(path, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", denied)
+    return python
+
+
+def test_a_venv_this_user_cannot_look_into_is_one_line_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = unreadable_venv(tmp_path, monkeypatch)
+    with pytest.raises(ConfigError) as raised:
+        project_python(tmp_path)
+    assert str(raised.value) == (
+        f"cannot use the project's interpreter {python}: permission denied; "
+        "make .venv/ readable by this user, or pass --python PATH"
+    )
+
+
+def test_the_doctor_reports_a_venv_this_user_cannot_look_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = unreadable_venv(tmp_path, monkeypatch)
+    check = check_python(tmp_path)
+    assert not check.ok
+    assert check.detail == f"cannot use the project's interpreter {python}: permission denied"
+    assert check.fix == "make .venv/ readable by this user, or pass --python PATH"
 
 
 def test_python_without_pytest_names_the_install_command(tmp_path: Path) -> None:

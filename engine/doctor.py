@@ -201,8 +201,8 @@ def check_python(project: Path) -> Check:
     try:
         python = project_python(project)
     except ConfigError as exc:
-        problem, _, fix = str(exc).partition("; ")
-        return Check(name="project python", ok=False, detail=problem, fix=fix)
+        problem = str(exc).partition("; ")[0]
+        return Check(name="project python", ok=False, detail=problem, fix=_fix_of(exc))
     done = _run(
         [str(python), "-c", "import pytest, sys; print(sys.version.split()[0], pytest.__version__)"]
     )

@@ -105,6 +105,27 @@ def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_th
     ]
 
 
+def test_the_history_pane_says_why_a_candidate_was_dropped() -> None:
+    """The candidates modal lists only the verified ones: the history says what became of the
+    others, in the headless printer's words."""
+    dropped = CandidateVerified(n=1, k=2, dropped="unusable: your a.py leaves out f")
+    view = RunView()
+    for event in (
+        IterationStarted(n=1, max_n=4),
+        CandidateVerified(n=1, k=1, verdict="failing", tests=TESTS, files=["a.py"]),
+        dropped,
+        CandidateChosen(n=1, k=1, why="chosen by you", by="person"),
+    ):
+        view.apply(event)
+    assert view.iterations[1].levers == [
+        "candidate 2 dropped: unusable: your a.py leaves out f",
+        "candidate 1 of 2 chosen by you",
+    ]
+    assert printed(dropped) == [
+        "fixloop: [1/4] candidate 2 dropped: unusable: your a.py leaves out f"
+    ]
+
+
 def test_a_choice_by_the_person_says_so() -> None:
     chosen = CandidateChosen(n=1, k=1, why="chosen by you", by="person")
     assert printed(chosen) == ["fixloop: [1/4] candidate 1 chosen by you"]

@@ -15,6 +15,7 @@ from tui.lever_lines import (
     reasked_line,
     sampled_line,
     strategy_line,
+    verified_line,
 )
 
 # The events' models are imported where events are folded (`from engine.run import events as
@@ -234,6 +235,8 @@ class RunView:
             it.levers.append(reasked_line(event))
         elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
+            if event.dropped:  # the candidates modal shows only the verified ones
+                it.levers.append(verified_line(event))
             if it.candidates >= self.candidates:
                 it.status = "candidates"  # all in: one is being chosen
         elif isinstance(event, ev.CandidateChosen):

@@ -1,10 +1,14 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1, for tests that need a real model endpoint.
 
-A script is a list of steps, one consumed per request: `reply`, `status`, `hang`, `malformed`,
-`empty`, `truncated`; `held` makes any step wait for a test's signal. Runs at once (a batch)
-each get a script of their own with `route`, chosen by what their prompt says. Every request
-is recorded (path, headers, parsed JSON body, the route, the client's port) so tests can assert
-exactly what the client sent and how often. Use the `model_server` fixture.
+A script is a list of steps, one consumed per request: `reply`, `replies` (several choices in
+one answer, for a request's `n`), `status`, `hang`, `malformed`, `empty`, `truncated`; `held`
+makes any step wait for a test's signal. Of the answers scripted, a request that asks for
+`n` > 1 takes the first `replies`, any other request the first plain one (so concurrent
+requests get the same answers whatever their order); failures go to whoever comes first. With
+no `replies` scripted, an `n` request gets a plain `reply`: a server that ignores `n`. Runs at
+once (a batch) each get a script of their own with `route`, chosen by what their prompt says.
+Every request is recorded (path, headers, parsed JSON body, the route, the client's port) so
+tests can assert exactly what the client sent and how often. Use the `model_server` fixture.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     until: threading.Event | None = None  # held: answered once this is set
+    more: tuple[tuple[str, str], ...] = ()  # `replies`: choices 1, 2, ... (text, finish_reason)
 
 
 def reply(
@@ -52,6 +57,17 @@ def reply(
     ignore `stream_options`.
     """
     return Step("reply", text=text, finish_reason=finish_reason, usage=usage, send_usage=send_usage)
+
+
+def replies(
+    *texts: str, finish_reasons: tuple[str, ...] = (), usage: dict[str, int] | None = None
+) -> Step:
+    """One answer with a choice per text, as a server that honours `n` sends (never more
+    choices than the request's `n`). `finish_reasons`, when given, is one per text; `usage`
+    defaults to word counts, the prompt counted once."""
+    finish = finish_reasons or ("stop",) * len(texts)
+    (text, finish_reason), *rest = zip(texts, finish, strict=True)
+    return Step("reply", text=text, finish_reason=finish_reason, usage=usage, more=tuple(rest))
 
 
 def status(code: int, body: str | None = None, headers: dict[str, str] | None = None) -> Step:
@@ -155,7 +171,15 @@ class ScriptedModelServer:
             key = next((key for key in self._routes if key in text), None)
             self.requests.append(replace(request, route=key))
             steps = self._steps if key is None else self._routes[key]
-            return steps.pop(0) if steps else status(500, f"script exhausted ({key or 'common'})")
+            if not steps:
+                return status(500, f"script exhausted ({key or 'common'})")
+            several = int(request.body.get("n") or 1) > 1
+            fitting = (
+                i
+                for i, step in enumerate(steps)
+                if step.kind != "reply" or bool(step.more) == several
+            )
+            return steps.pop(next(fitting, 0))
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -225,11 +249,16 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _choices(step: Step, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(text, finish_reason) of each choice the answer holds: one, or `replies`' up to `n`."""
+    return [(step.text, step.finish_reason), *step.more][: max(1, int(body.get("n") or 1))]
+
+
 def _usage(step: Step, body: dict[str, Any]) -> dict[str, int]:
     if step.usage is not None:
         return step.usage
     prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-    completion = len(step.text.split())
+    completion = sum(len(text.split()) for text, _ in _choices(step, body))
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -247,23 +276,27 @@ def _envelope(body: dict[str, Any], obj: str) -> dict[str, Any]:
 
 
 def _completion(step: Step, body: dict[str, Any]) -> dict[str, Any]:
-    message = {"role": "assistant", "content": step.text}
-    choice = {"index": 0, "message": message, "finish_reason": step.finish_reason}
+    choices = [
+        {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+        for i, (text, finish) in enumerate(_choices(step, body))
+    ]
     usage = {"usage": _usage(step, body)} if step.send_usage else {}
-    return {**_envelope(body, "chat.completion"), "choices": [choice], **usage}
+    return {**_envelope(body, "chat.completion"), "choices": choices, **usage}
 
 
 def _chunks(step: Step, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Role first, then the text in small pieces (words), then the finish, then usage if asked."""
+    """For each choice in turn: role first, then the text in small pieces (words), then the
+    finish; usage last, if asked."""
     env = _envelope(body, "chat.completion.chunk")
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**env, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    def chunk(i: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**env, "choices": [{"index": i, "delta": delta, "finish_reason": finish}]}
 
-    yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(step.text):
-        yield chunk({"content": piece})
-    yield chunk({}, step.finish_reason)
+    for i, (text, finish) in enumerate(_choices(step, body)):
+        yield chunk(i, {"role": "assistant", "content": ""})
+        for piece in _pieces(text):
+            yield chunk(i, {"content": piece})
+        yield chunk(i, {}, finish)
     if step.send_usage and (body.get("stream_options") or {}).get("include_usage"):
         yield {**env, "choices": [], "usage": _usage(step, body)}
 

@@ -38,7 +38,7 @@ from bench.suite.results import (
 )
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
-from engine.model.client import Completion, Message, ModelClient, ModelError
+from engine.model.client import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.settings import Settings
 from engine.run.events import BaseEvent, ModelResponded, PacketReady, ProposalReady
 from engine.run.gate import PolicyGate
@@ -81,6 +81,22 @@ class HeardModel:
             raise
         self.heard = True
         return completion
+
+    async def samples_together(self) -> bool:
+        inner = self.inner
+        return isinstance(inner, SamplesTogether) and await inner.samples_together()
+
+    async def sample(
+        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+    ) -> list[Completion | ModelError]:
+        assert isinstance(self.inner, SamplesTogether)  # asked only after samples_together
+        try:
+            answers = await self.inner.sample(messages, n, temperature=temperature, seed=seed)
+        except ModelError as exc:
+            self.heard = self.heard or exc.answered
+            raise
+        self.heard = self.heard or bool(answers)  # a truncated or empty choice is an answer too
+        return answers
 
 
 class RunWatch:

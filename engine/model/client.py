@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_S = 30.0
 MAX_BACKOFF_S = 30.0
 MAX_TOKENS_CAP = 16384
+# A request for several answers at once (a provider's `n`) is not streamed: litellm's stream
+# keeps the choices' texts apart but drops the finish reason of all but the first, and a
+# truncated answer must be known as one. Unstreamed, the one wait is the whole answer, so it
+# is bounded by this many times `timeout_s` (the bound on each wait of a streamed answer).
+SEVERAL_TIMEOUT_FACTOR = 3
 
 
 class Message(BaseModel):
@@ -101,6 +106,23 @@ class ModelClient(Protocol):
         ...
 
 
+@runtime_checkable
+class SamplesTogether(Protocol):
+    """A client that can ask for several sampled answers in one request (a provider's `n`),
+    so that their prompt is sent, and billed, once."""
+
+    async def samples_together(self) -> bool:
+        """Whether `sample` may ask this model for several answers at once."""
+        ...
+
+    async def sample(
+        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+    ) -> list[Completion | ModelError]:
+        """Up to `n` answers from one request (fewer: the server ignores `n`), each a
+        Completion or the ModelError of a choice that came back truncated or empty."""
+        ...
+
+
 class _CallbackFailed(Exception):
     """on_text raised: the caller's bug, re-raised unchanged rather than retried."""
 
@@ -150,6 +172,7 @@ class LiteLLMClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._local_ready = False
+        self._ignores_n = False  # its server answered a request for several with one
         if api_key:
             remember_secret(api_key)
 
@@ -220,16 +243,119 @@ class LiteLLMClient:
                     duration_s=duration,
                 )
             if attempt < self.max_attempts:
-                self._log(
-                    logging.INFO,
-                    f"{self.where}: attempt {attempt} of {self.max_attempts} failed: {cause};"
-                    f" retrying in {delay:.2f} s",
+                await self._pause(attempt, delay, cause, brief)
+        raise self._gave_up(cause, answered=answered)
+
+    async def samples_together(self) -> bool:
+        """Whether `sample` may ask this model for several answers in one request: litellm
+        says its provider takes `n`, it is not the embedded model (llama.cpp has no `n`), and
+        its server has not answered such a request with one answer."""
+        if self.model.startswith("local/") or self._ignores_n:
+            return False
+        litellm = await load_litellm()
+        try:
+            return "n" in (litellm.get_supported_openai_params(model=self.model) or ())
+        except Exception:  # a model litellm cannot place: ask for each answer on its own
+            return False
+
+    async def sample(
+        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+    ) -> list[Completion | ModelError]:
+        """Up to `n` answers from one request (`n`, unstreamed), sampled at `temperature` with
+        `seed`. The prompt is counted once, on the first answer; the completion tokens the
+        server counted are shared out by each answer's length. A truncated or empty choice is
+        that answer's ModelError (not asked again: the others came with it); a failed request
+        is retried as `complete`'s are, then raised. Fewer answers than asked: the server
+        ignores `n`, and `samples_together` says so from then on."""
+        litellm = await load_litellm()
+        started = time.monotonic()
+        sampling = Sampling(temperature, seed)
+        for attempt in range(1, self.max_attempts + 1):
+            outcome = await self._several_once(litellm, messages, n, sampling)
+            if not isinstance(outcome, Failure):
+                break
+            if not outcome.retryable:
+                raise ModelError(
+                    f"{self.where}: {outcome.cause}", attempts=attempt, cause=outcome.cause
                 )
-                if brief and self.on_retry is not None:  # a longer answer asked for is no trouble
-                    self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief))
-                await asyncio.sleep(delay)
+            if attempt == self.max_attempts:
+                raise self._gave_up(outcome.cause)
+            delay = self._backoff(attempt)
+            if outcome.retry_after_s is not None:
+                delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
+            await self._pause(attempt, delay, outcome.cause, outcome.said_briefly)
+        choices = sorted(outcome.choices or (), key=lambda choice: int(choice.index or 0))[:n]
+        if len(choices) < n:
+            self._ignores_n = True
+            self._log(logging.INFO, f"{self.where}: asked for {n} answers, got {len(choices)}")
+        texts = [str(choice.message.content or "") for choice in choices]
+        usage = outcome.usage
+        if usage is not None:
+            prompt, completion = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+        else:  # no usage in the answer: estimate with litellm's tokenizer
+            prompt = _count_tokens(litellm, self.model, messages=[m.model_dump() for m in messages])
+            completion = sum(_count_tokens(litellm, self.model, text=text) for text in texts)
+        shares = _shared_out(completion, [approximate_tokens(text) for text in texts])
+        duration = time.monotonic() - started
+        answers: list[Completion | ModelError] = []
+        for choice, text, share in zip(choices, texts, shares, strict=True):
+            if choice.finish_reason == "length" or not text.strip():
+                cause = (
+                    f"answer truncated at max_tokens={self.max_tokens} (finish_reason length)"
+                    if choice.finish_reason == "length"
+                    else "empty answer (no text)"
+                )
+                answers.append(
+                    ModelError(
+                        f"{self.where}: {cause}", attempts=attempt, cause=cause, answered=True
+                    )
+                )
+                continue
+            counted = any(isinstance(answer, Completion) for answer in answers)
+            answers.append(
+                Completion(
+                    text=text,
+                    usage=Usage(
+                        prompt_tokens=0 if counted else prompt,
+                        completion_tokens=share,
+                        cost_usd=_cost(litellm, self.model, 0 if counted else prompt, share),
+                    ),
+                    finish_reason=choice.finish_reason,
+                    model=self.model,
+                    attempts=attempt,
+                    duration_s=duration,
+                )
+            )
+        return answers
+
+    async def _several_once(
+        self, litellm: ModuleType, messages: Sequence[Message], n: int, sampling: Sampling
+    ) -> Any:
+        """One unstreamed request for `n` answers: litellm's response, or the Failure."""
+        timeout = self.timeout_s * SEVERAL_TIMEOUT_FACTOR
+        kwargs = self._request(messages, self.max_tokens, sampling)
+        kwargs.update(stream=False, n=n, timeout=timeout)
+        kwargs.pop("stream_options")
+        try:
+            async with asyncio.timeout(timeout):
+                return await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            return classify_failure(exc, timeout_s=timeout, key_variable=self._key_variable)
+
+    async def _pause(self, attempt: int, delay: float, cause: str, brief: str) -> None:
+        """The wait before attempt `attempt + 1`, logged and told to `on_retry`."""
+        self._log(
+            logging.INFO,
+            f"{self.where}: attempt {attempt} of {self.max_attempts} failed: {cause};"
+            f" retrying in {delay:.2f} s",
+        )
+        if brief and self.on_retry is not None:  # a longer answer asked for is no trouble
+            self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief))
+        await asyncio.sleep(delay)
+
+    def _gave_up(self, cause: str, *, answered: bool = False) -> ModelError:
         gave_up = f"gave up after {_attempts(self.max_attempts)}: {cause}"
-        raise ModelError(
+        return ModelError(
             f"{self.where}: {gave_up}",
             attempts=self.max_attempts,
             cause=gave_up,
@@ -260,24 +386,7 @@ class LiteLLMClient:
         on_text: Callable[[str], None] | None,
         sampling: Sampling,
     ) -> _Answer:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.model_dump() for m in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "timeout": self.timeout_s,
-            "num_retries": 0,
-            "max_retries": 0,  # the OpenAI SDK under litellm would otherwise retry on its own
-            "max_tokens": max_tokens,
-            "temperature": sampling.temperature,
-            "drop_params": True,  # e.g. reasoning models that refuse a temperature
-        }
-        if sampling.seed is not None:
-            kwargs["seed"] = sampling.seed
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
+        kwargs = self._request(messages, max_tokens, sampling)
         parts: list[str] = []
         finish_reason: str | None = None
         usage: Any = None
@@ -300,6 +409,30 @@ class LiteLLMClient:
             if stream is not None:
                 await _close_quietly(stream)
         return _Answer("".join(parts), finish_reason, usage)
+
+    def _request(
+        self, messages: Sequence[Message], max_tokens: int, sampling: Sampling
+    ) -> dict[str, Any]:
+        """litellm's arguments for one streamed answer."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,  # the OpenAI SDK under litellm would otherwise retry on its own
+            "max_tokens": max_tokens,
+            "temperature": sampling.temperature,
+            "drop_params": True,  # e.g. reasoning models that refuse a temperature
+        }
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        return kwargs
 
     def _usage(self, litellm: ModuleType, messages: Sequence[Message], answer: _Answer) -> Usage:
         if answer.usage is not None:
@@ -324,6 +457,18 @@ class LiteLLMClient:
 
     def _log(self, level: int, message: str) -> None:
         log.log(level, redact(message))
+
+
+def _shared_out(total: int, weights: Sequence[int]) -> list[int]:
+    """`total` split in proportion to `weights` (evenly if they are all 0), in whole numbers
+    that add up to it."""
+    if not weights:
+        return []
+    if not any(weights):
+        weights = [1] * len(weights)
+    shares = [total * weight // sum(weights) for weight in weights]
+    shares[-1] += total - sum(shares)
+    return shares
 
 
 def _attempts(n: int) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.model.client import Completion, Message, ModelClient, ModelError
+from engine.model.client import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.docstrings import code_shape
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested
@@ -137,8 +137,40 @@ class Candidates:
             self.journal.responded(n, completion, candidate=k)
             return completion
 
-        count = self.config.candidates
-        answers = list(await asyncio.gather(*(one(k) for k in range(1, count + 1))))
+        async def sampled(ks: list[int]) -> list[Completion | ModelError]:
+            """Candidates 2..N: in one request where the provider takes `n` (their prompt
+            sent and billed once), else each in its own; any the server left out (it
+            ignores `n`), each in its own after all."""
+            sampler = model if isinstance(model, SamplesTogether) else None
+            if sampler is None or len(ks) < 2 or not await sampler.samples_together():
+                return list(await asyncio.gather(*(one(k) for k in ks)))
+            for k in ks:
+                self.journal.emit(
+                    ModelRequested(
+                        n=n,
+                        model=model.model,
+                        prompt_tokens=prompt_tokens if k == ks[0] else 0,
+                        candidate=k,
+                        temperature=CANDIDATE_TEMPERATURE,
+                        together=len(ks),
+                    )
+                )
+            try:
+                answers = await sampler.sample(
+                    messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=1
+                )
+            except ModelError as exc:
+                return [exc] * len(ks)
+            for k, answer in zip(ks, answers, strict=False):
+                if isinstance(answer, Completion):
+                    self.journal.responded(n, answer, candidate=k)
+            left_out = ks[len(answers) :]
+            return [*answers, *await asyncio.gather(*(one(k) for k in left_out))]
+
+        first, rest = await asyncio.gather(
+            one(1), sampled(list(range(2, self.config.candidates + 1)))
+        )
+        answers = [first, *rest]
         failed = [answer for answer in answers if isinstance(answer, ModelError)]
         if len(failed) == len(answers):
             raise failed[0]

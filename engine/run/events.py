@@ -46,6 +46,9 @@ class ModelRequested(BaseEvent):
     temperature: float | None = None  # None: the client's own (greedy)
     # A first answer sampled rather than greedy, and why (`sample_after_noop`); "" otherwise.
     sampled_because: str = ""
+    # How many candidates this one request asks for (a provider's `n`: the prompt sent once);
+    # 1: its own request.
+    together: int = 1
 
 
 class ModelResponded(BaseEvent):

@@ -21,7 +21,7 @@ from tests.e2e.test_headless import (
     core_edit,
     fixloop,
 )
-from tests.model_server import ScriptedModelServer, reply
+from tests.model_server import ScriptedModelServer, replies, reply
 from tests.projects import MEAN_FIX, TOP_FIX, answer, committed_copy
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
@@ -44,14 +44,16 @@ RIGHT = answer("fix the mean and top_words", MEAN_FIX, TOP_FIX)
 def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
     model_server: ScriptedModelServer, project: Path
 ) -> None:
-    # The three requests are concurrent: which candidate gets which answer may vary, the
-    # outcome may not.
+    # A server that ignores `n`: candidates 2 and 3, asked together, get one answer, and the
+    # third is asked on its own. The requests are concurrent: which candidate gets which
+    # answer may vary, the outcome may not.
     model_server.script(reply(WRONG), reply(UNCHANGED), reply(RIGHT))
     done, result = fixloop(model_server, project, "--candidates", "3")
     assert done.returncode == 0, done.stderr
     assert result["status"] == "ok"
     assert [it["status"] for it in result["iterations"]] == ["ok"]
     assert model_server.count == 3
+    assert sorted(r.body.get("n", 1) for r in model_server.requests) == [1, 1, 2]
     temperatures = sorted(str(r.body.get("temperature")) for r in model_server.requests)
     assert temperatures == ["0.0", "0.8", "0.8"]
     # One commit on the branch, the right one.
@@ -72,6 +74,32 @@ def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
     for k in (1, 2, 3):
         assert f"[1/4] candidate {k} answered:" in done.stderr
     assert "model answered" not in done.stderr
+    assert_trail_agrees(result)
+
+
+def test_sampled_candidates_share_one_request_where_the_server_takes_n(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(WRONG), replies(UNCHANGED, RIGHT))
+    done, result = fixloop(model_server, project, "--candidates", "3")
+    assert done.returncode == 0, done.stderr
+    assert (result["status"], len(result["iterations"])) == ("ok", 1)
+    # Two requests, the prompt sent twice for three answers: the greedy one, and the sampled
+    # two together.
+    assert model_server.count == 2
+    together = next(r.body for r in model_server.requests if r.body.get("n"))
+    assert (together["n"], together["temperature"], together["seed"]) == (2, 0.8, 1)
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    asked = {e.candidate: e.together for e in events if e.type == "ModelRequested"}
+    assert asked == {1: 1, 2: 2, 3: 2}
+    prompts = {e.candidate: e.prompt_tokens for e in events if e.type == "ModelResponded"}
+    assert prompts[1] > 0
+    assert prompts[2] > 0
+    assert prompts[3] == 0  # its prompt was billed with candidate 2's
+    trail = Path(result["run_dir"]) / "iterations" / "01" / "candidates"
+    assert (trail / "3" / "response.txt").read_text() == RIGHT
+    chosen = [e for e in events if e.type == "CandidateChosen"]
+    assert [e.k for e in chosen] == [3]
     assert_trail_agrees(result)
 
 

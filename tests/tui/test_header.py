@@ -64,6 +64,17 @@ def test_a_retry_drops_the_failed_attempts_partial_text() -> None:
     assert view.iterations[1].model_text == ""
 
 
+def test_a_later_candidates_request_keeps_the_first_answers_streamed_text() -> None:
+    # Sampled candidates asked together (a provider's `n`) are requested once the client
+    # knows it may: after the first, greedy answer began to stream, which is the one shown.
+    view = view_after()
+    view.iterations[1].model_text = "half an ans"
+    view.apply(ModelRequested(ts=2.2, n=1, model="m", candidate=2, together=2))
+    assert view.iterations[1].model_text == "half an ans"
+    view.apply(ModelRequested(ts=2.3, n=1, model="m", candidate=1))  # the first asked anew
+    assert view.iterations[1].model_text == ""
+
+
 def test_after_an_escalation_the_header_names_the_stronger_model() -> None:
     restart = StrategyChanged(ts=4.0, n=3, kind="restart", reason="stalled")
     escalate = StrategyChanged(ts=4.1, n=4, kind="escalate", reason="last", model="openai/big")

@@ -134,7 +134,10 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        if isinstance(event, (ModelRequested, ModelRetrying)):  # a retry's answer starts anew
+        restarts = isinstance(event, ModelRetrying) or (
+            isinstance(event, ModelRequested) and event.candidate <= 1
+        )
+        if restarts:  # a new first answer, or a retry's, streams anew
             self.streamed = 0
             if following:
                 feedback.begin_stream()

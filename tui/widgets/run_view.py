@@ -176,7 +176,9 @@ class RunView:
         from engine.run import events as ev
 
         if isinstance(event, ev.ModelRequested):
-            it.status, it.model_text, it.retry = "asking", "", ""
+            it.status, it.retry = "asking", ""
+            if event.candidate <= 1:  # only the first answer streams; the others may ask later
+                it.model_text = ""
             if line := sampled_line(event):
                 it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):

@@ -318,7 +318,9 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
     @on(CandidatesAsked)
     def _candidates_asked(self, message: CandidatesAsked) -> None:
         request = message.request
-        self.push_screen(CandidatesScreen(request), lambda choice: _resolve(request, choice))
+        iteration = self.main.view.iterations.get(request.n)
+        screen = CandidatesScreen(request, iteration.dropped if iteration else ())
+        self.push_screen(screen, lambda choice: _resolve(request, choice))
 
     @on(RunOver)
     def _run_over(self, message: RunOver) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import TextArea
+from textual.widgets import Static, TextArea
 
 from engine.edits.proposal import Edit
-from engine.run.events import RunFinished
+from engine.run.events import BaseEvent, CandidateVerified, RunFinished
 from engine.run.gate import Choice
 from tests.tui.test_snapshots import (
     CORE_MAP,
@@ -28,13 +28,16 @@ from tui.screens.end import EndScreen
 SMALL = (80, 24)
 
 
-async def candidates_shown(pilot: Pilot[Any], request: CandidatesRequest) -> CandidatesScreen:
-    """A live run's main screen, then the request posted as the gate posts it; the modal."""
+async def candidates_shown(
+    pilot: Pilot[Any], request: CandidatesRequest, *before: BaseEvent
+) -> CandidatesScreen:
+    """A live run's main screen (and `before`, the iteration's events), then the request
+    posted as the gate posts it; the modal."""
     app = pilot.app
     assert isinstance(app, FixloopApp)
     while not app.main.ready:
         await pilot.pause(0.01)
-    await showing(until_the_candidates())(pilot)
+    await showing([*until_the_candidates(), *before])(pilot)
     app.running = True  # as after `begin`: the engine's side is the test's
     app.post_message(CandidatesAsked(request))
     while not isinstance(app.screen, CandidatesScreen):
@@ -176,6 +179,22 @@ async def test_escape_closes_the_note_and_it_goes_with_the_next_pick() -> None:
         await pilot.press("enter")
         await pilot.pause()
     assert (chosen(request).k, chosen(request).comment) == (1, "fine")
+
+
+async def test_the_modal_says_why_a_candidate_was_not_verified() -> None:
+    app = app_in("dark")
+    unusable = "unusable: your textstats/core.py leaves out top_words"
+    dropped = CandidateVerified(ts=0.0, n=1, k=4, dropped=unusable)
+    async with app.run_test(size=SMALL) as pilot:
+        screen = await candidates_shown(pilot, candidates_request(), dropped)
+        title = screen.query_one("#dialog").border_title
+        assert title == "iteration 1/4 · 3 of 4 candidates verified: pick one"
+        notice = str(screen.query_one("#notice", Static).render())
+        assert f"candidate 4 dropped: {unusable}" in notice
+        await pilot.press("2")  # said whichever one is selected
+        assert f"candidate 4 dropped: {unusable}" in str(
+            screen.query_one("#notice", Static).render()
+        )
 
 
 async def test_the_end_of_the_run_closes_an_open_choice() -> None:

@@ -643,6 +643,14 @@ def test_candidates_modal(snap_compare: SnapCompare, size: tuple[int, int]) -> N
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
+def test_candidates_modal_with_one_dropped(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    dropped = ["candidate 4 dropped: unusable: your textstats/core.py leaves out top_words"]
+    screen = lambda: CandidatesScreen(candidates_request(), dropped)  # noqa: E731
+    run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
 def test_candidates_modal_writing_a_note_on_a_doubtful_one(snap_compare: SnapCompare) -> None:
     app = app_in("light")
     screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731

@@ -1,11 +1,12 @@
 """The candidates modal (step mode, `--candidates N`): an iteration's verified candidates side by
-side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked) and the
-selected one's diff; select with the arrows or a candidate's number (as in the trail), pick it
-`enter`, edit it `e`, send a note with it `n`, or abort `x`."""
+side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked), why
+any others were dropped, and the selected one's diff; select with the arrows or a candidate's
+number (as in the trail), pick it `enter`, edit it `e`, send a note with it `n`, or abort `x`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -102,9 +103,12 @@ class CandidatesScreen(ModalScreen["Choice"]):
         Binding("escape", "close_note", "back", priority=True),
     ]
 
-    def __init__(self, request: CandidatesRequest) -> None:
+    def __init__(self, request: CandidatesRequest, dropped: Sequence[str] = ()) -> None:
+        """`dropped`: a line for each of the iteration's other candidates, why it was not
+        verified (`candidate 2 dropped: unusable: ...`)."""
         super().__init__()
         self.request = request
+        self.dropped = list(dropped)
         self.selected = self._index_of(request.best.k)
         self.edited: dict[int, dict[str, str]] = {}  # the person's version, by candidate
         self.noting = False  # the note box is open
@@ -113,8 +117,10 @@ class CandidatesScreen(ModalScreen["Choice"]):
         request = self.request
         with Vertical(id="dialog", classes="dialog candidates") as dialog:
             many = len(request.candidates)
+            asked = f" of {many + len(self.dropped)}" if self.dropped else ""
             dialog.border_title = (
-                f"iteration {request.n}/{request.max_n} · {many} candidates verified: pick one"
+                f"iteration {request.n}/{request.max_n} · {many}{asked} candidates verified:"
+                " pick one"
             )
             numbers = [c.k for c in request.candidates]
             dialog.border_subtitle = f"↑↓ or {min(numbers)}-{max(numbers)}: select"
@@ -206,6 +212,7 @@ class CandidatesScreen(ModalScreen["Choice"]):
         note = self.note_text()
         if note and not self.noting:
             lines.append(Content.assemble(("your note: ", "bold"), note.splitlines()[0]))
+        lines.extend(Content.styled(line, "$text-muted") for line in self.dropped)
         return Content("\n").join(lines)
 
     def _diff(self) -> Content:

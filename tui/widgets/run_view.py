@@ -75,6 +75,7 @@ class IterationView:
     model_text: str = ""  # streamed while the model answers
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
     candidates: int = 0  # candidates verified or dropped so far (`--candidates N`)
+    dropped: list[str] = field(default_factory=list)  # why each dropped candidate was
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
     unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
 
@@ -237,8 +238,9 @@ class RunView:
             it.levers.append(reasked_line(event))
         elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
-            if event.dropped:  # the candidates modal shows only the verified ones
-                it.levers.append(verified_line(event))
+            if event.dropped:  # said in the history, and in the candidates modal under the rest
+                it.dropped.append(verified_line(event))
+                it.levers.append(it.dropped[-1])
             if it.candidates >= self.candidates:
                 it.status = "candidates"  # all in: one is being chosen
         elif isinstance(event, ev.CandidateChosen):

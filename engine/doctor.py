@@ -197,12 +197,20 @@ def check_git() -> Check:
     return Check(name="git", ok=True, detail=done.stdout.strip())
 
 
-def check_python(project: Path) -> Check:
+def look_up_python(project: Path) -> Path | ConfigError:
+    """The project's interpreter, or why it cannot be used: looked up once per diagnosis, for
+    the sandbox's check and the interpreter's own."""
     try:
-        python = project_python(project)
+        return project_python(project)
     except ConfigError as exc:
-        problem = str(exc).partition("; ")[0]
-        return Check(name="project python", ok=False, detail=problem, fix=_fix_of(exc))
+        return exc
+
+
+def check_python(python: Path | ConfigError) -> Check:
+    """The interpreter `look_up_python` found runs and imports pytest."""
+    if isinstance(python, ConfigError):
+        problem = str(python).partition("; ")[0]
+        return Check(name="project python", ok=False, detail=problem, fix=_fix_of(python))
     done = _run(
         [str(python), "-c", "import pytest, sys; print(sys.version.split()[0], pytest.__version__)"]
     )
@@ -306,18 +314,18 @@ def _fix_of(exc: Exception) -> str:
 
 
 async def diagnose(project: Path) -> Diagnosis:
-    try:
-        python = project_python(project)
-    except ConfigError:  # check_python reports it; the sandbox is checked with ours
-        python = Path(sys.executable)
+    python = look_up_python(project)
     checks = [check_runsc(), check_cgroups()]
-    checks.append(await check_gvisor_sandbox(python))
+    # An interpreter that cannot be used is check_python's to report: the sandbox is checked
+    # with ours.
+    sandboxed = python if isinstance(python, Path) else Path(sys.executable)
+    checks.append(await check_gvisor_sandbox(sandboxed))
     toolchain = await asyncio.to_thread(check_toolchain, project)
     checks += await asyncio.to_thread(
         lambda: [
             check_docker(),
             check_git(),
-            toolchain or check_python(project),
+            toolchain or check_python(python),
             check_model(project),
         ]
     )

@@ -9,6 +9,7 @@ from engine.doctor import (
     check_model,
     check_python,
     check_toolchain,
+    look_up_python,
     project_python,
 )
 from engine.project.settings import ConfigError
@@ -61,7 +62,7 @@ def test_the_doctor_reports_a_venv_this_user_cannot_look_into(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     python = unreadable_venv(tmp_path, monkeypatch)
-    check = check_python(tmp_path)
+    check = check_python(look_up_python(tmp_path))
     assert not check.ok
     assert check.detail == f"cannot use the project's interpreter {python}: permission denied"
     assert check.fix == "make .venv/ readable by this user, or pass --python PATH"
@@ -69,13 +70,13 @@ def test_the_doctor_reports_a_venv_this_user_cannot_look_into(
 
 def test_python_without_pytest_names_the_install_command(tmp_path: Path) -> None:
     python = fake_python(tmp_path, "echo 'No module named pytest' >&2; exit 1")
-    check = check_python(tmp_path)
+    check = check_python(look_up_python(tmp_path))
     assert not check.ok
     assert check.fix == f"{python} -m pip install pytest"
 
 
 def test_python_with_pytest_reports_both_versions(tmp_path: Path) -> None:
-    check = check_python(tmp_path)
+    check = check_python(look_up_python(tmp_path))
     assert check.ok
     assert "pytest" in check.detail
 

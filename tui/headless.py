@@ -53,6 +53,7 @@ from tui.lever_lines import (
     reasked_line,
     sampled_line,
     strategy_line,
+    together_line,
     verified_line,
 )
 from tui.signals import run_stoppable
@@ -113,7 +114,9 @@ class ProgressPrinter:
         """A re-asked answer, each candidate, the chosen one, a change of strategy."""
         if isinstance(event, AnswerReasked):
             return f"{prefix} {reasked_line(event)} at temperature {event.temperature:g}"
-        if isinstance(event, ModelRequested) and (line := sampled_line(event)):
+        if isinstance(event, ModelRequested) and (
+            line := sampled_line(event) or together_line(event)
+        ):
             return f"{prefix} {line}"
         if isinstance(event, CandidateVerified):
             self.candidates[event.n] = self.candidates.get(event.n, 0) + 1

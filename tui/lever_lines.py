@@ -1,5 +1,6 @@
 """Issue 17's levers in one short line each, said the same by the app's history pane and the
-headless printer: a first answer sampled, an answer asked again, a verified (or dropped)
+headless printer: a first answer sampled, sampled candidates asked in one request, an answer
+asked again, a verified (or dropped)
 candidate, the chosen one, a change of strategy, and the fix pass's formatting. No Textual
 here: the headless printer imports it."""
 
@@ -24,6 +25,18 @@ def sampled_line(event: ModelRequested) -> str | None:
     if not event.sampled_because or event.temperature is None:
         return None
     return f"first answer sampled at temperature {event.temperature:g}: {event.sampled_because}"
+
+
+def together_line(event: ModelRequested) -> str | None:
+    """`candidates 2-3 asked in one request (n = 2): the prompt sent once`, said at the first
+    of them; None for an answer asked on its own."""
+    if event.together < 2 or event.candidate != 2:  # the sampled candidates: 2 ... N
+        return None
+    last = event.candidate + event.together - 1
+    return (
+        f"candidates {event.candidate}-{last} asked in one request (n = {event.together}):"
+        " the prompt sent once"
+    )
 
 
 def reasked_line(event: AnswerReasked) -> str:

@@ -54,6 +54,23 @@ def test_a_sampled_first_answer_is_one_line_saying_why_in_both_front_ends() -> N
     assert view.iterations[1].levers == [line]
 
 
+def test_candidates_asked_in_one_request_are_one_line_in_both_front_ends() -> None:
+    asked = [
+        ModelRequested(n=1, model="m", candidate=1),
+        ModelRequested(n=1, model="m", candidate=2, temperature=0.8, together=3),
+        ModelRequested(n=1, model="m", candidate=3, temperature=0.8, together=3),
+        ModelRequested(n=1, model="m", candidate=4, temperature=0.8, together=3),
+    ]
+    line = "candidates 2-4 asked in one request (n = 3): the prompt sent once"
+    assert printed(*asked) == [f"fixloop: [1/4] {line}"]
+    view = RunView()
+    for event in (IterationStarted(n=1, max_n=4), *asked):
+        view.apply(event)
+    assert view.iterations[1].levers == [line]
+    alone = [ModelRequested(n=1, model="m", candidate=k, temperature=0.8) for k in (2, 3)]
+    assert printed(*alone) == []
+
+
 def test_an_answer_that_changed_no_file_says_so() -> None:
     assert printed(EditsApplied(n=1, files=[])) == [
         "fixloop: [1/4] the answer changed no file: nothing to commit"
@@ -106,8 +123,8 @@ def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_th
 
 
 def test_the_history_pane_says_why_a_candidate_was_dropped() -> None:
-    """The candidates modal lists only the verified ones: the history says what became of the
-    others, in the headless printer's words."""
+    """The history says what became of the candidates not verified, in the headless printer's
+    words (the candidates modal says it under the verified ones)."""
     dropped = CandidateVerified(n=1, k=2, dropped="unusable: your a.py leaves out f")
     view = RunView()
     for event in (

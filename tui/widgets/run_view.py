@@ -15,6 +15,7 @@ from tui.lever_lines import (
     reasked_line,
     sampled_line,
     strategy_line,
+    together_line,
     verified_line,
 )
 
@@ -180,7 +181,7 @@ class RunView:
             it.status, it.retry = "asking", ""
             if event.candidate <= 1:  # only the first answer streams; the others may ask later
                 it.model_text = ""
-            if line := sampled_line(event):
+            if line := sampled_line(event) or together_line(event):
                 it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):
             it.retry, it.model_text = event.said, ""

@@ -28,15 +28,13 @@ def sampled_line(event: ModelRequested) -> str | None:
 
 
 def together_line(event: ModelRequested) -> str | None:
-    """`candidates 2-3 asked in one request (n = 2): the prompt sent once`, said at the first
-    of them; None for an answer asked on its own."""
+    """`candidates 2-3 asked in one request (n = 2)`, said at the first of them; None for an
+    answer asked on its own (a server that ignores `n` sends one answer: the rest are asked
+    each on its own after it)."""
     if event.together < 2 or event.candidate != 2:  # the sampled candidates: 2 ... N
         return None
     last = event.candidate + event.together - 1
-    return (
-        f"candidates {event.candidate}-{last} asked in one request (n = {event.together}):"
-        " the prompt sent once"
-    )
+    return f"candidates {event.candidate}-{last} asked in one request (n = {event.together})"
 
 
 def reasked_line(event: AnswerReasked) -> str:

@@ -89,7 +89,7 @@ def test_sampled_candidates_share_one_request_where_the_server_takes_n(
     assert model_server.count == 2
     together = next(r.body for r in model_server.requests if r.body.get("n"))
     assert (together["n"], together["temperature"], together["seed"]) == (2, 0.8, 1)
-    assert "[1/4] candidates 2-3 asked in one request (n = 2): the prompt sent once" in done.stderr
+    assert "[1/4] candidates 2-3 asked in one request (n = 2)" in done.stderr
     events = read_events(Path(result["run_dir"]) / "events.jsonl")
     asked = {e.candidate: e.together for e in events if e.type == "ModelRequested"}
     assert asked == {1: 1, 2: 2, 3: 2}

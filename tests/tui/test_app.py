@@ -460,7 +460,12 @@ async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is
         end = await end_of_run(pilot)
         assert end.outcome.status == "ok"
         assert end.outcome.reason == "verified green on iteration 1"
-        assert history_levers(app) == [f"1 · candidate {alt.k} of 3 chosen by you"]
+        assert history_levers(app) == [
+            "1 · candidates 2-3 asked in one request (n = 2)",
+            f"1 · candidate {alt.k} of 3 chosen by you",
+        ]
+    # The server ignores `n`: of the two asked together, one answer came, and the third was
+    # asked on its own.
     assert model_server.count == 3
     repo = git.Repo(project)
     branch = end.outcome.branch

@@ -61,7 +61,7 @@ def test_candidates_asked_in_one_request_are_one_line_in_both_front_ends() -> No
         ModelRequested(n=1, model="m", candidate=3, temperature=0.8, together=3),
         ModelRequested(n=1, model="m", candidate=4, temperature=0.8, together=3),
     ]
-    line = "candidates 2-4 asked in one request (n = 3): the prompt sent once"
+    line = "candidates 2-4 asked in one request (n = 3)"
     assert printed(*asked) == [f"fixloop: [1/4] {line}"]
     view = RunView()
     for event in (IterationStarted(n=1, max_n=4), *asked):

@@ -46,8 +46,8 @@ class ModelRequested(BaseEvent):
     temperature: float | None = None  # None: the client's own (greedy)
     # A first answer sampled rather than greedy, and why (`sample_after_noop`); "" otherwise.
     sampled_because: str = ""
-    # How many candidates this one request asks for (a provider's `n`: the prompt sent once);
-    # 1: its own request.
+    # How many candidates the request asks for at once (a provider's `n`, so that their
+    # prompt is sent once); 1: this answer's own request.
     together: int = 1
 
 

@@ -76,7 +76,7 @@ class IterationView:
     model_text: str = ""  # streamed while the model answers
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
     candidates: int = 0  # candidates verified or dropped so far (`--candidates N`)
-    dropped: list[str] = field(default_factory=list)  # why each dropped candidate was
+    dropped: list[str] = field(default_factory=list)  # a line per candidate not verified: why
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
     unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
 

@@ -1,7 +1,8 @@
 """The one door to language models: a streaming, retrying client on top of litellm.
 
-Owns what a model call costs (tokens, USD, attempts, time) and the retry loop; which failures
-are worth another attempt is decided in `failures`, the keys kept out of messages in `redact`.
+Owns a call's attempts, its time and the retry loop; what it cost in tokens and USD is counted
+in `usage`, which failures are worth another attempt is decided in `failures`, the keys kept
+out of messages in `redact`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from engine.feedback.tokens import approximate_tokens
 from engine.model.failures import Failure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
 from engine.model.redact import redact, remember_secret
+from engine.model.usage import cost_usd, counted
 from sandbox.errors import FixloopError
 
 log = logging.getLogger(__name__)
@@ -289,13 +290,8 @@ class LiteLLMClient:
             self._ignores_n = True
             self._log(logging.INFO, f"{self.where}: asked for {n} answers, got {len(choices)}")
         texts = [str(choice.message.content or "") for choice in choices]
-        usage = outcome.usage
-        if usage is not None:
-            prompt, completion = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
-        else:  # no usage in the answer: estimate with litellm's tokenizer
-            prompt = _count_tokens(litellm, self.model, messages=[m.model_dump() for m in messages])
-            completion = sum(_count_tokens(litellm, self.model, text=text) for text in texts)
-        shares = _shared_out(completion, [approximate_tokens(text) for text in texts])
+        dumped = [m.model_dump() for m in messages]
+        prompt, shares = counted(litellm, self.model, dumped, outcome.usage, texts)
         duration = time.monotonic() - started
         answers: list[Completion | ModelError] = []
         for choice, text, share in zip(choices, texts, shares, strict=True):
@@ -311,14 +307,14 @@ class LiteLLMClient:
                     )
                 )
                 continue
-            counted = any(isinstance(answer, Completion) for answer in answers)
+            billed = any(isinstance(answer, Completion) for answer in answers)  # the prompt
             answers.append(
                 Completion(
                     text=text,
                     usage=Usage(
-                        prompt_tokens=0 if counted else prompt,
+                        prompt_tokens=0 if billed else prompt,
                         completion_tokens=share,
-                        cost_usd=_cost(litellm, self.model, 0 if counted else prompt, share),
+                        cost_usd=cost_usd(litellm, self.model, 0 if billed else prompt, share),
                     ),
                     finish_reason=choice.finish_reason,
                     model=self.model,
@@ -435,16 +431,12 @@ class LiteLLMClient:
         return kwargs
 
     def _usage(self, litellm: ModuleType, messages: Sequence[Message], answer: _Answer) -> Usage:
-        if answer.usage is not None:
-            prompt = int(answer.usage.prompt_tokens or 0)
-            completion = int(answer.usage.completion_tokens or 0)
-        else:  # the server sent no usage chunk: estimate with litellm's tokenizer
-            prompt = _count_tokens(litellm, self.model, messages=[m.model_dump() for m in messages])
-            completion = _count_tokens(litellm, self.model, text=answer.text)
+        dumped = [m.model_dump() for m in messages]
+        prompt, (completion,) = counted(litellm, self.model, dumped, answer.usage, [answer.text])
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
-            cost_usd=_cost(litellm, self.model, prompt, completion),
+            cost_usd=cost_usd(litellm, self.model, prompt, completion),
         )
 
     def _backoff(self, attempt: int) -> float:
@@ -457,18 +449,6 @@ class LiteLLMClient:
 
     def _log(self, level: int, message: str) -> None:
         log.log(level, redact(message))
-
-
-def _shared_out(total: int, weights: Sequence[int]) -> list[int]:
-    """`total` split in proportion to `weights` (evenly if they are all 0), in whole numbers
-    that add up to it."""
-    if not weights:
-        return []
-    if not any(weights):
-        weights = [1] * len(weights)
-    shares = [total * weight // sum(weights) for weight in weights]
-    shares[-1] += total - sum(shares)
-    return shares
 
 
 def _attempts(n: int) -> str:
@@ -489,29 +469,6 @@ async def _close_quietly(stream: Any) -> None:
         await stream.aclose()
     except Exception:
         log.debug("closing a litellm stream failed", exc_info=False)
-
-
-def _count_tokens(litellm: ModuleType, model: str, **what: Any) -> int:
-    try:
-        return int(litellm.token_counter(model=model, **what))
-    except Exception:  # unknown tokenizer: the packet cap's stated approximation
-        return max(1, approximate_tokens(str(what.get("text") or what.get("messages") or "")))
-
-
-def _cost(litellm: ModuleType, model: str, prompt_tokens: int, completion_tokens: int) -> float:
-    """USD from litellm's price map; 0.0 for models it has no price for (local, self-hosted)."""
-    try:
-        response = litellm.ModelResponse(
-            model=model,
-            usage=litellm.Usage(
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                total_tokens=prompt_tokens + completion_tokens,
-            ),
-        )
-        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
-    except Exception:
-        return 0.0
 
 
 async def _ensure_local_model(model: str) -> None:

@@ -114,17 +114,21 @@ class Candidates:
         model fails to answer (a sampled answer that runs past max_tokens, say) is its error:
         the run ends in error only when every candidate failed."""
 
-        async def one(k: int) -> Completion | ModelError:
+        def requested(k: int, *, together: int = 1, tokens: int = prompt_tokens) -> None:
             temperature = None if k == 1 else CANDIDATE_TEMPERATURE
-            self.journal.emit(
-                ModelRequested(
-                    n=n,
-                    model=model.model,
-                    prompt_tokens=prompt_tokens,
-                    candidate=k,
-                    temperature=temperature,
-                )
+            event = ModelRequested(
+                n=n,
+                model=model.model,
+                prompt_tokens=tokens,
+                candidate=k,
+                temperature=temperature,
+                together=together,
             )
+            self.journal.emit(event)
+
+        async def one(k: int) -> Completion | ModelError:
+            requested(k)
+            temperature = None if k == 1 else CANDIDATE_TEMPERATURE
             try:
                 completion = await model.complete(
                     messages,
@@ -144,17 +148,8 @@ class Candidates:
             sampler = model if isinstance(model, SamplesTogether) else None
             if sampler is None or len(ks) < 2 or not await sampler.samples_together():
                 return list(await asyncio.gather(*(one(k) for k in ks)))
-            for k in ks:
-                self.journal.emit(
-                    ModelRequested(
-                        n=n,
-                        model=model.model,
-                        prompt_tokens=prompt_tokens if k == ks[0] else 0,
-                        candidate=k,
-                        temperature=CANDIDATE_TEMPERATURE,
-                        together=len(ks),
-                    )
-                )
+            for k in ks:  # the prompt's estimate once, on the first of them
+                requested(k, together=len(ks), tokens=prompt_tokens if k == ks[0] else 0)
             try:
                 answers = await sampler.sample(
                     messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=1

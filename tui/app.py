@@ -144,6 +144,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         return self.main
 
     def on_mount(self) -> None:
+        if not self.is_headless:  # a terminal to lose (Pilot's tests have none)
+            self.watch_terminal()
         for theme in themes.THEMES:
             self.register_theme(theme)
         chosen = self.settings.theme or remembered_theme()

@@ -4,6 +4,7 @@ for headless), and the line it leaves on stderr when it closes."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from tui.app import FixloopApp
@@ -19,14 +20,17 @@ def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
     project, settings = prepared
     app = FixloopApp(project, settings, task=settings.task, watch=watch)
     app.run()
+    line = ""
     if app.stopped:
         resume = resume_command(app.stopped, str(project))
-        print(f"fixloop: stopped — resume with: {resume}", file=sys.stderr)
+        line = f"fixloop: stopped — resume with: {resume}"
     elif app.outcome is not None:
         line = f"fixloop: {app.outcome.status_text} — {app.outcome.reason}"
         if app.finished is not None:
             line += f"; {app.finished.detail}"
         elif app.outcome.decidable:
             line += f"; the result stays on branch {app.outcome.branch}"
-        print(line, file=sys.stderr)
+    if line:
+        with contextlib.suppress(OSError):  # the terminal went away (the app hung up)
+            print(line, file=sys.stderr, flush=True)
     return app.exit_status

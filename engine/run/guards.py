@@ -54,12 +54,22 @@ STOP = "fixloop:stop"  # the message of a task cancellation that means RunStoppe
 TERMINATED = "terminated (SIGTERM)"
 
 
+def stop_message(reason: str) -> str:
+    """The message of a task cancellation that means `RunStopped(reason)`."""
+    return f"{STOP}:{reason}"
+
+
 def stop_of(exc: BaseException) -> RunStopped | None:
-    """The person's stop, whether a gate raised it or the run's task was cancelled with STOP."""
+    """The person's stop, whether a gate raised it or the run's task was cancelled with STOP
+    (or with `stop_message`, which also says why)."""
     if isinstance(exc, RunStopped):
         return exc
-    if isinstance(exc, asyncio.CancelledError) and STOP in exc.args:
-        return RunStopped()
+    if isinstance(exc, asyncio.CancelledError):
+        for arg in exc.args:
+            if arg == STOP:
+                return RunStopped()
+            if isinstance(arg, str) and arg.startswith(f"{STOP}:"):
+                return RunStopped(arg.removeprefix(f"{STOP}:"))
     return None
 
 

@@ -3,7 +3,17 @@ covered end to end in tests/e2e/test_headless.py)."""
 
 from __future__ import annotations
 
-from engine.run.guards import Guards, RunStatus, Trip
+import asyncio
+
+from engine.run.guards import (
+    STOP,
+    TERMINATED,
+    Guards,
+    RunStatus,
+    Trip,
+    stop_message,
+    stop_of,
+)
 
 
 def test_the_same_error_after_an_edit_to_the_same_file_stalls_after_the_grace() -> None:
@@ -65,3 +75,15 @@ def test_an_answer_and_its_reask_that_change_nothing_are_two_in_a_row() -> None:
     trip = guards.after_no_change(2)
     assert trip is not None
     assert trip.detail == "2 answers in a row changed no file"
+
+
+def test_a_cancellation_with_a_stop_message_is_the_persons_stop_with_its_reason() -> None:
+    said = stop_of(asyncio.CancelledError(stop_message("stopped: the terminal closed")))
+    plain = stop_of(asyncio.CancelledError(STOP))
+
+    assert said is not None
+    assert said.reason == "stopped: the terminal closed"
+    assert plain is not None
+    assert plain.reason == "stopped by you"
+    assert stop_of(asyncio.CancelledError()) is None  # a plain cancel is an abort
+    assert stop_of(asyncio.CancelledError(TERMINATED)) is None

@@ -40,6 +40,7 @@ RUN_FLAGS = (
     "called_code",
     "code_last",
     "noop_retry",
+    "reask_candidates",
     "docs_noop",
     "sample_after_noop",
     "restart_on_stall",
@@ -146,6 +147,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--noop-retry",
         action=argparse.BooleanOptionalAction,
         help="re-ask once, in the same iteration, an answer that changes nothing (default on)",
+    )
+    parser.add_argument(
+        "--reask-candidates",
+        action=argparse.BooleanOptionalAction,
+        help="with --candidates N: when none could be verified because they changed nothing, "
+        "tell the model so and ask once more, in the same iteration (default off: not measured)",
     )
     parser.add_argument(
         "--docs-noop",

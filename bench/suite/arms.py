@@ -29,6 +29,7 @@ class ArmOptions(BaseModel):
     called_code: bool | None = None
     code_last: bool | None = None
     noop_retry: bool | None = None
+    reask_candidates: bool | None = None
     docs_noop: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
@@ -45,6 +46,7 @@ TODAY = ArmOptions(
     called_code=False,
     code_last=False,
     noop_retry=False,
+    reask_candidates=False,
     docs_noop=False,
     sample_after_noop=False,
     restart_on_stall=False,
@@ -69,6 +71,8 @@ ARMS: dict[str, ArmOptions] = {
     "runtime": _today_with(runtime_values=True),
     "focus": _today_with(test_focus=True),
     "cand3": _today_with(candidates=3),
+    # ... and when none of the 3 is left to verify because they changed nothing, one re-ask.
+    "cand3-reask": _today_with(candidates=3, reask_candidates=True),
     "restart": _today_with(restart_on_stall=True),
     "all": ArmOptions(
         feedback="packet",
@@ -80,6 +84,7 @@ ARMS: dict[str, ArmOptions] = {
         called_code=False,
         code_last=False,
         noop_retry=True,
+        reask_candidates=False,  # as it was measured: the option came later
         docs_noop=False,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
@@ -164,6 +169,7 @@ LEVERS_ADDED_LATER: dict[str, Any] = {
     "called_code": False,
     "code_last": False,
     "docs_noop": False,
+    "reask_candidates": False,
 }
 
 
@@ -206,6 +212,7 @@ _WORDS = {
     "called_code": "called functions without docstrings",
     "code_last": "code last",
     "noop_retry": "no-op retry",
+    "reask_candidates": "candidates re-asked",
     "docs_noop": "docstring edits as no-ops",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",

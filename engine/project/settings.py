@@ -67,6 +67,9 @@ class Settings(BaseModel):
     called_code: bool = False
     code_last: bool = False  # the full prompt's code to fix after the failure, tests before it
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
+    # With candidates: when none could be verified and one changed nothing, the model is told
+    # so and asked once more, in the iteration (not measured yet: off).
+    reask_candidates: bool = False
     # An answer that changes only docstrings, comments or layout of Python code changes
     # nothing (unless the project runs doctests).
     docs_noop: bool = False

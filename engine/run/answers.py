@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from engine.edits.proposal import EditFormatError
+from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.tokens import count_tokens
 from engine.model.client import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
@@ -92,28 +92,43 @@ class Answers:
         messages = self.prompt(n, current, notes)
         if self.config.candidates > 1 and self.config.spec is None:
             self.previous = current
-            return await self.choose(steps, messages)
+            return await self.choose(steps, messages, current, notes)
         completion = await self.first_ask(steps, messages)
         answer = await self.review(n, completion.text, reask=self.config.noop_retry)
         self.echoed = self.echoed or bool(answer.unchanged)
         if not answer.unchanged or not self.config.noop_retry:
             return answer
-        proposal = answer.proposal
-        files = [edit.path for edit in proposal.edits] if proposal else []
         self.journal.text(n, "unchanged-response.txt", completion.text)
-        # The model is told whether its answer changed nothing or only docstrings (`docs_noop`).
-        reason = answer.unchanged
+        again = await self.reask(steps, current, notes, answer.proposal, answer.unchanged)
+        answer = await self.review(n, (again or completion).text, reask=False)
+        # Both answers changed nothing: two in a row for the stall guard, not one.
+        return replace(answer, idle_answers=2) if answer.unchanged else answer
+
+    async def reask(
+        self,
+        steps: Steps,
+        current: Verification,
+        notes: list[str],
+        proposal: Proposal | None,
+        reason: str,
+        candidate: int = 0,
+    ) -> Completion | None:
+        """The model told in one line that its answer changed nothing (or only docstrings,
+        `docs_noop`: `reason` says which) and asked once more, sampled; None if that request
+        failed (the answer before stands). `candidate`: the number the re-asked answer takes
+        after an iteration's candidates (`reask_candidates`)."""
+        n = steps.n
+        files = [edit.path for edit in proposal.edits] if proposal else []
         self.journal.emit(AnswerReasked(n=n, reason=reason, temperature=REASK_TEMPERATURE))
         messages = self.prompt(n, current, [*notes, unchanged_note(files, reason)])
         try:
             # Seeded by the iteration: a rerun asks the same, and each iteration differs.
-            again = await self.ask(steps, messages, temperature=REASK_TEMPERATURE, seed=n)
-        except ModelError as exc:  # the sampled retry failed: the first answer stands
+            return await self.ask(
+                steps, messages, temperature=REASK_TEMPERATURE, seed=n, candidate=candidate
+            )
+        except ModelError as exc:  # the sampled retry failed
             self.journal.text(n, "reask-error.txt", str(exc))
-            again = completion
-        answer = await self.review(n, again.text, reask=False)
-        # Both answers changed nothing: two in a row for the stall guard, not one.
-        return replace(answer, idle_answers=2) if answer.unchanged else answer
+            return None
 
     async def first_ask(self, steps: Steps, messages: Sequence[Message]) -> Completion:
         """The iteration's first answer: greedy, or with `sample_after_noop` sampled once this
@@ -140,13 +155,16 @@ class Answers:
         temperature: float | None = None,
         seed: int | None = None,
         because: str = "",
+        candidate: int = 0,
     ) -> Completion:
-        """One answer; `because` says why a first answer is sampled (`sample_after_noop`)."""
+        """One answer; `because` says why a first answer is sampled (`sample_after_noop`);
+        `candidate`, its number among the iteration's candidates (0: the only answer)."""
         n, model = steps.n, self.model
         requested = ModelRequested(
             n=n,
             model=model.model,
             prompt_tokens=self.tokens(messages),
+            candidate=candidate,
             temperature=temperature,
             sampled_because=because,
         )
@@ -155,7 +173,7 @@ class Answers:
             messages, on_text=self.on_text, temperature=temperature, seed=seed
         )
         self.spent(steps, [completion], completion.duration_s)
-        self.journal.responded(n, completion)
+        self.journal.responded(n, completion, candidate=candidate or None)
         return completion
 
     def spent(self, steps: Steps, completions: Sequence[Completion], model_s: float) -> None:
@@ -213,8 +231,12 @@ class Answers:
 
     # -- candidates --------------------------------------------------------------------------
 
-    async def choose(self, steps: Steps, messages: Sequence[Message]) -> Answer:
-        """N answers, the usable ones verified side by side, one chosen at the gate."""
+    async def choose(
+        self, steps: Steps, messages: Sequence[Message], current: Verification, notes: list[str]
+    ) -> Answer:
+        """N answers, the usable ones verified side by side, one chosen at the gate; with
+        `reask_candidates`, when none could be verified and one changed nothing, the model is
+        told so and asked once more, that answer candidate N + 1."""
         n = steps.n
         started = time.monotonic()
         completions = await self.candidates.ask(
@@ -224,6 +246,16 @@ class Answers:
         self.spent(steps, answered, time.monotonic() - started)
         every = await self.candidates.run(n, completions, docs=self.docs)
         best = best_choice(every)
+        echo = next((c for c in every if c.unchanged), None)
+        if best is None and echo is not None and self.config.reask_candidates:
+            k = len(every) + 1
+            again = await self.reask(steps, current, notes, echo.proposal, echo.unchanged, k)
+            if again is not None:
+                every = [*every, *await self.candidates.run(n, [again], docs=self.docs, first=k)]
+                best = best_choice(every)
+                if best is None:  # the re-asked answer could not be verified either
+                    answer = self.none_verified(n, every)
+                    return replace(answer, idle_answers=2) if answer.unchanged else answer
         if best is None:
             return self.none_verified(n, every)
         views = [c.view() for c in every if c.verification is not None]

@@ -172,14 +172,15 @@ class Candidates:
         return answers
 
     def screen(
-        self, completions: Sequence[Completion | ModelError], *, docs: bool = False
+        self, completions: Sequence[Completion | ModelError], *, docs: bool = False, first: int = 1
     ) -> list[Candidate]:
         """Each answer parsed and its pinned test edits held back; unanswered, unusable,
-        unchanged (with `docs`, docstring-only too) and duplicate ones dropped, with why."""
+        unchanged (with `docs`, docstring-only too) and duplicate ones dropped, with why.
+        The answers are candidates `first`, `first` + 1, ..."""
         seen: dict[tuple[object, ...], int] = {}
         screened = []
         root = self.workspace.root
-        for k, completion in enumerate(completions, start=1):
+        for k, completion in enumerate(completions, start=first):
             if isinstance(completion, ModelError):
                 screened.append(Candidate(k, None, dropped=f"no answer: {completion.cause}"))
                 continue
@@ -228,11 +229,16 @@ class Candidates:
         return replace(candidate, touched=applied.files, diff=diff, verification=examined)
 
     async def run(
-        self, n: int, completions: Sequence[Completion | ModelError], *, docs: bool = False
+        self,
+        n: int,
+        completions: Sequence[Completion | ModelError],
+        *,
+        docs: bool = False,
+        first: int = 1,
     ) -> list[Candidate]:
         """Every candidate screened, the usable ones verified concurrently, each in the
-        trail (`iterations/NN/candidates/K/`) and as an event."""
-        screened = self.screen(completions, docs=docs)
+        trail (`iterations/NN/candidates/K/`) and as an event; K counts from `first`."""
+        screened = self.screen(completions, docs=docs, first=first)
         usable = [c for c in screened if not c.dropped]
         done = await asyncio.gather(*(self.verified(n, c) for c in usable))
         by_k = {c.k: c for c in done}

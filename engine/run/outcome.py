@@ -42,6 +42,7 @@ class RunConfig(BaseModel):
     called_code: bool = False  # a called function shown without its docstring
     code_last: bool = False  # the full prompt: tests, the failure, then the code to fix
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
+    reask_candidates: bool = False  # the same when no candidate is left to verify
     docs_noop: bool = False  # an answer that changes only docstrings or comments changes nothing
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True

@@ -518,3 +518,58 @@ async def test_no_usable_candidate_costs_the_iteration_with_the_first_problem(
     dropped = [e["dropped"] for e in of_type(result, "CandidateVerified")]
     assert all(str(d).startswith("unusable: ") for d in dropped[:2])
     assert dropped[3] == "the same as candidate 1"
+
+
+async def test_with_reask_candidates_no_candidate_left_is_asked_once_more_in_the_iteration(
+    tmp_path: Path,
+) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = ScriptedModel(unchanged, unchanged, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, candidates=2, reask_candidates=True)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    # Two candidates, then the re-ask at its own temperature and the iteration's seed.
+    assert model.sampling == [(None, None), (0.8, 1), (0.7, 1)]
+    assert "Your last answer changed nothing (app.py came back with the same code)" in (
+        model.prompt(3)
+    )
+    reasked = of_type(result, "AnswerReasked")
+    assert [(e["n"], e["reason"]) for e in reasked] == [(1, NO_FILE)]
+    asked = [e["candidate"] for e in of_type(result, "ModelRequested")]
+    assert asked == [1, 2, 3]
+    verified = {e["k"]: e["verdict"] or e["dropped"] for e in of_type(result, "CandidateVerified")}
+    assert verified == {1: "changes no file", 2: "changes no file", 3: "ok"}
+    assert [e["k"] for e in of_type(result, "CandidateChosen")] == [3]
+    trail = iteration_dir(result, 1) / "candidates"
+    assert sorted(p.name for p in trail.iterdir()) == ["1", "2", "3"]
+    assert "+VALUE = 2" in (trail / "3" / "patch.diff").read_text()
+
+
+async def test_a_candidates_reask_that_changes_nothing_too_is_two_idle_answers(
+    tmp_path: Path,
+) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = ScriptedModel(*[unchanged] * 3)
+    result = await run_loop(
+        tmp_path, model, candidates=2, reask_candidates=True, restart_on_stall=False
+    )
+    # The candidates and their re-ask changed nothing: two idle answers in a row for the
+    # stall guard, as an answer and its re-ask are (one, without the re-ask).
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert [r.status for r in result.iterations] == ["no_change"]
+    assert len(model.prompts) == 3
+
+
+async def test_without_reask_candidates_or_with_one_verified_nothing_is_reasked(
+    tmp_path: Path,
+) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    off = ScriptedModel(unchanged, unchanged, answer(("app.py", FIXED)), unchanged)
+    result = await run_loop(tmp_path / "off", off, candidates=2)
+    assert not of_type(result, "AnswerReasked")
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    wrong = ScriptedModel(answer(("app.py", WRONG)), unchanged)
+    result = await run_loop(
+        tmp_path / "one", wrong, candidates=2, reask_candidates=True, max_iterations=1
+    )
+    assert not of_type(result, "AnswerReasked")  # candidate 1 was verified (failing)
+    assert [r.status for r in result.iterations] == ["failing"]

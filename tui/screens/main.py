@@ -124,7 +124,13 @@ class MainScreen(Screen[None]):
 
     def apply(self, event: BaseEvent) -> None:
         """Fold in one engine event and bring the panes up to date."""
-        from engine.run.events import ModelRequested, ModelRetrying, PacketReady, RunStarted
+        from engine.run.events import (
+            AnswerReasked,
+            ModelRequested,
+            ModelRetrying,
+            PacketReady,
+            RunStarted,
+        )
 
         self.view.apply(event)
         if isinstance(event, RunStarted):
@@ -134,10 +140,10 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        restarts = isinstance(event, ModelRetrying) or (
+        restarts = isinstance(event, ModelRetrying | AnswerReasked) or (
             isinstance(event, ModelRequested) and event.candidate <= 1
         )
-        if restarts:  # a new first answer, or a retry's, streams anew
+        if restarts:  # a new first answer, a re-asked one or a retry's streams anew
             self.streamed = 0
             if following:
                 feedback.begin_stream()

@@ -118,6 +118,25 @@ def test_an_unchanged_answer_is_asked_again_in_the_same_iteration(
     assert_trail_agrees(result)
 
 
+def test_with_reask_candidates_two_unchanged_candidates_are_asked_once_more(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(UNCHANGED), reply(UNCHANGED), reply(RIGHT))
+    done, result = fixloop(model_server, project, "--candidates", "2", "--reask-candidates")
+    assert done.returncode == 0, done.stderr
+    assert (result["status"], len(result["iterations"])) == ("ok", 1)
+    assert model_server.count == 3
+    again = model_server.requests[2].body
+    assert again["temperature"] == 0.7
+    assert "Your last answer changed nothing" in again["messages"][-1]["content"]
+    assert "[1/4] the answer changed no file: asked again at temperature 0.7" in done.stderr
+    assert "[1/4] candidate 3 answered:" in done.stderr
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    assert [e.k for e in events if e.type == "CandidateChosen"] == [3]
+    assert branch_commits(project, result)[0] == "fixloop[iter 1/4]: fix the mean and top_words"
+    assert_trail_agrees(result)
+
+
 def test_the_escalation_model_takes_over_after_a_stall(
     model_server: ScriptedModelServer, project: Path
 ) -> None:

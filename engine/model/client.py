@@ -73,6 +73,7 @@ class Retry:
     max_attempts: int
     wait_s: float
     reason: str  # a few words: "connection refused", "HTTP 503 Service Unavailable"
+    streamed: bool = True  # the retried request streams its text (the answer shown as it comes)
 
 
 class ModelError(FixloopError):
@@ -244,7 +245,7 @@ class LiteLLMClient:
                     duration_s=duration,
                 )
             if attempt < self.max_attempts:
-                await self._pause(attempt, delay, cause, brief)
+                await self._pause(attempt, delay, cause, brief, streamed=on_text is not None)
         raise self._gave_up(cause, answered=answered)
 
     async def samples_together(self) -> bool:
@@ -284,7 +285,7 @@ class LiteLLMClient:
             delay = self._backoff(attempt)
             if outcome.retry_after_s is not None:
                 delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
-            await self._pause(attempt, delay, outcome.cause, outcome.said_briefly)
+            await self._pause(attempt, delay, outcome.cause, outcome.said_briefly, streamed=False)
         choices = sorted(outcome.choices or (), key=lambda choice: int(choice.index or 0))[:n]
         if len(choices) < n:
             self._ignores_n = True
@@ -338,7 +339,9 @@ class LiteLLMClient:
         except Exception as exc:
             return classify_failure(exc, timeout_s=timeout, key_variable=self._key_variable)
 
-    async def _pause(self, attempt: int, delay: float, cause: str, brief: str) -> None:
+    async def _pause(
+        self, attempt: int, delay: float, cause: str, brief: str, *, streamed: bool
+    ) -> None:
         """The wait before attempt `attempt + 1`, logged and told to `on_retry`."""
         self._log(
             logging.INFO,
@@ -346,7 +349,7 @@ class LiteLLMClient:
             f" retrying in {delay:.2f} s",
         )
         if brief and self.on_retry is not None:  # a longer answer asked for is no trouble
-            self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief))
+            self.on_retry(Retry(attempt + 1, self.max_attempts, delay, brief, streamed))
         await asyncio.sleep(delay)
 
     def _gave_up(self, cause: str, *, answered: bool = False) -> ModelError:

@@ -72,6 +72,9 @@ class ModelRetrying(BaseEvent):
     max_attempts: int
     wait_s: float
     reason: str  # a few words: "connection refused", "HTTP 503 Service Unavailable"
+    # The retried request streams its text: the app starts that text anew. False for the
+    # candidates sampled beside it, whose retry must not wipe the first answer's text.
+    streamed: bool = True
 
     @property
     def said(self) -> str:

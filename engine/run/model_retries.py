@@ -30,6 +30,7 @@ class RetryReporter:
                 max_attempts=retry.max_attempts,
                 wait_s=round(retry.wait_s, 3),
                 reason=retry.reason,
+                streamed=retry.streamed,
             )
         )
 

@@ -21,6 +21,7 @@ from tests.model_server import (
     hang,
     malformed,
     model_server,
+    replies,
     reply,
     status,
     truncated,
@@ -340,6 +341,19 @@ async def test_a_server_error_retry_names_the_status(model_server: ScriptedModel
     assert (await client.complete(ASK)).text == "done"
 
     assert [(r.attempt, r.reason) for r in retries] == [(2, "HTTP 503 Service Unavailable")]
+    assert not retries[0].streamed  # asked without on_text: nothing on screen to start anew
+
+
+async def test_a_retry_says_whether_its_request_streams(model_server: ScriptedModelServer) -> None:
+    model_server.script(status(503), reply("done"), status(503), replies("a", "b"))
+    retries: list[Retry] = []
+    client = client_for(model_server)
+    client.on_retry = retries.append
+
+    await client.complete(ASK, on_text=lambda text: None)
+    await client.sample(ASK, 2, temperature=0.8, seed=1)
+
+    assert [r.streamed for r in retries] == [True, False]
 
 
 async def test_an_unauthorized_answer_is_not_retried_and_tells_nothing_to_wait_for(

@@ -4,6 +4,7 @@ its count, wait and reason until the next attempt answers."""
 from __future__ import annotations
 
 from engine.run.events import (
+    AnswerReasked,
     BaseEvent,
     IterationStarted,
     ModelRequested,
@@ -72,6 +73,21 @@ def test_a_later_candidates_request_keeps_the_first_answers_streamed_text() -> N
     view.apply(ModelRequested(ts=2.2, n=1, model="m", candidate=2, together=2))
     assert view.iterations[1].model_text == "half an ans"
     view.apply(ModelRequested(ts=2.3, n=1, model="m", candidate=1))  # the first asked anew
+    assert view.iterations[1].model_text == ""
+
+
+def test_a_sampled_candidates_retry_keeps_the_first_answers_streamed_text() -> None:
+    view = view_after()
+    view.iterations[1].model_text = "half an ans"
+    view.apply(RETRY.model_copy(update={"streamed": False}))
+    assert view.iterations[1].model_text == "half an ans"
+    assert activity_of(view).text.startswith("the model did not answer")
+
+
+def test_a_reasked_answer_streams_in_place_of_the_unchanged_one() -> None:
+    view = view_after()
+    view.iterations[1].model_text = "the file, unchanged"
+    view.apply(AnswerReasked(ts=2.5, n=1, reason="the answer changed no file", temperature=0.7))
     assert view.iterations[1].model_text == ""
 
 

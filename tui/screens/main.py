@@ -140,10 +140,12 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        restarts = isinstance(event, ModelRetrying | AnswerReasked) or (
-            isinstance(event, ModelRequested) and event.candidate <= 1
+        restarts = (
+            isinstance(event, AnswerReasked)
+            or (isinstance(event, ModelRetrying) and event.streamed)
+            or (isinstance(event, ModelRequested) and event.candidate <= 1)
         )
-        if restarts:  # a new first answer, a re-asked one or a retry's streams anew
+        if restarts:  # a new first answer, a re-asked one or its retry streams anew
             self.streamed = 0
             if following:
                 feedback.begin_stream()

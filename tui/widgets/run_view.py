@@ -184,7 +184,9 @@ class RunView:
             if line := sampled_line(event) or together_line(event):
                 it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):
-            it.retry, it.model_text = event.said, ""
+            it.retry = event.said
+            if event.streamed:  # the streamed answer starts anew; a sampled one's retry is not it
+                it.model_text = ""
         elif isinstance(event, ev.ModelResponded):  # an iteration may ask more than once
             it.status, it.retry = "answered", ""
             it.tokens += event.prompt_tokens + event.completion_tokens
@@ -237,6 +239,7 @@ class RunView:
 
         if isinstance(event, ev.AnswerReasked):
             it.levers.append(reasked_line(event))
+            it.model_text = ""  # the re-asked answer streams in its place
         elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
             if event.dropped:  # said in the history, and in the candidates modal under the rest

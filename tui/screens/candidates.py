@@ -123,7 +123,8 @@ class CandidatesScreen(ModalScreen["Choice"]):
                 " pick one"
             )
             numbers = [c.k for c in request.candidates]
-            dialog.border_subtitle = f"↑↓ or {min(numbers)}-{max(numbers)}: select"
+            keys = f"{min(numbers)}-{max(numbers)}" if len(numbers) > 1 else str(numbers[0])
+            dialog.border_subtitle = f"↑↓ or {keys}: select"
             table: DataTable[str | Text] = DataTable(
                 id="candidates-table", cursor_type="row", zebra_stripes=True
             )

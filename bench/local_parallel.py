@@ -30,8 +30,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine.feedback.prompts import PromptFile, messages  # noqa: E402
-from engine.model.client import Completion, LiteLLMClient, Message  # noqa: E402
+from engine.model.client import LiteLLMClient  # noqa: E402
 from engine.model.local import provider, server  # noqa: E402
+from engine.model.types import Completion, Message  # noqa: E402
 
 PROJECT = REPO / "examples" / "textstats"
 # The first repair packet of a real run on examples/textstats (iterations/01/prompt.json).

@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine.feedback.tokens import approximate_tokens, count_tokens  # noqa: E402
-from engine.model.client import Message  # noqa: E402
+from engine.model.types import Message  # noqa: E402
 from engine.project.settings import load_settings  # noqa: E402
 from engine.run.gate import PolicyGate  # noqa: E402
 from engine.run.start import start_run  # noqa: E402
@@ -97,8 +97,9 @@ async def one_run(server: ScriptedModelServer, case: str, profile: str, scratch:
 
 def exact_tokens(messages: list[Message]) -> int:
     """The embedded model's own prompt count: one token asked, llama.cpp's timings read."""
-    from engine.model.client import LiteLLMClient, ModelError
+    from engine.model.client import LiteLLMClient
     from engine.model.local.server import last_timings
+    from engine.model.types import ModelError
 
     client = LiteLLMClient(LOCAL_MODEL, max_tokens=1, timeout_s=600)
     # Truncated at the one token asked for (an error to the client): the prompt was read.

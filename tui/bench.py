@@ -34,8 +34,8 @@ from bench.suite.results import (
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, SuiteError, load_suite
-from engine.model.client import ModelClient
 from engine.model.litellm_module import load_litellm
+from engine.model.types import ModelClient
 from engine.project.settings import ConfigError, Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model

@@ -13,7 +13,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.model.client import ModelError
+from engine.model.types import ModelError
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError
 from engine.run.events import (

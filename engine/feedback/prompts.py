@@ -18,7 +18,7 @@ from engine.edits.instructions import FOCUSED_TEST_FILE_LABEL, TEST_FILE_LABEL, 
 from engine.edits.proposal import EditFormat
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
-from engine.model.client import Message
+from engine.model.types import Message
 from engine.project.docstrings import docstring_of
 from engine.verify.pins import is_pinned, is_test_file
 

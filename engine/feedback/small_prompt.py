@@ -14,7 +14,7 @@ from engine.edits.proposal import EditFormat
 from engine.feedback import prompts
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import find_test
-from engine.model.client import Message
+from engine.model.types import Message
 from engine.verify.pins import is_test_file
 
 SYSTEM = "You fix bugs in Python code so that its tests pass. Never change the tests."

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.tokens import count_tokens
-from engine.model.client import Completion, Message, ModelClient, ModelError
+from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.candidates import (
     NO_FILE,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.model.client import Completion, Message, ModelClient, ModelError, SamplesTogether
+from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.docstrings import code_shape
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested

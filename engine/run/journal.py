@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from engine.model.client import Completion, Message
+from engine.model.types import Completion, Message
 from engine.project.run_directory import RunDirectory
 from engine.run.events import (
     BaseEvent,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.edits.instructions import restart_note
-from engine.model.client import ModelClient
+from engine.model.types import ModelClient
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.model.client import LiteLLMClient, ModelClient, Retry
+from engine.model.client import LiteLLMClient
+from engine.model.types import ModelClient, Retry
 from engine.project.run_directory import RunDirectory
 from engine.run.events import BaseEvent, EventSink, ModelRequested, ModelRetrying
 from engine.run.journal import Journal

@@ -14,7 +14,7 @@ from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests
-from engine.model.client import Message
+from engine.model.types import Message
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, Event

@@ -13,9 +13,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
-from engine.model.client import LiteLLMClient, ModelClient
+from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.preflight import require_usable_model
+from engine.model.types import ModelClient
 from engine.project.paths import project_python, run_path
 from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.edits.apply import apply
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.model.client import Completion
+from engine.model.types import Completion
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import Committed, EditsApplied
 from engine.run.guards import RunEnded

@@ -12,7 +12,7 @@ import pytest
 
 from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
-from engine.model.client import ModelError
+from engine.model.types import ModelError
 from engine.run.answers import ECHOED
 from engine.run.candidates import DROPPED, NO_FILE, ONLY_DOCS, unchanged_because
 from engine.run.gate import PolicyGate

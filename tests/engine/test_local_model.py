@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from engine.edits.parse import parse
-from engine.model.client import LiteLLMClient, Message
+from engine.model.client import LiteLLMClient
 from engine.model.local import LocalModelError, provider, server, weights
 from engine.model.local.server import _Handoff
 from engine.model.local.weights import ModelSpec, join_verified
+from engine.model.types import Message
 
 REQUIRE_EXTRA = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 

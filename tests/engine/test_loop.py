@@ -13,7 +13,7 @@ import git
 import pytest
 
 from engine.edits.proposal import Proposal
-from engine.model.client import Completion, Message, ModelError, Usage
+from engine.model.types import Completion, Message, ModelError, Usage
 from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
 from engine.project.settings import load_settings

@@ -11,9 +11,10 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import LiteLLMClient, Message, ModelError, Retry
+from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.redact import redact
+from engine.model.types import Message, ModelError, Retry
 from sandbox.errors import FixloopError
 from tests.model_server import (
     ScriptedModelServer,

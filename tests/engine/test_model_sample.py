@@ -8,8 +8,9 @@ from types import ModuleType
 
 import pytest
 
-from engine.model.client import Completion, LiteLLMClient, ModelError
+from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
+from engine.model.types import Completion, ModelError
 from tests.engine.test_model import API_KEY, ASK, client_for
 from tests.model_server import ScriptedModelServer, model_server, replies, reply, status
 

@@ -1,0 +1,94 @@
+"""What a model call is made of and returns, without the client that makes it: the messages,
+an answer (`Completion`) and its `Usage`, a retry's notice, the error of a call that failed
+for good, and the protocols the loop asks a model through (tests swap in fakes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from engine.model.redact import redact
+from sandbox.errors import FixloopError
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+class Completion(BaseModel):
+    text: str
+    usage: Usage
+    finish_reason: str | None
+    model: str
+    attempts: int
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A failed attempt that will be made again: what a front end shows while it waits."""
+
+    attempt: int  # the attempt about to be made: 2 is the first retry
+    max_attempts: int
+    wait_s: float
+    reason: str  # a few words: "connection refused", "HTTP 503 Service Unavailable"
+    streamed: bool = True  # the retried request streams its text (the answer shown as it comes)
+
+
+class ModelError(FixloopError):
+    """A model call failed for good. The message names model, endpoint and cause, never a key."""
+
+    def __init__(
+        self, message: str, *, attempts: int = 0, cause: str = "", answered: bool = False
+    ) -> None:
+        super().__init__(redact(message))
+        self.attempts = attempts
+        # The cause alone, without the model's name (candidates of one call share it).
+        self.cause = redact(cause) if cause else str(self)
+        # The server did answer, but not usably (truncated, empty): it is reachable.
+        self.answered = answered
+
+
+class ModelClient(Protocol):
+    """Anything that turns a conversation into one answer (tests swap in fakes here)."""
+
+    model: str
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        """One answer; `temperature` (None: the client's own) and `seed` vary it, for the
+        candidates of one iteration and for a re-asked no-op answer."""
+        ...
+
+
+@runtime_checkable
+class SamplesTogether(Protocol):
+    """A client that can ask for several sampled answers in one request (a provider's `n`),
+    so that their prompt is sent, and billed, once."""
+
+    async def samples_together(self) -> bool:
+        """Whether `sample` may ask this model for several answers at once."""
+        ...
+
+    async def sample(
+        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+    ) -> list[Completion | ModelError]:
+        """Up to `n` answers from one request (fewer: the server ignores `n`), each a
+        Completion or the ModelError of a choice that came back truncated or empty."""
+        ...

@@ -71,8 +71,8 @@ class StopAndQuit(App[int]):
 
     def watch_terminal(self) -> None:
         """From now on SIGHUP, SIGTERM and a hung-up stdin end the app through `hang_up`
-        (without this, SIGHUP and SIGTERM kill it on the spot and leave the run's sandbox
-        behind, and a stdin hung up with no signal leaves it spinning on a core for ever,
+        (without this, SIGHUP and SIGTERM kill it on the spot, the trail left without a
+        word, and a stdin hung up with no signal leaves it spinning on a core for ever,
         Textual's input thread reading nothing in a loop)."""
         loop = asyncio.get_running_loop()
         for signum, why in ((signal.SIGHUP, f"{HUNG_UP} (SIGHUP)"), (signal.SIGTERM, TERMINATED)):

@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Log, Static, TextArea
 from engine.project.paths import run_path, runs_dir, worktree_path
 from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
-from engine.run.events import CandidateChosen, Event, ReviewResolved, RunStarted
+from engine.run.events import CandidateChosen, Event, ReviewResolved, RunStarted, RunStopped
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing
@@ -562,6 +562,34 @@ async def test_q_then_abort_mid_run_ends_the_run_before_the_app_exits(
     assert app.return_value == 130
     assert app.outcome is not None
     assert app.outcome.status == "aborted"
+
+
+@sandboxed
+async def test_a_hang_up_at_the_review_stops_the_run_resumable_and_exits(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    # What SIGHUP, SIGTERM or a closed terminal call (tests/tui/test_hangup.py starts the
+    # app on a pty for those); here the run waits at a review, not on the model.
+    model_server.script(reply(answer("use true division", MEAN_FIX)))
+    app = make_app(model_server, project)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_screen(pilot, ReviewScreen)
+        app.hang_up("the terminal closed")
+        app.hang_up("the terminal closed (SIGHUP)")  # a second one changes nothing
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert app.stopped == app.main.view.run_id
+    assert app.return_value == 130
+    stopped = [e for e in run_events(app) if isinstance(e, RunStopped)]
+    assert [e.reason for e in stopped] == ["stopped: the terminal closed"]
+
+
+async def test_a_hang_up_with_no_run_exits_at_once() -> None:
+    settings = Settings(model="openai/gpt-4o-mini", sandbox="gvisor")
+    app = FixloopApp(Path("/home/you/textstats"), settings, autostart=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.hang_up("the terminal closed")
+        await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
+    assert app.return_value == 0
 
 
 @sandboxed

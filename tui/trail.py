@@ -20,10 +20,25 @@ def report_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     report = run_dir / "report.md"
     if not report.is_file():
-        print(f"run {args.run} ended ok (or is unfinished): it has no report.md", file=sys.stderr)
+        print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
     sys.stdout.write(report.read_text(encoding="utf-8"))
     return 0
+
+
+def no_report(run_dir: Path, project: Path) -> str:
+    """Why a run has no report.md (every ending but ok writes one), and what to do."""
+    from engine.project.run_directory import summarize
+    from tui.screens.quit import resume_command
+
+    run = summarize(run_dir)
+    resume = resume_command(run.id, str(project))
+    if run.status == "stopped":
+        why = run.stopped_because or "stopped"
+        return f"run {run.id} is stopped ({why}), no report until it ends; continue it: {resume}"
+    if run.status == "unfinished":
+        return f"run {run.id} has no ending (still running, or its process died): {resume}"
+    return f"run {run.id} ended {run.status_label}: it has no report.md (an ok run writes none)"
 
 
 def runs_command(args: argparse.Namespace) -> int:

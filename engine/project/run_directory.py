@@ -184,6 +184,7 @@ class RunSummary(BaseModel):
     accepted_suspicious: bool = False
     branch: str = ""  # the run's branch when it ended; "" = it committed nothing
     finish: FinishChoice | None = None  # what the person did with it; None = undecided
+    stopped_because: str = ""  # a stopped run's reason ("stopped: the terminal closed")
 
     def task_line(self, width: int) -> str:
         """The task on one line of at most `width` characters (a task may have several)."""
@@ -217,28 +218,26 @@ def list_runs(project: Path) -> list[RunSummary]:
     runs = runs_dir(project)
     if not runs.is_dir():
         return []
-    found = []
-    for path in sorted(runs.iterdir(), reverse=True):
-        if not path.is_dir():
-            continue
-        events = read_events(path / "events.jsonl")
-        started = next((e for e in events if isinstance(e, RunStarted)), None)
-        finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
-        iterations = max((getattr(e, "n", 0) for e in events), default=0)
-        finish = read_finish(path)
-        found.append(
-            RunSummary(
-                id=path.name,
-                task=started.task if started else "",
-                status=finished.status if finished else _unfinished(events),
-                iterations=finished.iterations if finished else iterations,
-                started=time.strftime(
-                    "%Y-%m-%d %H:%M:%S", time.localtime(started.ts if started else 0)
-                ),
-                path=str(path),
-                accepted_suspicious=bool(finished and finished.accepted_suspicious),
-                branch=finished.branch if finished else (started.branch if started else ""),
-                finish=finish.choice if finish else None,
-            )
-        )
-    return found
+    return [summarize(path) for path in sorted(runs.iterdir(), reverse=True) if path.is_dir()]
+
+
+def summarize(path: Path) -> RunSummary:
+    """The run in the directory `path`, read back from its trail."""
+    events = read_events(path / "events.jsonl")
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    iterations = max((getattr(e, "n", 0) for e in events), default=0)
+    finish = read_finish(path)
+    stopped = events[-1] if events and isinstance(events[-1], RunStopped) else None
+    return RunSummary(
+        id=path.name,
+        task=started.task if started else "",
+        status=finished.status if finished else _unfinished(events),
+        iterations=finished.iterations if finished else iterations,
+        started=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started.ts if started else 0)),
+        path=str(path),
+        accepted_suspicious=bool(finished and finished.accepted_suspicious),
+        branch=finished.branch if finished else (started.branch if started else ""),
+        finish=finish.choice if finish else None,
+        stopped_because=stopped.reason if stopped and not finished else "",
+    )

@@ -190,3 +190,32 @@ def test_the_prompt_flags_reach_the_run_config(tmp_path: Path) -> None:
     assert config() == (True, False, False, False)
     assert config("--no-repeat-called", "--code-last") == (False, True, False, False)
     assert config("--called-code", "--docs-noop") == (True, False, True, True)
+
+
+def test_report_of_a_run_without_one_says_why_and_how_to_go_on(tmp_path: Path) -> None:
+    from engine.run.events import RunStarted, RunStopped
+
+    runs = runs_dir(tmp_path)
+    started = RunStarted(
+        run_id="r", task="Fix it.", project=str(tmp_path), model="m", sandbox="s", max_iterations=4
+    )
+    stopped = RunStopped(run_id="r", n=1, reason="stopped: the terminal closed")
+    for run, events in (
+        ("20990101-000000-stop", [started, stopped]),
+        ("20990101-000000-cut", [started]),
+    ):
+        (runs / run).mkdir(parents=True)
+        lines = "".join(event.model_dump_json() + "\n" for event in events)
+        (runs / run / "events.jsonl").write_text(lines)
+
+    done = fixloop("report", "20990101-000000-stop", str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "run 20990101-000000-stop is stopped (stopped: the terminal closed), no report until it "
+        f"ends; continue it: fixloop-tui resume 20990101-000000-stop {tmp_path}"
+    )
+    done = fixloop("report", "20990101-000000-cut", str(tmp_path))
+    assert done.stderr.strip() == (
+        "run 20990101-000000-cut has no ending (still running, or its process died): "
+        f"fixloop-tui resume 20990101-000000-cut {tmp_path}"
+    )

@@ -66,6 +66,10 @@ def _optional(value: float | None, form: str) -> str:
     return "-" if value is None else format(value, form)
 
 
+def _optional_duration(seconds: float | None) -> str:
+    return "-" if seconds is None else duration(seconds)
+
+
 def _gained_lost(s: ArmScore) -> str:
     return "-" if s.gained is None or s.lost is None else f"+{s.gained} -{s.lost}"
 
@@ -85,10 +89,8 @@ def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
         ("prompt tokens per fix", [_optional(s.prompt_tokens_per_fix, ",.0f") for s in scores]),
         ("completion tokens", [f"{s.completion_tokens:,}" for s in scores]),
         ("cost (USD)", [f"{s.cost_usd:.4f}" for s in scores]),
-        (
-            "wall time per task",
-            [duration(s.wall_s_per_task) if s.wall_s_per_task is not None else "-" for s in scores],
-        ),
+        ("wall time per task", [_optional_duration(s.wall_s_per_task) for s in scores]),
+        ("median wall time a run", [_optional_duration(s.median_wall_s) for s in scores]),
         ("wall time", [duration(s.wall_s) for s in scores]),
     ]
     if len(scores) > 1:  # each arm against the first, on the tasks both ran

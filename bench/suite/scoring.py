@@ -14,7 +14,7 @@ fixed as well as each other. Tens of tasks make a few fixes of difference likely
 from __future__ import annotations
 
 from math import comb
-from statistics import mean
+from statistics import mean, median
 
 from pydantic import BaseModel
 
@@ -35,6 +35,8 @@ class ArmScore(BaseModel):
     cost_usd: float
     wall_s: float
     wall_s_per_task: float | None
+    # The median run's wall time: what a task takes, one run slowed by other load aside.
+    median_wall_s: float | None
     endings: dict[str, int]  # how the runs ended: ok, stalled, exhausted ...
     # Against the first arm, on the items both ran (None for the first arm itself).
     gained: int | None = None
@@ -96,5 +98,6 @@ def score_arm(run: BenchRun, arm: str) -> ArmScore:
         cost_usd=sum(r.spend.cost_usd for r in results),
         wall_s=wall,
         wall_s_per_task=wall / tasks if tasks else None,
+        median_wall_s=median(r.wall_s for r in results) if results else None,
         endings=dict(sorted(endings.items(), key=lambda kv: (-kv[1], kv[0]))),
     )

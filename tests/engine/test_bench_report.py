@@ -302,6 +302,15 @@ def test_no_pass_at_all_has_no_mean_rounds_nor_tokens_per_fix() -> None:
     assert today.prompt_tokens_per_fix is None
 
 
+def test_the_median_run_s_wall_time_is_not_moved_by_one_slowed_run() -> None:
+    run = handcrafted_run()
+    slowed = run.items[0].arms["today"]
+    run.items[0].arms["today"] = slowed.model_copy(update={"wall_s": 500.0})
+    today, _ = score(run)
+    assert today.wall_s_per_task == (500 + 3 * 10) / 4
+    assert today.median_wall_s == 10
+
+
 GOLDEN_TABLE = """\
                                today         raw
 tasks                              4           4
@@ -315,6 +324,7 @@ prompt tokens per fix            300         600
 completion tokens                180         200
 cost (USD)                    0.0090      0.0100
 wall time per task               10s         20s
+median wall time a run           10s         20s
 wall time                        40s       1m20s
 fixes vs first arm +/-             -       +0 -2
 sign test p (vs first)             -        0.50"""

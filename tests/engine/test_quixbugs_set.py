@@ -1,0 +1,61 @@
+"""The QuixBugs stand-in for issue 17's hidden set (bench/quixbugs.py): the 40 buggy programs
+with their tests, made into one repository, and each task as the issue's command runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.quixbugs import DATA, TASK, programs, project, task_line
+
+
+def test_the_set_is_40_programs_each_with_its_tests() -> None:
+    data = json.loads(DATA.read_text())
+    names = programs(data["files"])
+    assert len(names) == 40
+    assert "bitcount" in names
+    assert "node" not in names
+    assert "MIT" in data["license"] or "Permission is hereby granted" in data["license"]
+    assert not any(path.startswith("correct_") for path in data["files"])  # no answers in it
+
+
+def test_a_task_is_the_issues_command(tmp_path: Path) -> None:
+    assert task_line("bitcount") == {
+        "repo": "project",
+        "id": "bitcount",
+        "task": TASK.format(file="python_programs/bitcount.py"),
+        "files": ["python_programs/bitcount.py"],
+        "test_cmd": "python -m pytest -q python_testcases/test_bitcount.py",
+        "max_iters": 3,
+        "exec_timeout": 30,
+    }
+
+
+def test_the_project_is_a_committed_repository_whose_buggy_program_fails(tmp_path: Path) -> None:
+    root = project(tmp_path, json.loads(DATA.read_text()))
+    assert (root / ".git").is_dir()
+    status = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
+    )
+    assert status.stdout == ""
+    # Outside the sandbox, no per-test limit: a program whose bug fails fast (bitcount's
+    # loops for ever on some inputs; in fixloop's sandbox that costs its test's 20 s).
+    tests = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "python_testcases/test_is_valid_parenthesization.py",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert tests.returncode == 1, tests.stdout[-2000:]
+    assert "failed" in tests.stdout

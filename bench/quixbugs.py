@@ -13,7 +13,8 @@ the programs with no result yet under --out, so a long run can stop (ctrl+c ends
 batch; its finished tasks stay) and go on. --report prints fixed/40, fixed on the first
 answer, prompt tokens per fix and how the runs ended, from what --out holds.
 
-    .venv/bin/python bench/quixbugs.py [--out DIR] [--limit N] [--model M] [--api-base URL]
+    .venv/bin/python bench/quixbugs.py [--out DIR] [--limit N] [--candidates N] [--model M]
+                                       [--api-base URL]
     .venv/bin/python bench/quixbugs.py --out DIR --report
 """
 
@@ -62,9 +63,9 @@ def project(out: Path, data: dict[str, object]) -> Path:
     return root
 
 
-def task_line(name: str) -> dict[str, object]:
+def task_line(name: str, candidates: int | None = None) -> dict[str, object]:
     program, tests = f"python_programs/{name}.py", f"python_testcases/test_{name}.py"
-    return {
+    line: dict[str, object] = {
         "repo": "project",
         "id": name,
         "task": TASK.format(file=program),
@@ -73,6 +74,7 @@ def task_line(name: str) -> dict[str, object]:
         "max_iters": 3,
         "exec_timeout": 30,
     }
+    return line if candidates is None else {**line, "candidates": candidates}
 
 
 def results(out: Path) -> dict[str, Path]:
@@ -82,11 +84,13 @@ def results(out: Path) -> dict[str, Path]:
     }
 
 
-def sitting(out: Path, names: list[str], model: str | None, api_base: str | None) -> int:
+def sitting(out: Path, names: list[str], args: argparse.Namespace) -> int:
     """One `fixloop-tui batch` over `names`, into the next `out/sitting-K/`; its exit code."""
     k = 1 + max((int(p.name.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
     batch = out / f"sitting-{k}.jsonl"
-    batch.write_text("".join(json.dumps(task_line(name)) + "\n" for name in names))
+    lines = (json.dumps(task_line(name, args.candidates)) + "\n" for name in names)
+    batch.write_text("".join(lines))
+    model, api_base = args.model, args.api_base
     command = [sys.executable, "-m", "tui.cli", "batch", str(batch), "--jobs", "1"]
     command += ["--out", str(out / f"sitting-{k}")]
     command += ["--model", model] if model else []
@@ -138,6 +142,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, help="programs this sitting (default: the rest)")
     parser.add_argument("--model", help="any litellm model name; default: the embedded one")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint")
+    parser.add_argument(
+        "--candidates", type=int, help="answers per iteration (default: the run's); its own --out"
+    )
     parser.add_argument("--report", action="store_true", help="print what --out holds; run none")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
@@ -148,7 +155,7 @@ def main() -> int:
         project(out, data)
         left = [name for name in names if name not in results(out)][: args.limit]
         if left:
-            sitting(out, left, args.model, args.api_base)
+            sitting(out, left, args)
     print(report(out, names))
     return 0
 

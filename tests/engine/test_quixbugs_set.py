@@ -33,6 +33,11 @@ def test_a_task_is_the_issues_command(tmp_path: Path) -> None:
     }
 
 
+def test_candidates_are_a_setting_of_each_task() -> None:
+    assert task_line("gcd", 3)["candidates"] == 3
+    assert "candidates" not in task_line("gcd")
+
+
 def test_the_project_is_a_committed_repository_whose_buggy_program_fails(tmp_path: Path) -> None:
     root = project(tmp_path, json.loads(DATA.read_text()))
     assert (root / ".git").is_dir()

@@ -25,7 +25,7 @@ from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane
 from tui.widgets.header import Activity, RunHeader, activity_of
 from tui.widgets.history import HistoryPane
-from tui.widgets.run_view import IterationView, RunView
+from tui.widgets.run_view import IterationView, RunView, starts_stream
 
 # The engine's models (events, what an iteration left on disk) are imported where a run's data
 # arrives: this screen is composed before the first frame, which needs none of them (issue 21).
@@ -124,13 +124,7 @@ class MainScreen(Screen[None]):
 
     def apply(self, event: BaseEvent) -> None:
         """Fold in one engine event and bring the panes up to date."""
-        from engine.run.events import (
-            AnswerReasked,
-            ModelRequested,
-            ModelRetrying,
-            PacketReady,
-            RunStarted,
-        )
+        from engine.run.events import PacketReady, RunStarted
 
         self.view.apply(event)
         if isinstance(event, RunStarted):
@@ -140,12 +134,7 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        restarts = (
-            isinstance(event, AnswerReasked)
-            or (isinstance(event, ModelRetrying) and event.streamed)
-            or (isinstance(event, ModelRequested) and event.candidate <= 1)
-        )
-        if restarts:  # a new first answer, a re-asked one or its retry streams anew
+        if starts_stream(event):
             self.streamed = 0
             if following:
                 feedback.begin_stream()

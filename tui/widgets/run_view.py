@@ -177,16 +177,14 @@ class RunView:
     def _update(self, it: IterationView, event: ev.BaseEvent) -> None:
         from engine.run import events as ev
 
+        if starts_stream(event):
+            it.model_text = ""
         if isinstance(event, ev.ModelRequested):
             it.status, it.retry = "asking", ""
-            if event.candidate <= 1:  # only the first answer streams; the others may ask later
-                it.model_text = ""
             if line := sampled_line(event) or together_line(event):
                 it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):
             it.retry = event.said
-            if event.streamed:  # the streamed answer starts anew; a sampled one's retry is not it
-                it.model_text = ""
         elif isinstance(event, ev.ModelResponded):  # an iteration may ask more than once
             it.status, it.retry = "answered", ""
             it.tokens += event.prompt_tokens + event.completion_tokens
@@ -239,7 +237,6 @@ class RunView:
 
         if isinstance(event, ev.AnswerReasked):
             it.levers.append(reasked_line(event))
-            it.model_text = ""  # the re-asked answer streams in its place
         elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
             if event.dropped:  # said in the history, and in the candidates modal under the rest
@@ -310,3 +307,16 @@ class RunView:
             if it.in_progress:
                 it.status = "aborted" if event.status == "aborted" else "stopped"
                 it.ended = event.ts
+
+
+def starts_stream(event: ev.BaseEvent) -> bool:
+    """Whether the answer shown as it streams starts anew with `event`: a first answer (only
+    candidate 1 streams; the others may be asked later), a re-asked one, or a retry of the
+    streamed request (not a sampled candidate's)."""
+    from engine.run import events as ev
+
+    if isinstance(event, ev.ModelRequested):
+        return event.candidate <= 1
+    if isinstance(event, ev.ModelRetrying):
+        return event.streamed
+    return isinstance(event, ev.AnswerReasked)

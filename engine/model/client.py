@@ -211,8 +211,7 @@ class LiteLLMClient:
             self._ignores_n = True
             self._log(logging.INFO, f"{self.where}: asked for {n} answers, got {len(choices)}")
         texts = [str(choice.message.content or "") for choice in choices]
-        dumped = [m.model_dump() for m in messages]
-        prompt, shares = counted(litellm, self.model, dumped, outcome.usage, texts)
+        prompt, shares = counted(litellm, self.model, messages, outcome.usage, texts)
         duration = time.monotonic() - started
         answers: list[Completion | ModelError] = []
         for choice, text, share in zip(choices, texts, shares, strict=True):
@@ -354,8 +353,7 @@ class LiteLLMClient:
         return kwargs
 
     def _usage(self, litellm: ModuleType, messages: Sequence[Message], answer: _Answer) -> Usage:
-        dumped = [m.model_dump() for m in messages]
-        prompt, (completion,) = counted(litellm, self.model, dumped, answer.usage, [answer.text])
+        prompt, (completion,) = counted(litellm, self.model, messages, answer.usage, [answer.text])
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,

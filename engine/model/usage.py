@@ -8,12 +8,13 @@ from types import ModuleType
 from typing import Any
 
 from engine.feedback.tokens import approximate_tokens
+from engine.model.types import Message
 
 
 def counted(
     litellm: ModuleType,
     model: str,
-    messages: list[dict[str, str]],
+    messages: Sequence[Message],
     reported: Any,
     texts: Sequence[str],
 ) -> tuple[int, list[int]]:
@@ -21,7 +22,8 @@ def counted(
     server's usage, or None: then both are estimated. Several answers share the completion
     tokens the server counted in proportion to their lengths."""
     if reported is None:
-        prompt = count_tokens(litellm, model, messages=messages)
+        dumped = [message.model_dump() for message in messages]
+        prompt = count_tokens(litellm, model, messages=dumped)
         return prompt, [count_tokens(litellm, model, text=text) for text in texts]
     completion = int(reported.completion_tokens or 0)
     shares = shared_out(completion, [approximate_tokens(text) for text in texts])

@@ -115,25 +115,23 @@ class Candidates:
         the run ends in error only when every candidate failed."""
 
         def requested(k: int, *, together: int = 1, tokens: int = prompt_tokens) -> None:
-            temperature = None if k == 1 else CANDIDATE_TEMPERATURE
             event = ModelRequested(
                 n=n,
                 model=model.model,
                 prompt_tokens=tokens,
                 candidate=k,
-                temperature=temperature,
+                temperature=temperature_of(k),
                 together=together,
             )
             self.journal.emit(event)
 
         async def one(k: int) -> Completion | ModelError:
             requested(k)
-            temperature = None if k == 1 else CANDIDATE_TEMPERATURE
             try:
-                completion = await model.complete(
+                completion = await model.complete(  # the first greedy and streamed
                     messages,
                     on_text=on_text if k == 1 else None,
-                    temperature=temperature,
+                    temperature=temperature_of(k),
                     seed=None if k == 1 else k - 1,
                 )
             except ModelError as exc:
@@ -260,6 +258,11 @@ class Candidates:
         event = candidate.event(n)
         self.journal.json(n, f"{where}/verdict.json", event)
         self.journal.emit(event)
+
+
+def temperature_of(k: int) -> float | None:
+    """Candidate k's temperature: the client's own (greedy) for the first, sampled after."""
+    return None if k == 1 else CANDIDATE_TEMPERATURE
 
 
 def best_choice(candidates: Sequence[Candidate]) -> Choice | None:

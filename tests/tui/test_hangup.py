@@ -16,7 +16,6 @@ import os
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import threading
 import time
@@ -29,11 +28,9 @@ import pytest
 from engine.run.exit_codes import EXIT_INTERRUPTED
 from tests.model_server import ScriptedModelServer, held, reply
 from tests.projects import EXAMPLES, MEAN_FIX, answer, committed_copy
+from tests.tui.test_tmux import WAIT_S, app_command
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
-
-SCRIPT = Path(sys.executable).with_name("fixloop-tui")
-WAIT_S = 120.0
 
 
 class Pty:
@@ -95,16 +92,7 @@ def app_on_a_pty(
     root = committed_copy(EXAMPLES / "textstats", tmp_path)
     release = threading.Event()
     model_server.script(held(reply(answer("use true division", MEAN_FIX)), release))
-    command = [
-        str(SCRIPT),
-        str(root),
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        model_server.base_url,
-        "--task",
-        "Fix textstats.",
-    ]
+    command = app_command(root, model_server)
     env = {
         **os.environ,
         "TERM": "xterm-256color",

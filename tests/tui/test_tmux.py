@@ -70,6 +70,12 @@ class Terminal:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
+def app_command(root: Path, server: ScriptedModelServer) -> list[str]:
+    """`fixloop-tui ROOT` on the scripted model, as a user would start it."""
+    model = ["--model", "openai/scripted", "--api-base", server.base_url]
+    return [str(SCRIPT), str(root), *model, "--task", "Fix textstats."]
+
+
 @pytest.fixture
 def terminal() -> Iterator[Terminal]:
     assert shutil.which("tmux"), "tmux is missing: `make setup` installs it"
@@ -87,18 +93,7 @@ def test_the_app_in_a_real_terminal_runs_to_ok_with_two_approvals(
         reply(answer("use true division", MEAN_FIX)),
         reply(answer("return n words, not n - 1", TOP_FIX)),
     )
-    command = shlex.join(
-        [
-            str(SCRIPT),
-            str(root),
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            model_server.base_url,
-            "--task",
-            "Fix textstats.",
-        ]
-    )
+    command = shlex.join(app_command(root, model_server))
     env = {"OPENAI_API_KEY": "sk-test-tmux-0123456789", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     terminal.start(f"{command}; echo EXIT=$?; sleep 600", env)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from textual.app import App
 
-from engine.run.guards import TERMINATED, stop_message
+from engine.run.guards import HUNG_UP, SIGHUP_HUNG_UP, TERMINATED, stop_message
 from tui.gate import InteractiveGate
 from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen
@@ -24,7 +24,6 @@ from tui.screens.quit import QuitChoice, QuitScreen
 
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
 TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
-HUNG_UP = "the terminal closed"
 
 OnItsLoop = tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]
 """A task running on another thread's asyncio loop (the engine's, the check's), and that loop."""
@@ -75,7 +74,7 @@ class StopAndQuit(App[int]):
         word, and a stdin hung up with no signal leaves it spinning on a core for ever,
         Textual's input thread reading nothing in a loop)."""
         loop = asyncio.get_running_loop()
-        for signum, why in ((signal.SIGHUP, f"{HUNG_UP} (SIGHUP)"), (signal.SIGTERM, TERMINATED)):
+        for signum, why in ((signal.SIGHUP, SIGHUP_HUNG_UP), (signal.SIGTERM, TERMINATED)):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, self.hang_up, why)
         stdin = sys.__stdin__

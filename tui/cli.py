@@ -9,6 +9,7 @@ from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceb
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -355,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         from tui.signals import Terminated
 
         said = exc if isinstance(exc, Terminated) else "interrupted"
-        print(f"fixloop-tui: {said}", file=sys.stderr)
+        with contextlib.suppress(OSError):  # after a hang-up its terminal has gone (EIO)
+            print(f"fixloop-tui: {said}", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

@@ -7,6 +7,7 @@ JSON object (ARCHITECTURE.md, "Guards and endings"). The exit code says how the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Coroutine
@@ -40,8 +41,9 @@ from engine.run.events import (
     TestEditsRefused,
     TestsLatched,
 )
-from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
+from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
+from engine.run.guards import SIGHUP_HUNG_UP, RunStopped, stop_message
 from engine.run.headless import result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
@@ -62,15 +64,18 @@ from tui.signals import run_stoppable
 class ProgressPrinter:
     """One short line per step on stderr."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, run_id: str = "") -> None:
         self.stream = stream
+        self.run_id = run_id  # the run's, once it started (or the one resumed)
         self.max_n = 0
         self.candidates: dict[int, int] = {}  # candidates seen per iteration, for "2 of 3"
 
     def emit(self, event: BaseEvent) -> None:
+        if isinstance(event, RunStarted):
+            self.run_id = event.run_id
         line = self.line(event)
         if line:
-            print(f"fixloop: {line}", file=self.stream, flush=True)
+            say(f"fixloop: {line}", self.stream)
 
     def line(self, event: BaseEvent) -> str | None:
         if isinstance(event, RunStarted):
@@ -154,7 +159,8 @@ def run_headless_command(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     project, settings = prepared
-    return _complete(args, run_headless(project, settings, [ProgressPrinter(sys.stderr)]))
+    printer = ProgressPrinter(sys.stderr)
+    return _complete(args, project, printer, run_headless(project, settings, [printer]))
 
 
 def resume_headless(args: argparse.Namespace) -> int:
@@ -163,24 +169,45 @@ def resume_headless(args: argparse.Namespace) -> int:
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
     gate = PolicyGate(accept_suspicious=bool(args.accept_suspicious))
-    sinks = [ProgressPrinter(sys.stderr)]
-    return _complete(args, resume_run(project, args.run, gate=gate, sinks=sinks))
+    printer = ProgressPrinter(sys.stderr, args.run)
+    return _complete(
+        args, project, printer, resume_run(project, args.run, gate=gate, sinks=[printer])
+    )
 
 
-def _complete(args: argparse.Namespace, run: Coroutine[Any, Any, RunResult]) -> int:
-    """Run to the end; user-fixable problems are usage errors, a dead model exit 6."""
+def _complete(
+    args: argparse.Namespace,
+    project: Path,
+    printer: ProgressPrinter,
+    run: Coroutine[Any, Any, RunResult],
+) -> int:
+    """Run to the end; user-fixable problems are usage errors, a dead model exit 6. SIGHUP
+    (the terminal closed) stops the run as the app does: resumable, the reason in its trail."""
     try:
-        result = run_stoppable(run)
+        result = run_stoppable(run, hang_up=stop_message(f"stopped: {SIGHUP_HUNG_UP}"))
     except (ConfigError, WorkspaceError, ResumeError) as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        say(f"fixloop-tui: error: {exc}", sys.stderr)
         return EXIT_USAGE
     except ModelError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        say(f"fixloop-tui: error: {exc}", sys.stderr)
         return EXIT_INFRA
+    except RunStopped as stop:
+        from tui.screens.quit import resume_command
+
+        resume = resume_command(printer.run_id, str(project))
+        say(f"fixloop-tui: {stop.reason}; continue it: {resume}", sys.stderr)
+        return EXIT_INTERRUPTED
     if args.json:
-        print(json.dumps(result_json(result)))
+        say(json.dumps(result_json(result)), sys.stdout)
     elif result.report:
-        print(f"report: {result.report}", file=sys.stderr)
+        say(f"report: {result.report}", sys.stderr)
     if result.status.value == "error":
-        print(f"fixloop-tui: error: {result.reason}", file=sys.stderr)
+        say(f"fixloop-tui: error: {result.reason}", sys.stderr)
     return RUN_EXIT_CODES[result.status]
+
+
+def say(line: str, stream: TextIO) -> None:
+    """`line` on `stream`, or nowhere once its terminal has gone (EIO after a hang-up): a run
+    goes on, or ends as it was told, without its progress lines."""
+    with contextlib.suppress(OSError):
+        print(line, file=stream, flush=True)

@@ -52,6 +52,10 @@ STOP = "fixloop:stop"  # the message of a task cancellation that means RunStoppe
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
 # command takes as ctrl+c: the run records how it ended.
 TERMINATED = "terminated (SIGTERM)"
+# Why a run stopped whose terminal went away: the app (stdin hung up, or SIGHUP) and a headless
+# run (SIGHUP) stop it resumable, this in its trail.
+HUNG_UP = "the terminal closed"
+SIGHUP_HUNG_UP = f"{HUNG_UP} (SIGHUP)"
 
 
 def stop_message(reason: str) -> str:

@@ -27,7 +27,7 @@ import pytest
 
 from engine.run.exit_codes import EXIT_INTERRUPTED
 from tests.model_server import ScriptedModelServer, held, reply
-from tests.projects import EXAMPLES, MEAN_FIX, answer, committed_copy
+from tests.projects import EXAMPLES, MEAN_FIX, TOP_FIX, answer, committed_copy
 from tests.tui.test_tmux import WAIT_S, app_command
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
@@ -38,6 +38,7 @@ class Pty:
     no SIGHUP: only the hang-up itself tells the app), its output drained as a terminal would."""
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.command, self.env = command, env
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         self.output = bytearray()
@@ -159,3 +160,91 @@ def test_a_run_whose_terminal_goes_away_is_stopped_resumable_and_the_app_exits(
     repo = git.Repo(root)
     assert not repo.is_dirty(untracked_files=True)  # the person's checkout is untouched
     assert any(head.name.startswith("fixloop/") for head in repo.heads)  # the run's branch stays
+
+
+# A headless run needs no terminal, so a terminal that closes with no signal is no reason to
+# stop one; SIGHUP is (a dropped SSH connection, a closed window): it stops the run as the app's
+# stop does. Its progress lines had nowhere to go by then: the run must end without them.
+
+
+@pytest.fixture
+def headless_on_a_pty(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> Iterator[tuple[Pty, Path, threading.Event]]:
+    root = committed_copy(EXAMPLES / "textstats", tmp_path)
+    release = threading.Event()
+    mean = answer("use true division", MEAN_FIX)
+    top = answer("return n words, not n - 1", TOP_FIX)
+    # Either order fixes it: the run goes on to `top` (the terminal closed with no signal), or
+    # its resume asks iteration 1 again and gets `top`, then `mean`.
+    model_server.script(held(reply(mean), release), reply(top), reply(mean))
+    script, *flags = app_command(root, model_server)
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test-hangup-0123456789",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    pty = Pty([script, "run", *flags, "--headless", "--max-iters", "2"], env)
+    try:
+        wait_for(lambda: model_server.count >= 1 or pty.process.poll() is not None, "a request")
+        assert pty.process.poll() is None, pty.output.decode(errors="replace")[-2000:]
+        yield pty, root, release
+    finally:
+        release.set()
+        pty.kill()
+
+
+def test_sighup_stops_a_headless_run_resumable_and_resume_finishes_it(
+    headless_on_a_pty: tuple[Pty, Path, threading.Event],
+) -> None:
+    pty, root, _ = headless_on_a_pty
+    assert sandboxes_of(pty.process.pid), "no warm sandbox to close: the test proves less"
+
+    pty.process.send_signal(signal.SIGHUP)
+
+    code = pty.wait()
+    said = pty.output.decode(errors="replace")
+    assert code == EXIT_INTERRUPTED, said[-2000:]
+    assert stopped_reason(root) == "stopped: the terminal closed (SIGHUP)"
+    assert sandboxes_of(pty.process.pid) == []
+    assert not git.Repo(root).is_dirty(untracked_files=True)
+    (run,) = (root / ".fixloop" / "runs").iterdir()
+    resume = f"fixloop-tui resume {run.name} {root}"
+    assert f"fixloop-tui: stopped: the terminal closed (SIGHUP); continue it: {resume}" in said
+
+    resumed = subprocess.run(
+        [pty.command[0], "resume", run.name, str(root)],
+        env=pty.env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]  # the resume's two answers fix it
+
+
+def test_sighup_after_the_terminal_is_gone_still_stops_the_headless_run(
+    headless_on_a_pty: tuple[Pty, Path, threading.Event],
+) -> None:
+    """As a dropped connection goes: the terminal first (every line after it fails with EIO),
+    then the signal."""
+    pty, root, _ = headless_on_a_pty
+    pty.close()
+    pty.process.send_signal(signal.SIGHUP)
+
+    assert pty.wait() == EXIT_INTERRUPTED
+    assert stopped_reason(root) == "stopped: the terminal closed (SIGHUP)"
+    assert sandboxes_of(pty.process.pid) == []
+
+
+def test_a_headless_run_whose_terminal_closes_without_a_signal_runs_on_to_its_end(
+    headless_on_a_pty: tuple[Pty, Path, threading.Event],
+) -> None:
+    pty, root, release = headless_on_a_pty
+    pty.close()
+    release.set()  # the held answer arrives after the terminal has gone, then the second fix
+
+    assert pty.wait() == 0  # ok: no progress line it could not print stopped it
+    (run,) = (root / ".fixloop" / "runs").iterdir()
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "RunFinished"
+    assert events[-1]["status"] == "ok"

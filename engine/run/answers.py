@@ -101,8 +101,9 @@ class Answers:
         self.journal.text(n, "unchanged-response.txt", completion.text)
         again = await self.reask(steps, current, notes, answer.proposal, answer.unchanged)
         answer = await self.review(n, (again or completion).text, reask=False)
-        # Both answers changed nothing: two in a row for the stall guard, not one.
-        return replace(answer, idle_answers=2) if answer.unchanged else answer
+        # Both answers changed nothing: two in a row for the stall guard, not one. A re-ask
+        # whose request failed is no answer: the first one stands, one idle answer.
+        return replace(answer, idle_answers=2) if answer.unchanged and again else answer
 
     async def reask(
         self,

@@ -102,11 +102,14 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     changed: list[str] = []
     echoed = False
     reasked: set[int] = set()
+    reask_answered: set[int] = set()  # a re-ask whose request failed is no idle answer
     for event in events:
         n = getattr(event, "n", 0)
         if isinstance(event, IterationStarted):
             records[n] = {"n": n, "status": "interrupted"}
         elif isinstance(event, ModelResponded):
+            if n in reasked:  # candidates answer before their re-ask, a single answer too
+                reask_answered.add(n)
             tokens += event.prompt_tokens + event.completion_tokens
             cost += event.cost_usd
             record = records.setdefault(n, {"n": n})  # several answers: re-asked, candidates
@@ -136,7 +139,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
                 record = records.setdefault(n, {"n": n})
                 record["status"], record["summary"] = "no_change", NO_CHANGE
                 done.add(n)
-                idle = 2 if n in reasked else 1
+                idle = 2 if n in reask_answered else 1
                 observations[n] = Observation(n=n, idle_answers=idle)
         elif isinstance(event, Committed):
             commits[n] = event.sha

@@ -272,11 +272,24 @@ async def test_a_reask_the_model_fails_to_answer_leaves_the_first_answer_standin
     tmp_path: Path,
 ) -> None:
     model = ScriptedModel(answer(("app.py", BROKEN)), TRUNCATED, answer(("app.py", FIXED)))
-    result = await run_loop(tmp_path, model)
-    # The sampled retry ran past max_tokens: the iteration is the unchanged answer's, and the
-    # run goes on instead of ending in error.
+    result = await run_loop(tmp_path, model, restart_on_stall=False)
+    # The sampled retry ran past max_tokens: the iteration is the unchanged answer's, one idle
+    # answer (the failed request is none: two would have stalled the run here), and the run
+    # goes on instead of ending in error.
     assert [r.status for r in result.iterations] == ["no_change", "ok"]
     assert "truncated" in (iteration_dir(result, 1) / "reask-error.txt").read_text()
+
+
+async def test_a_candidates_reask_the_model_fails_to_answer_is_one_idle_answer_too(
+    tmp_path: Path,
+) -> None:
+    unchanged, fixed = answer(("app.py", BROKEN)), answer(("app.py", FIXED))
+    model = ScriptedModel(unchanged, unchanged, TRUNCATED, fixed, fixed)
+    result = await run_loop(
+        tmp_path, model, candidates=2, reask_candidates=True, restart_on_stall=False
+    )
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    assert len(model.prompts) == 5
 
 
 # -- a stall: restart from the baseline, escalate --------------------------------------------

@@ -499,6 +499,17 @@ async def test_a_resumed_run_counts_the_answers_that_changed_nothing_before_the_
     assert resumed.reason == "2 answers in a row changed no file"
 
 
+async def test_a_resumed_run_counts_a_failed_reask_as_no_answer(tmp_path: Path) -> None:
+    """As the run counted it: iteration 1's answer changed nothing and its re-ask failed, one
+    idle answer (an answer and a re-ask that both changed nothing are two)."""
+    truncated = ModelError("answer truncated", cause="answer truncated", answered=True)
+    model = ScriptedModel(answer(("app.py", BROKEN)), truncated, answer(("app.py", "VALUE = 3\n")))
+    with pytest.raises(RunStopped):  # at the review of iteration 2's answer
+        await run_loop(tmp_path, model, gate=StoppingGate())
+    state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
+    assert [(seen.n, seen.idle_answers) for seen in state.observations] == [(1, 1)]
+
+
 async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
     gate = StoppingGate(asyncio.CancelledError())
     with pytest.raises(asyncio.CancelledError):

@@ -13,8 +13,8 @@ the programs with no result yet under --out, so a long run can stop (ctrl+c ends
 batch; its finished tasks stay) and go on. --report prints fixed/40, fixed on the first
 answer, prompt tokens per fix and how the runs ended, from what --out holds.
 
-    .venv/bin/python bench/quixbugs.py [--out DIR] [--limit N] [--candidates N] [--model M]
-                                       [--api-base URL]
+    .venv/bin/python bench/quixbugs.py [--out DIR] [--limit N] [--candidates N] [--on LEVER]
+                                       [--model M] [--api-base URL]
     .venv/bin/python bench/quixbugs.py --out DIR --report
 """
 
@@ -63,7 +63,9 @@ def project(out: Path, data: dict[str, object]) -> Path:
     return root
 
 
-def task_line(name: str, candidates: int | None = None) -> dict[str, object]:
+def task_line(
+    name: str, candidates: int | None = None, on: tuple[str, ...] = ()
+) -> dict[str, object]:
     program, tests = f"python_programs/{name}.py", f"python_testcases/test_{name}.py"
     line: dict[str, object] = {
         "repo": "project",
@@ -74,6 +76,7 @@ def task_line(name: str, candidates: int | None = None) -> dict[str, object]:
         "max_iters": 3,
         "exec_timeout": 30,
     }
+    line.update(dict.fromkeys(on, True))  # run options switched on (`code_noop`)
     return line if candidates is None else {**line, "candidates": candidates}
 
 
@@ -88,7 +91,8 @@ def sitting(out: Path, names: list[str], args: argparse.Namespace) -> int:
     """One `fixloop-tui batch` over `names`, into the next `out/sitting-K/`; its exit code."""
     k = 1 + max((int(p.name.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
     batch = out / f"sitting-{k}.jsonl"
-    lines = (json.dumps(task_line(name, args.candidates)) + "\n" for name in names)
+    on = tuple(args.on or ())
+    lines = (json.dumps(task_line(name, args.candidates, on)) + "\n" for name in names)
     batch.write_text("".join(lines))
     model, api_base = args.model, args.api_base
     command = [sys.executable, "-m", "tui.cli", "batch", str(batch), "--jobs", "1"]
@@ -144,6 +148,12 @@ def main() -> int:
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint")
     parser.add_argument(
         "--candidates", type=int, help="answers per iteration (default: the run's); its own --out"
+    )
+    parser.add_argument(
+        "--on",
+        action="append",
+        metavar="LEVER",
+        help="a run option switched on in every run (a setting's name: code_noop); its own --out",
     )
     parser.add_argument("--report", action="store_true", help="print what --out holds; run none")
     args = parser.parse_args()

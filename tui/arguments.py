@@ -41,6 +41,7 @@ RUN_FLAGS = (
     "code_last",
     "noop_retry",
     "reask_candidates",
+    "code_noop",
     "docs_noop",
     "sample_after_noop",
     "restart_on_stall",
@@ -153,6 +154,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="with --candidates N: when none could be verified because they changed nothing, "
         "tell the model so and ask once more, in the same iteration (default off: not measured)",
+    )
+    parser.add_argument(
+        "--code-noop",
+        action=argparse.BooleanOptionalAction,
+        help="an answer that changes only comments, layout or string statements that are no "
+        "docstring (they run as nothing) of Python code changes nothing: not applied, re-asked "
+        "(default off)",
     )
     parser.add_argument(
         "--docs-noop",

@@ -30,6 +30,7 @@ class ArmOptions(BaseModel):
     code_last: bool | None = None
     noop_retry: bool | None = None
     reask_candidates: bool | None = None
+    code_noop: bool | None = None
     docs_noop: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
@@ -47,6 +48,7 @@ TODAY = ArmOptions(
     code_last=False,
     noop_retry=False,
     reask_candidates=False,
+    code_noop=False,
     docs_noop=False,
     sample_after_noop=False,
     restart_on_stall=False,
@@ -84,7 +86,8 @@ ARMS: dict[str, ArmOptions] = {
         called_code=False,
         code_last=False,
         noop_retry=True,
-        reask_candidates=False,  # as it was measured: the option came later
+        reask_candidates=False,  # as it was measured: the options came later
+        code_noop=False,
         docs_noop=False,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
@@ -112,6 +115,8 @@ ARMS: dict[str, ArmOptions] = {
     "defaults-values": ArmOptions(runtime_values=True),
     # The defaults with 3 candidates an iteration: what `cand3` adds to `today`, on the defaults.
     "defaults-cand3": ArmOptions(candidates=3),
+    # The defaults with an answer that changes only comments or strings that do nothing re-asked.
+    "code-noop": ArmOptions(code_noop=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -170,6 +175,7 @@ LEVERS_ADDED_LATER: dict[str, Any] = {
     "code_last": False,
     "docs_noop": False,
     "reask_candidates": False,
+    "code_noop": False,
 }
 
 
@@ -213,6 +219,7 @@ _WORDS = {
     "code_last": "code last",
     "noop_retry": "no-op retry",
     "reask_candidates": "candidates re-asked",
+    "code_noop": "comment and string edits as no-ops",
     "docs_noop": "docstring edits as no-ops",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",

@@ -1,5 +1,6 @@
 """Docstrings in Python source: which statement is one, and a module's code without them. A
-docstring is text for people; with no doctests run it changes nothing the tests see."""
+docstring is text for people; with no doctests run it changes nothing the tests see. A string
+statement that is no docstring (QuixBugs' programs end with one) runs as nothing at all."""
 
 from __future__ import annotations
 
@@ -22,14 +23,31 @@ def docstring_of(node: ast.AST) -> ast.Expr | None:
     return None
 
 
-def code_shape(source: str) -> str | None:
-    """The module's syntax tree without its docstrings, as text (no comments, no positions);
+def code_shape(source: str, *, docstrings: bool = True) -> str | None:
+    """The module's syntax tree as text (no comments, no positions), without its string
+    statements that are no docstring, and with `docstrings` False without its docstrings too;
     None when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
-        if isinstance(node, DOCUMENTED) and docstring_of(node) is not None:
-            node.body = node.body[1:] or [ast.Pass()]
+        body = getattr(node, "body", None)
+        if not isinstance(body, list) or not body:
+            continue
+        doc = docstring_of(node)
+        kept = [
+            statement
+            for statement in body
+            if not _bare_string(statement) or (statement is doc and docstrings)
+        ]
+        node.body = kept or [ast.Pass()]  # type: ignore[attr-defined]
     return ast.dump(tree)
+
+
+def _bare_string(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )

@@ -70,6 +70,9 @@ class Settings(BaseModel):
     # With candidates: when none could be verified and one changed nothing, the model is told
     # so and asked once more, in the iteration (not measured yet: off).
     reask_candidates: bool = False
+    # An answer that changes only comments, layout or the string statements that are no
+    # docstring of Python code changes nothing (they run as nothing).
+    code_noop: bool = False
     # An answer that changes only docstrings, comments or layout of Python code changes
     # nothing (unless the project runs doctests).
     docs_noop: bool = False

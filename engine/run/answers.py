@@ -15,10 +15,12 @@ from engine.feedback.tokens import count_tokens
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.candidates import (
+    NO_CODE,
     NO_FILE,
     ONLY_DOCS,
     Candidate,
     Candidates,
+    Noop,
     best_choice,
     runs_doctests,
     unchanged_because,
@@ -53,11 +55,22 @@ ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
     """The one line a re-asked model hears; `because`: `unchanged_because`'s reason."""
     sent = ", ".join(files) if files else "nothing"
-    said = "changed only docstrings or comments" if because == ONLY_DOCS else "changed nothing"
+    said = {
+        ONLY_DOCS: "changed only docstrings or comments",
+        NO_CODE: "changed only comments or strings that do nothing",
+    }.get(because, "changed nothing")
     return (
         f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."
     )
+
+
+def noop_rule(config: RunConfig, current: Verification) -> Noop:
+    """What an answer may change and still change nothing, this iteration: docstrings only
+    with `docs_noop` where the project runs no doctests (its doctests test them)."""
+    if config.docs_noop and not runs_doctests(current):
+        return "docs"
+    return "code" if config.code_noop else "lines"
 
 
 class Answers:
@@ -82,13 +95,12 @@ class Answers:
         self.candidates = Candidates(config, workspace, journal, mode, self.verify_candidate)
         self.previous: Verification | None = None
         self.echoed = False  # an answer of this model changed nothing (`sample_after_noop`)
-        self.docs = False  # `docs_noop` holds for this iteration (no doctests run)
+        self.noop: Noop = "lines"  # what changes nothing in this iteration's answers
 
     async def answer(self, steps: Steps, current: Verification, notes: list[str]) -> Answer:
         """The iteration's answer, from the prompt built on `current` and `notes`."""
         n = steps.n
-        # A docstring-only answer changes nothing, unless the project's doctests test it.
-        self.docs = self.config.docs_noop and not runs_doctests(current)
+        self.noop = noop_rule(self.config, current)
         messages = self.prompt(n, current, notes)
         if self.config.candidates > 1 and self.config.spec is None:
             self.previous = current
@@ -121,7 +133,8 @@ class Answers:
         n = steps.n
         files = [edit.path for edit in proposal.edits] if proposal else []
         self.journal.emit(AnswerReasked(n=n, reason=reason, temperature=REASK_TEMPERATURE))
-        messages = self.prompt(n, current, [*notes, unchanged_note(files, reason)])
+        notes = [*notes, unchanged_note(files, reason)]
+        messages = self.prompt(n, current, notes, trail="reask-prompt.json")
         try:
             # Seeded by the iteration: a rerun asks the same, and each iteration differs.
             return await self.ask(
@@ -141,9 +154,13 @@ class Answers:
             )
         return await self.ask(steps, messages)
 
-    def prompt(self, n: int, current: Verification, notes: list[str]) -> list[Message]:
+    def prompt(
+        self, n: int, current: Verification, notes: list[str], trail: str = "prompt.json"
+    ) -> list[Message]:
+        """The messages of a request, in the iteration's trail as `trail` (a re-ask's apart
+        from the first answer's, which it would otherwise overwrite)."""
         messages = self.mode.messages(current, notes)
-        self.journal.prompt(n, messages)
+        self.journal.prompt(n, messages, trail)
         return messages
 
     def tokens(self, messages: Sequence[Message]) -> int:
@@ -196,7 +213,7 @@ class Answers:
         workspace, emit = self.workspace, self.journal.emit
         split = split_test_edits(proposal, workspace.pins, workspace.root)
         explanation = proposal.explanation
-        unchanged = unchanged_because(proposal, workspace.root, docs=self.docs)
+        unchanged = unchanged_because(proposal, workspace.root, noop=self.noop)
         if unchanged and reask:
             return Answer(explanation, proposal=proposal, unchanged=unchanged)
         emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
@@ -245,14 +262,14 @@ class Answers:
         )
         answered = [c for c in completions if isinstance(c, Completion)]
         self.spent(steps, answered, time.monotonic() - started)
-        every = await self.candidates.run(n, completions, docs=self.docs)
+        every = await self.candidates.run(n, completions, noop=self.noop)
         best = best_choice(every)
         echo = next((c for c in every if c.unchanged), None)
         if best is None and echo is not None and self.config.reask_candidates:
             k = len(every) + 1
             again = await self.reask(steps, current, notes, echo.proposal, echo.unchanged, k)
             if again is not None:
-                every = [*every, *await self.candidates.run(n, [again], docs=self.docs, first=k)]
+                every = [*every, *await self.candidates.run(n, [again], noop=self.noop, first=k)]
                 best = best_choice(every)
                 if best is None:  # the re-asked answer could not be verified either
                     answer = self.none_verified(n, every)

@@ -164,7 +164,7 @@ class EditsApplied(BaseEvent):
     files: list[str] = Field(default_factory=list)
     held_back: list[str] = Field(default_factory=list)
     unchanged: bool = False  # the answer sent the code back as it was: nothing written
-    because: str = ""  # why it counts as unchanged: no file, or only docstrings (`docs_noop`)
+    because: str = ""  # why it counts as unchanged: no file, or no code (`code_noop`, `docs_noop`)
 
 
 class Committed(BaseEvent):

@@ -86,8 +86,8 @@ class Journal:
     def json(self, n: int, name: str, value: BaseModel | dict[str, object] | list[object]) -> None:
         self.run_dir.write_json(f"{self.run_dir.iteration(n)}/{name}", value)
 
-    def prompt(self, n: int, messages: Sequence[Message]) -> None:
-        self.json(n, "prompt.json", [m.model_dump() for m in messages])
+    def prompt(self, n: int, messages: Sequence[Message], name: str = "prompt.json") -> None:
+        self.json(n, name, [m.model_dump() for m in messages])
 
     def on_stage(self, n: int, suffix: str = "") -> StageCallback:
         """What the verifier calls as each stage of iteration n starts and ends; `suffix`

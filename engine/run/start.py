@@ -100,6 +100,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         code_last=settings.code_last,
         noop_retry=settings.noop_retry,
         reask_candidates=settings.reask_candidates,
+        code_noop=settings.code_noop,
         docs_noop=settings.docs_noop,
         sample_after_noop=settings.sample_after_noop,
         restart_on_stall=settings.restart_on_stall,

@@ -14,7 +14,7 @@ from engine.edits.instructions import RESTART_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
 from engine.model.types import ModelError
 from engine.run.answers import ECHOED
-from engine.run.candidates import DROPPED, NO_FILE, ONLY_DOCS, unchanged_because
+from engine.run.candidates import DROPPED, NO_CODE, NO_FILE, ONLY_DOCS, Noop, unchanged_because
 from engine.run.gate import PolicyGate
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
@@ -66,6 +66,12 @@ async def test_an_answer_that_changes_nothing_is_asked_again_within_the_iteratio
     reasked = of_type(result, "AnswerReasked")
     assert [(e["n"], e["temperature"]) for e in reasked] == [(1, 0.7)]
     assert (iteration_dir(result, 1) / "unchanged-response.txt").read_text() == model_answer(BROKEN)
+    # Each request's prompt in the trail: the re-ask's beside the first one's, not over it.
+    first, again = (
+        iteration_dir(result, 1) / name for name in ("prompt.json", "reask-prompt.json")
+    )
+    assert "Your last answer changed nothing" not in first.read_text()
+    assert "Your last answer changed nothing" in again.read_text()
 
 
 async def test_an_answer_that_only_moves_blank_lines_and_spaces_changes_nothing(
@@ -183,28 +189,72 @@ def test_docstrings_comments_and_layout_are_not_code(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(source)
     (tmp_path / "notes.txt").write_text("one\n")
 
-    def why(*edits: Edit, docs: bool = True) -> str:
+    def why(*edits: Edit, noop: Noop = "docs") -> str:
         proposal = Proposal(explanation="", edits=list(edits), format="json")
-        return unchanged_because(proposal, tmp_path, docs=docs)
+        return unchanged_because(proposal, tmp_path, noop=noop)
 
     retyped = 'def f(x):\n    """Adds one."""\n\n    return (x+1)\n'
     assert why(Edit(path="m.py", content=retyped)) == ONLY_DOCS
-    assert why(Edit(path="m.py", content=retyped), docs=False) == ""
+    assert why(Edit(path="m.py", content=retyped), noop="code") == ""  # a docstring may be code
+    assert why(Edit(path="m.py", content=retyped), noop="lines") == ""
     assert why(Edit(path="m.py", search="# one", replace="# plus one")) == ONLY_DOCS
-    assert why(Edit(path="m.py", search="# one", replace="# plus one"), docs=False) == ""
+    assert why(Edit(path="m.py", search="# one", replace="# plus one"), noop="code") == NO_CODE
+    assert why(Edit(path="m.py", search="# one", replace="# plus one"), noop="lines") == ""
     assert why(Edit(path="m.py", search='"""Add one."""', replace='"""Add 1."""')) == ONLY_DOCS
-    # Blank lines and trailing spaces: no file changed, with or without `docs`.
-    for docs in (True, False):
+    # Blank lines and trailing spaces: no file changed, whatever the rule.
+    for noop in ("lines", "code", "docs"):
         assert (
-            why(Edit(path="m.py", content=source.replace(":\n", ":  \n\n")), docs=docs) == NO_FILE
+            why(Edit(path="m.py", content=source.replace(":\n", ":  \n\n")), noop=noop) == NO_FILE
         )
-    assert why(Edit(path="m.py", content=source.replace("x + 1", "x + 2"))) == ""
+    for noop in ("code", "docs"):
+        assert why(Edit(path="m.py", content=source.replace("x + 1", "x + 2")), noop=noop) == ""
     (tmp_path / "s.py").write_text('NAME = "a"\n')
     assert why(Edit(path="s.py", content='NAME = "b"\n')) == ""  # a string, not a docstring
     assert why(Edit(path="m.py", content="def f(x:\n")) == ""  # does not parse: an edit
     assert why(Edit(path="notes.txt", content="two\n")) == ""  # not Python
     assert why(Edit(path="new.py", content='"""New."""\n')) == ""  # a new file
     assert why(Edit(path="m.py", search="no such line", replace="x")) == ""  # unusable
+
+
+def test_a_string_statement_that_is_no_docstring_is_no_code(tmp_path: Path) -> None:
+    """QuixBugs' programs end with a bare string (their description), which the embedded model
+    drops from the file it sends back, its code otherwise the same: no code changed."""
+    source = 'def f(x):\n    """Add one."""\n    return x - 1\n\n\n"""\nAdd one\n\nf(1) == 2\n"""\n'
+    (tmp_path / "m.py").write_text(source)
+    dropped = source.split('\n\n\n"""')[0] + "\n"
+
+    def why(content: str, noop: Noop) -> str:
+        proposal = Proposal(
+            explanation="", edits=[Edit(path="m.py", content=content)], format="json"
+        )
+        return unchanged_because(proposal, tmp_path, noop=noop)
+
+    assert why(dropped, "code") == NO_CODE
+    assert why(dropped, "docs") == ONLY_DOCS
+    assert why(dropped, "lines") == ""  # without `code_noop`: an edit, as before
+    assert why(dropped.replace("x - 1", "x + 1"), "code") == ""  # the fix, the string dropped
+    no_docstring = dropped.replace('    """Add one."""\n', "")
+    assert why(no_docstring, "code") == ""  # a docstring is not dropped by `code_noop`
+    call = source.replace('"""\nAdd one', 'f"""\n{print(1)}Add one')
+    assert why(call, "code") == ""  # an f-string runs code
+
+
+async def test_with_code_noop_a_dropped_trailing_string_is_asked_again_not_committed(
+    tmp_path: Path,
+) -> None:
+    trailing = BROKEN + '\n"""What the module is for."""\n'
+    root = tmp_path / "project"
+    model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, app=trailing, code_noop=True)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    reasked = [(e["n"], e["reason"]) for e in of_type(result, "AnswerReasked")]
+    assert reasked == [(1, NO_CODE)]
+    told = "Your last answer changed only comments or strings that do nothing (app.py came back"
+    assert told in model.prompt(2)
+    assert len(list(git.Repo(root).iter_commits(f"fixloop/{RUN_ID}"))) == 2  # baseline + the fix
+    off = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path / "off", off, app=trailing)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]  # committed and verified
 
 
 async def test_after_an_unchanged_answer_later_iterations_sample_their_first_answer(

@@ -38,6 +38,12 @@ def test_candidates_are_a_setting_of_each_task() -> None:
     assert "candidates" not in task_line("gcd")
 
 
+def test_a_lever_switched_on_is_a_setting_of_each_task() -> None:
+    line = task_line("gcd", on=("code_noop",))
+    assert line["code_noop"] is True
+    assert "code_noop" not in task_line("gcd")
+
+
 def test_the_project_is_a_committed_repository_whose_buggy_program_fails(tmp_path: Path) -> None:
     root = project(tmp_path, json.loads(DATA.read_text()))
     assert (root / ".git").is_dir()

@@ -15,7 +15,11 @@ answer, prompt tokens per fix and how the runs ended, from what --out holds.
 
     .venv/bin/python bench/quixbugs.py [--out DIR] [--limit N] [--candidates N] [--on LEVER]
                                        [--model M] [--api-base URL]
-    .venv/bin/python bench/quixbugs.py --out DIR --report
+    .venv/bin/python bench/quixbugs.py --out DIR --report [--ledger FILE]
+
+--ledger FILE writes one JSON line per program run (its ending, iterations, whether the first
+answer fixed it, prompt tokens, wall time, the fixloop commit that ran it): the files under
+bench/ledgers/ that README's QuixBugs numbers come from.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,6 +99,9 @@ def sitting(out: Path, names: list[str], args: argparse.Namespace) -> int:
     on = tuple(args.on or ())
     lines = (json.dumps(task_line(name, args.candidates, on)) + "\n" for name in names)
     batch.write_text("".join(lines))
+    revision = ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(revision, capture_output=True, text=True, check=False).stdout.strip()
+    batch.with_suffix(".commit").write_text(commit + "\n")
     model, api_base = args.model, args.api_base
     command = [sys.executable, "-m", "tui.cli", "batch", str(batch), "--jobs", "1"]
     command += ["--out", str(out / f"sitting-{k}")]
@@ -112,6 +120,37 @@ def prompt_tokens(task_dir: Path) -> int:
             if event.get("type") == "ModelResponded":
                 total += int(event.get("prompt_tokens") or 0)
     return total
+
+
+def ledger_lines(out: Path, names: list[str]) -> list[dict[str, object]]:
+    """Each program run under `out`, as a ledger line."""
+    found = results(out)
+    lines = []
+    for name in (name for name in names if name in found):
+        result = json.loads((found[name] / "result.json").read_text())
+        run = result.get("run") or {}
+        iterations = run.get("iterations") or []
+        started = datetime.fromtimestamp((found[name] / "result.json").stat().st_mtime, UTC)
+        lines.append(
+            {
+                "program": name,
+                "status": result["status"],
+                "reason": result.get("reason") or run.get("reason", ""),
+                "iterations": len(iterations),
+                "first_answer_ok": bool(iterations) and iterations[0].get("status") == "ok",
+                "prompt_tokens": prompt_tokens(found[name]),
+                "wall_s": round(float(result.get("duration_s") or 0.0), 1),
+                "commit": commit_of(found[name]),
+                "recorded": started.date().isoformat(),
+            }
+        )
+    return lines
+
+
+def commit_of(task_dir: Path) -> str:
+    """The fixloop commit its sitting ran (`sitting-K.commit`, beside the sitting's directory)."""
+    recorded = task_dir.parent.with_suffix(".commit")
+    return recorded.read_text().strip() if recorded.is_file() else ""
 
 
 def report(out: Path, names: list[str]) -> str:
@@ -156,6 +195,7 @@ def main() -> int:
         help="a run option switched on in every run (a setting's name: code_noop); its own --out",
     )
     parser.add_argument("--report", action="store_true", help="print what --out holds; run none")
+    parser.add_argument("--ledger", type=Path, help="write each program's run to FILE (JSON lines)")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     names = programs(data["files"])
@@ -167,6 +207,9 @@ def main() -> int:
         if left:
             sitting(out, left, args)
     print(report(out, names))
+    if args.ledger:
+        lines = (json.dumps(line) + "\n" for line in ledger_lines(out, names))
+        args.ledger.write_text("".join(lines), encoding="utf-8")
     return 0
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.quixbugs import DATA, TASK, programs, project, task_line
+from bench.quixbugs import DATA, TASK, ledger_lines, programs, project, task_line
 
 
 def test_the_set_is_40_programs_each_with_its_tests() -> None:
@@ -70,3 +70,27 @@ def test_the_project_is_a_committed_repository_whose_buggy_program_fails(tmp_pat
     )
     assert tests.returncode == 1, tests.stdout[-2000:]
     assert "failed" in tests.stdout
+
+
+def test_the_ledger_has_a_line_per_program_run_with_its_sitting_commit(tmp_path: Path) -> None:
+    task = tmp_path / "sitting-1" / "gcd"
+    (task / "run").mkdir(parents=True)
+    (tmp_path / "sitting-1.commit").write_text("abc1234\n")
+    run = {"iterations": [{"status": "failing"}, {"status": "ok"}]}
+    result = {"status": "ok", "reason": "verified green on iteration 2", "duration_s": 41.26}
+    (task / "result.json").write_text(json.dumps({**result, "run": run}))
+    answers = [{"type": "ModelResponded", "prompt_tokens": 700}, {"type": "PacketReady"}]
+    (task / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in answers * 2))
+
+    [line] = ledger_lines(tmp_path, ["bitcount", "gcd"])  # bitcount has not run
+
+    assert {key: line[key] for key in line if key != "recorded"} == {
+        "program": "gcd",
+        "status": "ok",
+        "reason": "verified green on iteration 2",
+        "iterations": 2,
+        "first_answer_ok": False,
+        "prompt_tokens": 1400,
+        "wall_s": 41.3,
+        "commit": "abc1234",
+    }

@@ -99,8 +99,22 @@ RESTART_NOTE_WHOLE = _RESTARTED + (
 )
 
 
-def restart_note(format: EditFormat, paths: list[str]) -> str:
-    """What the prompt after a restart on a stall says, in the words `format` needs."""
+# A stall with the code still as it was at the start (the answers changed nothing): nothing
+# was put back, and the note must not say it was.
+_UNCHANGED = "Your last answers left the code as it was at the start. "
+UNCHANGED_NOTE = _UNCHANGED + (
+    "Do not send it back as it is. First say which assumption in the code is wrong, in one "
+    "sentence of your explanation; then fix that."
+)
+UNCHANGED_NOTE_WHOLE = _UNCHANGED + (
+    "Do not send it back as it is: find the assumption in the code that is wrong and fix that."
+)
+
+
+def restart_note(format: EditFormat, paths: list[str], *, put_back: bool = True) -> str:
+    """What the prompt after a restart on a stall says, in the words `format` needs;
+    `put_back` False: the code was at the start already."""
     if format != "whole":
-        return RESTART_NOTE
-    return f"{RESTART_NOTE_WHOLE} {reply_line('whole', paths)}"
+        return RESTART_NOTE if put_back else UNCHANGED_NOTE
+    note = RESTART_NOTE_WHOLE if put_back else UNCHANGED_NOTE_WHOLE
+    return f"{note} {reply_line('whole', paths)}"

@@ -48,6 +48,7 @@ class RunStopped(Exception):
         self.reason = reason
 
 
+IDLE_STALL = "answers in a row changed no file"  # a stall's reason: "2 answers in a row ..."
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
 # command takes as ctrl+c: the run records how it ended.
@@ -256,7 +257,7 @@ class Guards:
         """`answers` answers in a row that changed no file (an answer and its re-ask); a trip
         when there were too many in a row."""
         if self.stall.unchanged(answers):
-            detail = f"{self.stall.idle} answers in a row changed no file"
+            detail = f"{self.stall.idle} {IDLE_STALL}"
             return Trip("stalled", RunStatus.STALLED, detail)
         return None
 

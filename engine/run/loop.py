@@ -166,6 +166,12 @@ class FixLoop:
             return current, []
         workspace = self.deps.workspace
         changed = workspace.changed_files(workspace.tip(), base=workspace.baseline)
+        edit_format, files = self.config.edit_format, self.config.files
+        if not changed:  # the answers changed nothing: no code to put back, none to verify
+            reason = f"{why}: the code is still as it was at the start"
+            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
+            self.start_guards_over(current)
+            return current, [restart_note(edit_format, files, put_back=False)]
         message = RESTART_MESSAGE.format(n=n)
         if commit := workspace.restore(changed, message):
             self.journal.emit(Committed(n=n, sha=commit, message=message))
@@ -173,8 +179,7 @@ class FixLoop:
         self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
         restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
         self.start_guards_over(restarted)
-        note = restart_note(self.config.edit_format, self.config.files)
-        return self.checker.settled(n, restarted), [note]
+        return self.checker.settled(n, restarted), [restart_note(edit_format, files)]
 
     def start_guards_over(self, verification: Verification) -> None:
         """After a change of approach the guards count from `verification` afresh."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
-from engine.run.guards import RunStatus
+from engine.run.guards import IDLE_STALL, RunStatus
 from engine.spec.report import report_lines
 
 if TYPE_CHECKING:
@@ -41,6 +41,20 @@ LOOK_AT = {
 }
 
 
+# A stall of answers that sent the code back unchanged: no failure was repeated.
+LOOK_AT_IDLE = (
+    "The model kept sending the code back unchanged: it did not find the bug. Point it at the "
+    "code (--file), describe the bug in the task (--task), or try a stronger model."
+)
+
+
+def look_at(result: RunResult) -> str:
+    """What the report tells the person to look at, for how the run ended."""
+    if result.status is RunStatus.STALLED and IDLE_STALL in result.reason:
+        return LOOK_AT_IDLE
+    return LOOK_AT.get(result.status, "")
+
+
 def write_report(
     config: RunConfig,
     result: RunResult,
@@ -63,7 +77,7 @@ def write_report(
         "",
         "## What to look at",
         "",
-        LOOK_AT.get(result.status, ""),
+        look_at(result),
         "",
     ]
     if config.spec is not None:

@@ -10,12 +10,14 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.edits.instructions import RESTART_NOTE, restart_note
+from engine.edits.instructions import RESTART_NOTE, UNCHANGED_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
 from engine.model.types import ModelError
 from engine.run.answers import ECHOED
 from engine.run.candidates import DROPPED, NO_CODE, NO_FILE, ONLY_DOCS, Noop, unchanged_because
 from engine.run.gate import PolicyGate
+from engine.run.guards import RunStatus
+from engine.run.report import LOOK_AT, LOOK_AT_IDLE
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
 from tests.engine.test_loop import (
@@ -39,6 +41,10 @@ class Stronger(ScriptedModel):
 
 def of_type(result: object, kind: str) -> list[dict[str, object]]:
     return [e for e in events(result) if e["type"] == kind]  # type: ignore[arg-type]
+
+
+def report_text(result: object) -> str:
+    return Path(result.report).read_text()  # type: ignore[attr-defined]
 
 
 def iteration_dir(result: object, n: int) -> Path:
@@ -95,6 +101,10 @@ async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path:
     assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
     assert len(model.prompts) == 2
     assert len(of_type(result, "AnswerReasked")) == 1
+    # The report says what happened: no failure was repeated, nothing was changed.
+    report = report_text(result)
+    assert LOOK_AT_IDLE in report
+    assert LOOK_AT[RunStatus.STALLED] not in report
 
 
 async def test_without_noop_retry_an_unchanged_answer_costs_the_iteration(tmp_path: Path) -> None:
@@ -387,13 +397,34 @@ async def test_after_a_restart_the_whole_file_format_is_asked_for_code_not_an_ex
     result = await run_loop(tmp_path, model, edit_format="whole", files=["app.py"])
     assert result.status.value == "ok"
     after = model.prompt(3)
-    assert restart_note("whole", ["app.py"]) in after
-    assert "explanation" not in restart_note("whole", ["app.py"])
-    assert restart_note("whole", ["app.py"]).endswith(
-        "Reply with app.py alone on the first line, then a python code block holding the "
-        "whole corrected file."
-    )
+    assert restart_note("whole", ["app.py"], put_back=False) in after  # nothing to put back
+    for put_back in (True, False):
+        note = restart_note("whole", ["app.py"], put_back=put_back)
+        assert "explanation" not in note
+        assert note.endswith(
+            "Reply with app.py alone on the first line, then a python code block holding the "
+            "whole corrected file."
+        )
     assert restart_note("json", ["app.py"]) == RESTART_NOTE
+
+
+async def test_a_stall_with_the_code_still_at_the_start_puts_nothing_back_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """Answers that all sent the file back unchanged: the restart has no code to put back and
+    no verification to run again, and the model is not told its fixes were undone."""
+    model = ScriptedModel(*[answer(("app.py", BROKEN))] * 2, answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model)
+    assert result.status.value == "ok"
+    [restart] = of_type(result, "StrategyChanged")
+    assert restart["reason"] == (
+        "2 answers in a row changed no file: the code is still as it was at the start"
+    )
+    third = model.prompt(3)
+    assert UNCHANGED_NOTE in third
+    assert "put back" not in third
+    assert not [e for e in of_type(result, "Committed") if "after a stall" in str(e["message"])]
+    assert not (iteration_dir(result, 1) / "stage-test-after-restart.json").exists()
 
 
 async def test_a_shortened_copy_of_a_pinned_test_file_does_not_cost_the_fix_with_it(

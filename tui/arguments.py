@@ -45,6 +45,7 @@ RUN_FLAGS = (
     "docs_noop",
     "sample_after_noop",
     "restart_on_stall",
+    "keep_asking",
     "escalate_model",
     "max_iters",
     "exec_timeout",
@@ -178,6 +179,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--restart-on-stall",
         action=argparse.BooleanOptionalAction,
         help="on a repeated failure, start once more from the baseline (default on)",
+    )
+    parser.add_argument(
+        "--keep-asking",
+        action=argparse.BooleanOptionalAction,
+        help="with --restart-on-stall: answers that left the code as it was at the start use "
+        "no restart; the model is asked on while iterations are left (default off: not measured)",
     )
     parser.add_argument(
         "--escalate-model",

@@ -34,6 +34,7 @@ class ArmOptions(BaseModel):
     docs_noop: bool | None = None
     sample_after_noop: bool | None = None
     restart_on_stall: bool | None = None
+    keep_asking: bool | None = None
 
 
 # The loop as it was before issue 17's levers: every lever off, one answer, the full prompt.
@@ -52,6 +53,7 @@ TODAY = ArmOptions(
     docs_noop=False,
     sample_after_noop=False,
     restart_on_stall=False,
+    keep_asking=False,
 )
 
 
@@ -91,6 +93,7 @@ ARMS: dict[str, ArmOptions] = {
         docs_noop=False,
         sample_after_noop=False,  # its 3 candidates sample every iteration anyway
         restart_on_stall=True,
+        keep_asking=False,
     ),
     "defaults": ArmOptions(),  # whatever a plain `fixloop-tui run` does for this model
     "no-values": _values_off(),  # the defaults before runtime values were on
@@ -117,6 +120,8 @@ ARMS: dict[str, ArmOptions] = {
     "defaults-cand3": ArmOptions(candidates=3),
     # The defaults with an answer that changes only comments or strings that do nothing re-asked.
     "code-noop": ArmOptions(code_noop=True),
+    # ... and a stall with the code still at the baseline uses no restart: asked on.
+    "keep-asking": ArmOptions(code_noop=True, keep_asking=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -176,6 +181,7 @@ LEVERS_ADDED_LATER: dict[str, Any] = {
     "docs_noop": False,
     "reask_candidates": False,
     "code_noop": False,
+    "keep_asking": False,
 }
 
 
@@ -223,6 +229,7 @@ _WORDS = {
     "docs_noop": "docstring edits as no-ops",
     "sample_after_noop": "sampling after a no-op",
     "restart_on_stall": "restart on stall",
+    "keep_asking": "asking on at the baseline",
 }
 
 

@@ -79,6 +79,9 @@ class Settings(BaseModel):
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
+    # A stall of answers that left the code at the baseline uses no restart: the run asks on
+    # while iterations are left (not measured yet: off).
+    keep_asking: bool = False
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     max_iters: int = Field(default=4, ge=1, le=100)
     no_progress: int = Field(default=2, ge=1)

@@ -139,6 +139,9 @@ class StrategyChanged(BaseEvent):
     kind: Literal["restart", "escalate"]
     reason: str
     model: str = ""
+    # Whether it used the run's one change of approach: a restart with nothing to put back
+    # under `keep_asking` does not.
+    spent: bool = True
 
 
 class ReviewRequested(BaseEvent):

@@ -169,8 +169,11 @@ class FixLoop:
         edit_format, files = self.config.edit_format, self.config.files
         if not changed:  # the answers changed nothing: no code to put back, none to verify
             reason = f"{why}: the code is still as it was at the start"
-            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
+            keep = self.config.keep_asking  # then the run's one restart is still to come
+            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason, spent=not keep))
             self.start_guards_over(current)
+            if keep:
+                self.guards.restarts += 1
             return current, [restart_note(edit_format, files, put_back=False)]
         message = RESTART_MESSAGE.format(n=n)
         if commit := workspace.restore(changed, message):

@@ -48,6 +48,7 @@ class RunConfig(BaseModel):
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
+    keep_asking: bool = False  # ... and a stall with the code at the baseline uses no restart
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
 

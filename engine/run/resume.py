@@ -121,7 +121,8 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             echoed = True
             reasked.add(n)
         elif isinstance(event, StrategyChanged):
-            changed.append(event.kind)
+            if event.spent:
+                changed.append(event.kind)
             echoed = echoed and event.kind != "escalate"  # a new model starts greedy
         elif isinstance(event, ProposalReady):
             records.setdefault(n, {"n": n})["explanation"] = event.explanation

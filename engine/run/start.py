@@ -104,6 +104,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         docs_noop=settings.docs_noop,
         sample_after_noop=settings.sample_after_noop,
         restart_on_stall=settings.restart_on_stall,
+        keep_asking=settings.keep_asking,
         escalate_model=settings.escalate_model,
         spec=spec,
     )

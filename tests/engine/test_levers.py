@@ -469,6 +469,29 @@ async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(
     assert "notes.txt" not in repo.git.ls_tree("-r", "--name-only", result.final_commit)
 
 
+async def test_with_keep_asking_stalls_at_the_baseline_use_no_restart(tmp_path: Path) -> None:
+    unchanged, fixed = answer(("app.py", BROKEN)), answer(("app.py", FIXED))
+    # Without it: iteration 1's two answers stall (restart), iteration 2's two end the run.
+    off = ScriptedModel(*[unchanged] * 4, fixed)
+    result = await run_loop(tmp_path / "off", off, max_iterations=3)
+    assert (result.status.value, len(result.iterations), len(off.prompts)) == ("stalled", 2, 4)
+    # With it: nothing was put back, so the restart is still to come; iteration 3 fixes it.
+    model = ScriptedModel(*[unchanged] * 4, fixed)
+    result = await run_loop(tmp_path / "on", model, max_iterations=3, keep_asking=True)
+    assert (result.status.value, len(result.iterations)) == ("ok", 3)
+    changed = [(e["n"], e["spent"]) for e in of_type(result, "StrategyChanged")]
+    assert changed == [(1, False), (2, False)]
+    assert UNCHANGED_NOTE in model.prompt(5)
+
+
+async def test_with_keep_asking_a_stall_in_the_last_iteration_still_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(*[answer(("app.py", BROKEN))] * 6)
+    result = await run_loop(tmp_path, model, max_iterations=3, keep_asking=True)
+    assert (result.status.value, len(result.iterations), len(model.prompts)) == ("stalled", 3, 6)
+
+
 async def test_a_stall_in_the_last_iteration_ends_the_run_without_a_restart(
     tmp_path: Path,
 ) -> None:

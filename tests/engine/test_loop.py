@@ -510,6 +510,17 @@ async def test_a_resumed_run_counts_a_failed_reask_as_no_answer(tmp_path: Path) 
     assert [(seen.n, seen.idle_answers) for seen in state.observations] == [(1, 1)]
 
 
+async def test_a_resumed_run_keeps_a_restart_that_put_nothing_back_under_keep_asking(
+    tmp_path: Path,
+) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = ScriptedModel(unchanged, unchanged, answer(("app.py", "VALUE = 3\n")))
+    with pytest.raises(RunStopped):  # at the review of iteration 2's answer
+        await run_loop(tmp_path, model, gate=StoppingGate(), keep_asking=True)
+    state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
+    assert state.strategy_changes == []  # the stall of iteration 1 spent no restart
+
+
 async def test_a_cancelled_run_ends_aborted_by_you(tmp_path: Path) -> None:
     gate = StoppingGate(asyncio.CancelledError())
     with pytest.raises(asyncio.CancelledError):

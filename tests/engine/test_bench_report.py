@@ -351,7 +351,7 @@ def test_the_whole_report_fits_100_columns() -> None:
     lines = text.split("today: ", 1)[1].split("\n  runs ended")[0].splitlines()
     assert " ".join(line.strip() for line in lines) == describe("today")
     assert len(lines) > 1
-    assert describe("today").endswith("restart on stall off")
+    assert describe("today").endswith("restart on stall, asking on at the baseline off")
     assert "t/3" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 

@@ -161,7 +161,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         help="an answer that changes only comments, layout or string statements that are no "
         "docstring (they run as nothing) of Python code changes nothing: not applied, re-asked "
-        "(default off)",
+        "(default on)",
     )
     parser.add_argument(
         "--docs-noop",

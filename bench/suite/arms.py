@@ -63,8 +63,8 @@ def _today_with(**levers: object) -> ArmOptions:
 
 def _values_off(**levers: object) -> ArmOptions:
     """An arm measured before runtime values were a default: runtime values off, as it ran,
-    so its ledger lines still measure it."""
-    return ArmOptions(runtime_values=False).model_copy(update=levers)
+    so its ledger lines still measure it (and `code_noop` off, a default since)."""
+    return ArmOptions(runtime_values=False, code_noop=False).model_copy(update=levers)
 
 
 ARMS: dict[str, ArmOptions] = {
@@ -100,7 +100,8 @@ ARMS: dict[str, ArmOptions] = {
     # The defaults with every first answer greedy: what `defaults` was before sampling after
     # a no-op was turned on, and what it was measured against.
     "greedy": _values_off(sample_after_noop=False),
-    "values": ArmOptions(runtime_values=True, sample_after_noop=False),  # greedy + runtime values
+    # greedy + runtime values
+    "values": ArmOptions(runtime_values=True, sample_after_noop=False, code_noop=False),
     # The defaults of then + sampling after a no-op (the same as `no-values` since it is on).
     "sampled": _values_off(sample_after_noop=True),
     # The defaults of then with the small prompt.
@@ -115,11 +116,14 @@ ARMS: dict[str, ArmOptions] = {
     "code": _values_off(called_code=True),
     # The defaults with runtime values (the same as `defaults` since they are on): `values` is
     # the greedy defaults with them, measured before sampling was a default.
-    "defaults-values": ArmOptions(runtime_values=True),
+    "defaults-values": ArmOptions(runtime_values=True, code_noop=False),
     # The defaults with 3 candidates an iteration: what `cand3` adds to `today`, on the defaults.
-    "defaults-cand3": ArmOptions(candidates=3),
-    # The defaults with an answer that changes only comments or strings that do nothing re-asked.
+    "defaults-cand3": ArmOptions(candidates=3, code_noop=False),
+    # The defaults with an answer that changes only comments or strings that do nothing re-asked
+    # (the same as `defaults` since it is on), and the defaults before it was on, which the
+    # arms measured before (`defaults-values`, `defaults-cand3`, `no-values` ...) keep.
     "code-noop": ArmOptions(code_noop=True),
+    "no-code-noop": ArmOptions(code_noop=False),
     # ... and a stall with the code still at the baseline uses no restart: asked on.
     "keep-asking": ArmOptions(code_noop=True, keep_asking=True),
 }

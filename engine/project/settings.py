@@ -71,8 +71,9 @@ class Settings(BaseModel):
     # so and asked once more, in the iteration (not measured yet: off).
     reask_candidates: bool = False
     # An answer that changes only comments, layout or the string statements that are no
-    # docstring of Python code changes nothing (they run as nothing).
-    code_noop: bool = False
+    # docstring of Python code changes nothing (they run as nothing). On: QuixBugs 18 of 40
+    # against 14, the bench's 40 HumanEval repairs as many as without it.
+    code_noop: bool = True
     # An answer that changes only docstrings, comments or layout of Python code changes
     # nothing (unless the project runs doctests).
     docs_noop: bool = False

@@ -43,7 +43,7 @@ class RunConfig(BaseModel):
     code_last: bool = False  # the full prompt: tests, the failure, then the code to fix
     noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
     reask_candidates: bool = False  # the same when no candidate is left to verify
-    code_noop: bool = False  # ... or only comments and strings that run as nothing (Python)
+    code_noop: bool = True  # ... or only comments and strings that run as nothing (Python)
     docs_noop: bool = False  # an answer that changes only docstrings or comments changes nothing
     # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
     sample_after_noop: bool = True

@@ -164,12 +164,12 @@ def test_a_line_from_before_options_were_recorded_measured_the_defaults_of_then(
 def test_an_arm_reuses_the_runs_of_another_arm_that_had_its_options(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
     Ledger(path, CONFIG).record(item("HumanEval/1"), run("sampled", "stalled"))
-    Ledger(path, CONFIG).record(item("HumanEval/2"), run("defaults-values", "ok"))
+    Ledger(path, CONFIG).record(item("HumanEval/2"), run("code-noop", "ok"))
     ledger = Ledger(path, CONFIG)
     # Sampling after a no-op is a default: `no-values` measures what `sampled` measured ...
     assert ledger.get("HumanEval/1", "no-values") == run("no-values", "stalled")
     assert ledger.provenance([("HumanEval/1", "no-values")])[0] == 1
-    # ... and so are runtime values since: `defaults` measures what `defaults-values` did.
+    # ... and so is `code_noop` since: `defaults` measures what `code-noop` did.
     assert ledger.get("HumanEval/1", "defaults") is None
     assert ledger.get("HumanEval/2", "defaults") == run("defaults", "ok")
     report = ledger_run(CONFIG.model_copy(update={"arms": ["defaults"]}), ledger)

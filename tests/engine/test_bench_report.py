@@ -146,7 +146,11 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
     assert base.runtime_values  # on by default: the arms measured before keep them off
-    before = base.model_copy(update={"runtime_values": False})
+    assert base.code_noop  # so is this, since
+    older = base.model_copy(update={"code_noop": False})
+    assert arm_settings("no-code-noop", base) == older
+    assert arm_settings("code-noop", base) == base
+    before = older.model_copy(update={"runtime_values": False})
     assert arm_settings("no-values", base) == before
     greedy = before.model_copy(update={"sample_after_noop": False})
     assert arm_settings("greedy", base) == greedy
@@ -154,22 +158,30 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert not today.sample_after_noop
     assert arm_settings("sampled", base) == before.model_copy(update={"sample_after_noop": True})
     assert arm_settings("compact", base) == before.model_copy(update={"prompt_profile": "small"})
-    assert arm_settings("defaults-values", base) == base
-    assert arm_settings("defaults-cand3", base) == base.model_copy(update={"candidates": 3})
+    assert arm_settings("defaults-values", base) == older
+    assert arm_settings("defaults-cand3", base) == older.model_copy(update={"candidates": 3})
 
 
 def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
-    assert describe("no-values") == "defaults + runtime values off"
-    assert describe("greedy") == "defaults + runtime values, sampling after a no-op off"
-    assert describe("values") == "defaults + runtime values on, sampling after a no-op off"
-    assert describe("sampled") == "defaults + sampling after a no-op on, runtime values off"
-    assert describe("compact") == "defaults + small prompt, runtime values off"
+    no_code = "comment and string edits as no-ops"
+    assert describe("no-values") == f"defaults + runtime values, {no_code} off"
+    assert describe("greedy") == (
+        f"defaults + runtime values, {no_code}, sampling after a no-op off"
+    )
+    assert describe("values") == (
+        f"defaults + runtime values on, {no_code}, sampling after a no-op off"
+    )
+    assert describe("sampled") == (
+        f"defaults + sampling after a no-op on, runtime values, {no_code} off"
+    )
+    assert describe("compact") == f"defaults + small prompt, runtime values, {no_code} off"
     assert describe("code") == (
-        "defaults + called functions without docstrings on, runtime values off"
+        f"defaults + called functions without docstrings on, runtime values, {no_code} off"
     )
     assert describe("all").startswith("today + 3 candidates, small prompt")
-    assert describe("defaults-cand3") == "defaults + 3 candidates"
+    assert describe("defaults-cand3") == f"defaults + 3 candidates, {no_code} off"
+    assert describe("no-code-noop") == f"defaults + {no_code} off"
 
 
 def test_arms_are_parsed_in_order_once_each() -> None:

@@ -255,7 +255,7 @@ async def test_with_code_noop_a_dropped_trailing_string_is_asked_again_not_commi
     trailing = BROKEN + '\n"""What the module is for."""\n'
     root = tmp_path / "project"
     model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
-    result = await run_loop(tmp_path, model, app=trailing, code_noop=True)
+    result = await run_loop(tmp_path, model, app=trailing)  # on by default
     assert (result.status.value, len(result.iterations)) == ("ok", 1)
     reasked = [(e["n"], e["reason"]) for e in of_type(result, "AnswerReasked")]
     assert reasked == [(1, NO_CODE)]
@@ -263,7 +263,7 @@ async def test_with_code_noop_a_dropped_trailing_string_is_asked_again_not_commi
     assert told in model.prompt(2)
     assert len(list(git.Repo(root).iter_commits(f"fixloop/{RUN_ID}"))) == 2  # baseline + the fix
     off = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", FIXED)))
-    result = await run_loop(tmp_path / "off", off, app=trailing)
+    result = await run_loop(tmp_path / "off", off, app=trailing, code_noop=False)
     assert [r.status for r in result.iterations] == ["failing", "ok"]  # committed and verified
 
 

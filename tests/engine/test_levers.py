@@ -194,6 +194,19 @@ async def test_with_docs_noop_docstring_only_candidates_are_dropped_and_never_co
     assert "The value the test wants" not in repo.git.show(f"fixloop/{RUN_ID}:app.py")
 
 
+async def test_candidates_that_change_only_a_trailing_string_are_dropped_as_no_code(
+    tmp_path: Path,
+) -> None:
+    trailing = BROKEN + '\n"""What the module is for."""\n'
+    dropped_string = answer(("app.py", BROKEN))
+    fixed = answer(("app.py", FIXED))
+    model = ScriptedModel(dropped_string, dropped_string, fixed, fixed)
+    result = await run_loop(tmp_path, model, app=trailing, candidates=2)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    dropped = [(e["n"], e["dropped"]) for e in of_type(result, "CandidateVerified")]
+    assert dropped[:2] == [(1, DROPPED[NO_CODE])] * 2
+
+
 def test_docstrings_comments_and_layout_are_not_code(tmp_path: Path) -> None:
     source = 'def f(x):\n    """Add one."""\n    return x + 1  # one\n'
     (tmp_path / "m.py").write_text(source)

@@ -94,7 +94,7 @@ def results(out: Path) -> dict[str, Path]:
 
 def sitting(out: Path, names: list[str], args: argparse.Namespace) -> int:
     """One `fixloop-tui batch` over `names`, into the next `out/sitting-K/`; its exit code."""
-    k = 1 + max((int(p.name.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
+    k = 1 + max((int(p.stem.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
     batch = out / f"sitting-{k}.jsonl"
     on = tuple(args.on or ())
     lines = (json.dumps(task_line(name, args.candidates, on)) + "\n" for name in names)

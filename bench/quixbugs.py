@@ -92,9 +92,14 @@ def results(out: Path) -> dict[str, Path]:
     }
 
 
+def next_sitting(out: Path) -> int:
+    """The number of the next sitting under `out`: one more than the last `sitting-K.jsonl`."""
+    return 1 + max((int(p.stem.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
+
+
 def sitting(out: Path, names: list[str], args: argparse.Namespace) -> int:
     """One `fixloop-tui batch` over `names`, into the next `out/sitting-K/`; its exit code."""
-    k = 1 + max((int(p.stem.split("-")[1]) for p in out.glob("sitting-*.jsonl")), default=0)
+    k = next_sitting(out)
     batch = out / f"sitting-{k}.jsonl"
     on = tuple(args.on or ())
     lines = (json.dumps(task_line(name, args.candidates, on)) + "\n" for name in names)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.quixbugs import DATA, TASK, ledger_lines, programs, project, task_line
+from bench.quixbugs import DATA, TASK, ledger_lines, next_sitting, programs, project, task_line
 
 
 def test_the_set_is_40_programs_each_with_its_tests() -> None:
@@ -94,3 +94,10 @@ def test_the_ledger_has_a_line_per_program_run_with_its_sitting_commit(tmp_path:
         "wall_s": 41.3,
         "commit": "abc1234",
     }
+
+
+def test_each_sitting_is_numbered_after_the_last(tmp_path: Path) -> None:
+    assert next_sitting(tmp_path) == 1
+    for k in (1, 2, 10):
+        (tmp_path / f"sitting-{k}.jsonl").write_text("")
+    assert next_sitting(tmp_path) == 11  # by number, not by name (10 sorts before 2)

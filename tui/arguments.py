@@ -184,7 +184,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--keep-asking",
         action=argparse.BooleanOptionalAction,
         help="with --restart-on-stall: answers that left the code as it was at the start use "
-        "no restart; the model is asked on while iterations are left (default off: not measured)",
+        "no restart; the model is asked on while iterations are left (default off: on "
+        "QuixBugs one more fix for 29%% more tokens)",
     )
     parser.add_argument(
         "--escalate-model",

@@ -81,7 +81,8 @@ class Settings(BaseModel):
     sample_after_noop: bool = True
     restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
     # A stall of answers that left the code at the baseline uses no restart: the run asks on
-    # while iterations are left (not measured yet: off).
+    # while iterations are left (off: on QuixBugs one more fix, 19 of 40, for 29% more
+    # tokens).
     keep_asking: bool = False
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     max_iters: int = Field(default=4, ge=1, le=100)

@@ -282,7 +282,8 @@ def test_the_same_failure_twice_is_stalled(
         reply(answer("document the regex", comment("words are letters"))),
         reply(answer("document it more", comment("and apostrophes"))),
     )
-    done, result = fixloop(model_server, project, "--no-restart-on-stall")
+    # Comments that change no code are edits only without --code-noop (on by default).
+    done, result = fixloop(model_server, project, "--no-restart-on-stall", "--no-code-noop")
     assert done.returncode == 1, done.stderr
     assert result["status"] == "stalled"
     assert model_server.count == 2

@@ -179,7 +179,12 @@ async def test_a_failing_fix_command_applies_nothing_and_is_a_failing_stage(
 ) -> None:
     model = ScriptedModel(answer(("app.py", FIXED)), answer(("app.py", "VALUE = 2  # again\n")))
     result = await run_formatting(
-        tmp_path, model, FormattingSandbox(fails=True), check=False, max_iterations=2
+        tmp_path,
+        model,
+        FormattingSandbox(fails=True),
+        check=False,
+        max_iterations=2,
+        code_noop=False,  # the second answer adds only a comment: an edit only without it
     )
     assert result.status.value != "ok"
     assert "formatted" not in " ".join(branch_log(result))

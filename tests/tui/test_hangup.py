@@ -20,6 +20,7 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import git
@@ -86,6 +87,31 @@ def wait_for(ready: Callable[[], bool], what: str) -> None:
         time.sleep(0.2)
 
 
+def model_env() -> dict[str, str]:
+    """This process's environment with a test key for the scripted server."""
+    return {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test-hangup-0123456789",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+@contextmanager
+def at_its_first_request(
+    command: list[str], env: dict[str, str], server: ScriptedModelServer, release: threading.Event
+) -> Iterator[Pty]:
+    """`command` started on a pty, once it reached the scripted server (which holds the answer
+    until `release`); at the end the answer is released and the process killed if it still runs."""
+    pty = Pty(command, env)
+    try:
+        wait_for(lambda: server.count >= 1 or pty.process.poll() is not None, "a request")
+        assert pty.process.poll() is None, pty.output.decode(errors="replace")[-2000:]
+        yield pty
+    finally:
+        release.set()
+        pty.kill()
+
+
 @pytest.fixture
 def app_on_a_pty(
     model_server: ScriptedModelServer, tmp_path: Path
@@ -94,22 +120,11 @@ def app_on_a_pty(
     release = threading.Event()
     model_server.script(held(reply(answer("use true division", MEAN_FIX)), release))
     command = app_command(root, model_server)
-    env = {
-        **os.environ,
-        "TERM": "xterm-256color",
-        "OPENAI_API_KEY": "sk-test-hangup-0123456789",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+    env = {**model_env(), "TERM": "xterm-256color"}
     for name in ("COLUMNS", "LINES"):  # the pty's own size, not the test process's
         env.pop(name, None)
-    pty = Pty(command, env)
-    try:
-        wait_for(lambda: model_server.count >= 1 or pty.process.poll() is not None, "a request")
-        assert pty.process.poll() is None, pty.output.decode(errors="replace")[-2000:]
+    with at_its_first_request(command, env, model_server, release) as pty:
         yield pty, root, release
-    finally:
-        release.set()
-        pty.kill()
 
 
 def sandboxes_of(pid: int) -> list[str]:
@@ -179,19 +194,9 @@ def headless_on_a_pty(
     # its resume asks iteration 1 again and gets `top`, then `mean`.
     model_server.script(held(reply(mean), release), reply(top), reply(mean))
     script, *flags = app_command(root, model_server)
-    env = {
-        **os.environ,
-        "OPENAI_API_KEY": "sk-test-hangup-0123456789",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-    pty = Pty([script, "run", *flags, "--headless", "--max-iters", "2"], env)
-    try:
-        wait_for(lambda: model_server.count >= 1 or pty.process.poll() is not None, "a request")
-        assert pty.process.poll() is None, pty.output.decode(errors="replace")[-2000:]
+    command = [script, "run", *flags, "--headless", "--max-iters", "2"]
+    with at_its_first_request(command, model_env(), model_server, release) as pty:
         yield pty, root, release
-    finally:
-        release.set()
-        pty.kill()
 
 
 def test_sighup_stops_a_headless_run_resumable_and_resume_finishes_it(

@@ -21,6 +21,7 @@ from engine.run.candidates import (
     Candidate,
     Candidates,
     Noop,
+    Sampled,
     best_choice,
     runs_doctests,
     unchanged_because,
@@ -144,13 +145,23 @@ class Answers:
             self.journal.text(n, "reask-error.txt", str(exc))
             return None
 
-    async def first_ask(self, steps: Steps, messages: Sequence[Message]) -> Completion:
-        """The iteration's first answer: greedy, or with `sample_after_noop` sampled once this
-        model has sent back an unchanged answer (its greedy answers then mostly repeat that)."""
+    def sampled_first(self, n: int) -> Sampled | None:
+        """How iteration n's first answer is sampled, or None for greedy: with
+        `sample_after_noop`, sampled once this model has sent back an unchanged first answer
+        (its greedy answers then mostly repeat that), on either path."""
         if self.config.sample_after_noop and self.echoed:
-            seed = SAMPLED_FIRST_SEED + steps.n
+            return Sampled(REASK_TEMPERATURE, SAMPLED_FIRST_SEED + n, ECHOED)
+        return None
+
+    async def first_ask(self, steps: Steps, messages: Sequence[Message]) -> Completion:
+        """The iteration's first answer, greedy or sampled (`sampled_first`)."""
+        if sampled := self.sampled_first(steps.n):
             return await self.ask(
-                steps, messages, temperature=REASK_TEMPERATURE, seed=seed, because=ECHOED
+                steps,
+                messages,
+                temperature=sampled.temperature,
+                seed=sampled.seed,
+                because=sampled.because,
             )
         return await self.ask(steps, messages)
 
@@ -258,11 +269,12 @@ class Answers:
         n = steps.n
         started = time.monotonic()
         completions = await self.candidates.ask(
-            n, self.model, messages, self.tokens(messages), self.on_text
+            n, self.model, messages, self.tokens(messages), self.on_text, self.sampled_first(n)
         )
         answered = [c for c in completions if isinstance(c, Completion)]
         self.spent(steps, answered, time.monotonic() - started)
         every = await self.candidates.run(n, completions, noop=self.noop)
+        self.echoed = self.echoed or any(c.unchanged for c in every if c.k == 1)
         best = best_choice(every)
         echo = next((c for c in every if c.unchanged), None)
         if best is None and echo is not None and self.config.reask_candidates:

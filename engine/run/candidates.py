@@ -31,8 +31,21 @@ from engine.verify.verdict import Verdict
 # The first answer is the client's own (greedy); the others sample, each with its own seed, so
 # the model's second and third guesses are tried rather than its first one three times.
 CANDIDATE_TEMPERATURE = 0.8
+# Seeds drawn per iteration: candidate k of iteration n samples with seed_of(n, k). Settings
+# allow at most this many candidates.
+MAX_CANDIDATES = 8
 # (n, tree, touched, diff, k) -> the tree's verification, its stages in candidate k's trail
 Verify = Callable[[int, Path, list[str], str, int], Awaitable[Verification]]
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A first candidate sampled instead of greedy (`sample_after_noop`): at `temperature`
+    from `seed`, and why."""
+
+    temperature: float
+    seed: int
+    because: str
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,9 @@ class Candidate:
 
     def event(self, n: int) -> CandidateVerified:
         if self.verification is None:
-            return CandidateVerified(n=n, k=self.k, dropped=self.dropped)
+            return CandidateVerified(
+                n=n, k=self.k, dropped=self.dropped, unchanged=bool(self.unchanged)
+            )
         judgement = self.verification.judgement
         return CandidateVerified(
             n=n,
@@ -109,11 +124,20 @@ class Candidates:
         messages: Sequence[Message],
         prompt_tokens: int,
         on_text: Callable[[str], None] | None,
+        first_sampled: Sampled | None = None,
     ) -> list[Completion | ModelError]:
         """The iteration's answers, asked at once (a provider or local server that batches
-        decodes them together); only the first one streams to the screen. A candidate the
-        model fails to answer (a sampled answer that runs past max_tokens, say) is its error:
-        the run ends in error only when every candidate failed."""
+        decodes them together); only the first one streams to the screen, greedy unless
+        `first_sampled` says how to sample it instead. A candidate the model fails to answer
+        (a sampled answer that runs past max_tokens, say) is its error: the run ends in error
+        only when every candidate failed."""
+
+        def sampling(k: int) -> tuple[float | None, int | None]:
+            if k > 1:
+                return CANDIDATE_TEMPERATURE, seed_of(n, k)
+            if first_sampled is None:
+                return None, None
+            return first_sampled.temperature, first_sampled.seed
 
         def requested(k: int, *, together: int = 1, tokens: int = prompt_tokens) -> None:
             event = ModelRequested(
@@ -121,19 +145,21 @@ class Candidates:
                 model=model.model,
                 prompt_tokens=tokens,
                 candidate=k,
-                temperature=temperature_of(k),
+                temperature=sampling(k)[0],
+                sampled_because=first_sampled.because if first_sampled and k == 1 else "",
                 together=together,
             )
             self.journal.emit(event)
 
         async def one(k: int) -> Completion | ModelError:
             requested(k)
+            temperature, seed = sampling(k)
             try:
-                completion = await model.complete(  # the first greedy and streamed
+                completion = await model.complete(  # the first one streamed
                     messages,
                     on_text=on_text if k == 1 else None,
-                    temperature=temperature_of(k),
-                    seed=None if k == 1 else k - 1,
+                    temperature=temperature,
+                    seed=seed,
                 )
             except ModelError as exc:
                 return exc
@@ -151,7 +177,7 @@ class Candidates:
                 requested(k, together=len(ks), tokens=prompt_tokens if k == ks[0] else 0)
             try:
                 answers = await sampler.sample(
-                    messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=1
+                    messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=seed_of(n, ks[0])
                 )
             except ModelError as exc:
                 return [exc] * len(ks)
@@ -265,9 +291,12 @@ class Candidates:
         self.journal.emit(event)
 
 
-def temperature_of(k: int) -> float | None:
-    """Candidate k's temperature: the client's own (greedy) for the first, sampled after."""
-    return None if k == 1 else CANDIDATE_TEMPERATURE
+def seed_of(n: int, k: int) -> int:
+    """Sampled candidate k's seed in iteration n: 1 ... N - 1 in the first iteration, new ones
+    in each later one. An iteration whose answers all changed nothing leaves the next prompt
+    nearly the same, and the same seeds drew the very same answers again (QuixBugs'
+    bucketsort: three iterations, byte for byte the same three answers)."""
+    return (n - 1) * MAX_CANDIDATES + k - 1
 
 
 def best_choice(candidates: Sequence[Candidate]) -> Choice | None:

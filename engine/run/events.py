@@ -118,6 +118,7 @@ class CandidateVerified(BaseEvent):
     diff_lines: int = 0
     summary: str = ""
     dropped: str = ""  # why it was not verified
+    unchanged: bool = False  # dropped as changing no code (`sample_after_noop` reads it)
 
 
 class CandidateChosen(BaseEvent):

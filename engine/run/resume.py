@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.run.events import (
     AnswerReasked,
+    CandidateVerified,
     Committed,
     EditsApplied,
     Event,
@@ -120,6 +121,8 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         elif isinstance(event, AnswerReasked):
             echoed = True
             reasked.add(n)
+        elif isinstance(event, CandidateVerified) and event.k == 1 and event.unchanged:
+            echoed = True  # the greedy first candidate changed nothing: later ones sample
         elif isinstance(event, StrategyChanged):
             if event.spent:
                 changed.append(event.kind)

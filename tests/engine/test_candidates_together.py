@@ -66,6 +66,17 @@ async def test_the_sampled_candidates_come_from_one_request(tmp_path: Path) -> N
     assert [e["k"] for e in of_type(result, "CandidateChosen")] == [3]
 
 
+async def test_each_iteration_samples_together_from_a_seed_of_its_own(tmp_path: Path) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = TogetherModel(
+        answer(("app.py", WRONG)), [unchanged, unchanged], [answer(("app.py", FIXED)), unchanged]
+    )
+    model.answers.append(answer(("app.py", WRONG)))
+    result = await run_loop(tmp_path, model, candidates=3)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    assert model.samples == [(2, 0.8, 1), (2, 0.8, 9)]
+
+
 async def test_a_failed_request_drops_its_candidates_and_the_first_answer_stands(
     tmp_path: Path,
 ) -> None:

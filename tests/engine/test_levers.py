@@ -689,6 +689,53 @@ async def test_a_candidates_reask_that_changes_nothing_too_is_two_idle_answers(
     assert len(model.prompts) == 3
 
 
+async def test_later_iterations_sample_new_candidates_and_the_first_after_an_echo(
+    tmp_path: Path,
+) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = ScriptedModel(
+        unchanged, unchanged, answer(("app.py", WRONG)), answer(("app.py", FIXED))
+    )
+    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=True)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    # Iteration 1: greedy, then seed 1. Iteration 2: the first candidate sampled (the greedy
+    # one changed nothing: asked again it would be the same), the second from a seed of its
+    # own (seed 1 again drew the same answer: QuixBugs' bucketsort, three iterations).
+    assert model.sampling == [(None, None), (0.8, 1), (0.7, 102), (0.8, 9)]
+    requested = [
+        (e["n"], e["candidate"], e["temperature"], e["sampled_because"])
+        for e in of_type(result, "ModelRequested")
+    ]
+    assert requested == [(1, 1, None, ""), (1, 2, 0.8, ""), (2, 1, 0.7, ECHOED), (2, 2, 0.8, "")]
+    unchanged_first = [
+        (e["n"], e["k"]) for e in of_type(result, "CandidateVerified") if e["unchanged"]
+    ]
+    assert unchanged_first == [(1, 1), (1, 2)]
+
+
+async def test_without_sample_after_noop_the_first_candidate_stays_greedy(tmp_path: Path) -> None:
+    unchanged = answer(("app.py", BROKEN))
+    model = ScriptedModel(unchanged, unchanged, answer(("app.py", FIXED)), unchanged)
+    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=False)
+    assert [r.status for r in result.iterations] == ["no_change", "ok"]
+    assert model.sampling == [(None, None), (0.8, 1), (None, None), (0.8, 9)]
+
+
+async def test_a_first_candidate_that_changes_something_keeps_the_next_one_greedy(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        answer(("app.py", WRONG)),
+        answer(("app.py", BROKEN)),
+        answer(("app.py", FIXED)),
+        answer(("app.py", BROKEN)),
+    )
+    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=True)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    # Candidate 2's unchanged answer is a sample's, not the greedy answer's: no echo.
+    assert model.sampling == [(None, None), (0.8, 1), (None, None), (0.8, 9)]
+
+
 async def test_without_reask_candidates_or_with_one_verified_nothing_is_reasked(
     tmp_path: Path,
 ) -> None:

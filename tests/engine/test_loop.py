@@ -466,6 +466,39 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
     assert model.sampling == [(0.7, 101)]  # sampled from the start, as before the stop
 
 
+class StopsAtChoice(ScriptedGate):
+    """The person stops while iteration `at`'s candidates wait to be chosen from."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
+        if n == self.at:
+            raise RunStopped()
+        return await super().choose(n, candidates, best)
+
+
+async def test_a_resumed_run_remembers_a_first_candidate_that_changed_nothing(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel(
+        answer(("app.py", BROKEN)),  # iteration 1: the greedy first candidate changes nothing
+        answer(("app.py", "VALUE = 3\n")),  # and the sampled one is wrong
+        answer(("app.py", "VALUE = 4\n")),
+        answer(("app.py", "VALUE = 5\n")),
+    )
+    levers = {"candidates": 2, "sample_after_noop": True}
+    with pytest.raises(RunStopped):
+        await run_loop(tmp_path, model, gate=StopsAtChoice(2), **levers)
+    state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
+    assert (state.next_n, state.echoed) == (2, True)
+    model = ScriptedModel(answer(("app.py", FIXED)), answer(("app.py", BROKEN)))
+    resumed = await resume_loop(tmp_path, state, model, **levers)
+    assert resumed.status.value == "ok"
+    assert model.sampling == [(0.7, 102), (0.8, 9)]  # sampled, as the run would have gone on
+
+
 async def stopped_after_an_unchanged_answer(tmp_path: Path, **levers: object) -> ResumeState:
     """A run whose iteration 1 answer changed nothing (not re-asked), stopped at the review of
     iteration 2's: the state a resume starts from."""

@@ -40,8 +40,8 @@ Verify = Callable[[int, Path, list[str], str, int], Awaitable[Verification]]
 
 @dataclass(frozen=True)
 class Sampled:
-    """A first candidate sampled instead of greedy (`sample_after_noop`): at `temperature`
-    from `seed`, and why."""
+    """An iteration's first answer (or first candidate) sampled instead of greedy
+    (`sample_after_noop`): at `temperature` from `seed`, and why."""
 
     temperature: float
     seed: int

@@ -63,8 +63,9 @@ def _today_with(**levers: object) -> ArmOptions:
 
 def _values_off(**levers: object) -> ArmOptions:
     """An arm measured before runtime values were a default: runtime values off, as it ran,
-    so its ledger lines still measure it (and `code_noop` off, a default since)."""
-    return ArmOptions(runtime_values=False, code_noop=False).model_copy(update=levers)
+    so its ledger lines still measure it (and `code_noop` off and one answer an iteration,
+    defaults since)."""
+    return ArmOptions(runtime_values=False, code_noop=False, candidates=1).model_copy(update=levers)
 
 
 ARMS: dict[str, ArmOptions] = {
@@ -101,7 +102,9 @@ ARMS: dict[str, ArmOptions] = {
     # a no-op was turned on, and what it was measured against.
     "greedy": _values_off(sample_after_noop=False),
     # greedy + runtime values
-    "values": ArmOptions(runtime_values=True, sample_after_noop=False, code_noop=False),
+    "values": ArmOptions(
+        runtime_values=True, sample_after_noop=False, code_noop=False, candidates=1
+    ),
     # The defaults of then + sampling after a no-op (the same as `no-values` since it is on).
     "sampled": _values_off(sample_after_noop=True),
     # The defaults of then with the small prompt.
@@ -116,16 +119,17 @@ ARMS: dict[str, ArmOptions] = {
     "code": _values_off(called_code=True),
     # The defaults with runtime values (the same as `defaults` since they are on): `values` is
     # the greedy defaults with them, measured before sampling was a default.
-    "defaults-values": ArmOptions(runtime_values=True, code_noop=False),
+    "defaults-values": ArmOptions(runtime_values=True, code_noop=False, candidates=1),
     # The defaults with 3 candidates an iteration: what `cand3` adds to `today`, on the defaults.
     "defaults-cand3": ArmOptions(candidates=3, code_noop=False),
     # The defaults with an answer that changes only comments or strings that do nothing re-asked
-    # (the same as `defaults` since it is on), and the defaults before it was on, which the
-    # arms measured before (`defaults-values`, `defaults-cand3`, `no-values` ...) keep.
-    "code-noop": ArmOptions(code_noop=True),
-    "no-code-noop": ArmOptions(code_noop=False),
+    # (since it is on, the defaults with one answer an iteration: before the embedded model's
+    # default became 3 candidates), and the defaults before it was on, which the arms measured
+    # before (`defaults-values`, `defaults-cand3`, `no-values` ...) keep.
+    "code-noop": ArmOptions(code_noop=True, candidates=1),
+    "no-code-noop": ArmOptions(code_noop=False, candidates=1),
     # ... and a stall with the code still at the baseline uses no restart: asked on.
-    "keep-asking": ArmOptions(code_noop=True, keep_asking=True),
+    "keep-asking": ArmOptions(code_noop=True, keep_asking=True, candidates=1),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.

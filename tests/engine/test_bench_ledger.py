@@ -133,12 +133,14 @@ def test_a_line_records_its_arms_options_and_is_not_reused_when_they_change(
     ledger.record(item("HumanEval/1"), run("defaults"))
     assert '"sample_after_noop":false' in path.read_text()
     # The loop's defaults change (2 answers per iteration for this model): `defaults` means
-    # another loop now, `today` (every option set) the same one.
+    # another loop now, `today` (every option set) the same one, and so does `code-noop`
+    # (the defaults with one answer an iteration, pinned).
     monkeypatch.setattr(start, "default_candidates", lambda model: 2)
     again = Ledger(path, CONFIG)
     assert again.get("HumanEval/1", "today") == run()
     assert again.get("HumanEval/1", "defaults") is None
-    assert again.other_levers == 1
+    assert again.get("HumanEval/1", "code-noop") == run("code-noop")
+    assert again.other_levers == 0
 
 
 def test_a_line_from_before_options_were_recorded_measured_the_defaults_of_then(

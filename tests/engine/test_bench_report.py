@@ -147,9 +147,11 @@ def test_arms_are_named_presets_of_run_options() -> None:
     assert arm_settings("defaults", base) == base
     assert base.runtime_values  # on by default: the arms measured before keep them off
     assert base.code_noop  # so is this, since
-    older = base.model_copy(update={"code_noop": False})
+    assert base.candidates is None  # and the embedded model's 3 candidates: they keep one
+    one = base.model_copy(update={"candidates": 1})
+    older = one.model_copy(update={"code_noop": False})
     assert arm_settings("no-code-noop", base) == older
-    assert arm_settings("code-noop", base) == base
+    assert arm_settings("code-noop", base) == one
     before = older.model_copy(update={"runtime_values": False})
     assert arm_settings("no-values", base) == before
     greedy = before.model_copy(update={"sample_after_noop": False})
@@ -165,23 +167,25 @@ def test_arms_are_named_presets_of_run_options() -> None:
 def test_an_arm_is_described_by_what_it_changes() -> None:
     assert describe("runtime") == "today + runtime values on"
     no_code = "comment and string edits as no-ops"
-    assert describe("no-values") == f"defaults + runtime values, {no_code} off"
+    one = "1 candidate"  # the embedded model's default is 3: the arms measured before keep 1
+    assert describe("no-values") == f"defaults + {one}, runtime values, {no_code} off"
     assert describe("greedy") == (
-        f"defaults + runtime values, {no_code}, sampling after a no-op off"
+        f"defaults + {one}, runtime values, {no_code}, sampling after a no-op off"
     )
     assert describe("values") == (
-        f"defaults + runtime values on, {no_code}, sampling after a no-op off"
+        f"defaults + {one}, runtime values on, {no_code}, sampling after a no-op off"
     )
     assert describe("sampled") == (
-        f"defaults + sampling after a no-op on, runtime values, {no_code} off"
+        f"defaults + {one}, sampling after a no-op on, runtime values, {no_code} off"
     )
-    assert describe("compact") == f"defaults + small prompt, runtime values, {no_code} off"
+    assert describe("compact") == f"defaults + {one}, small prompt, runtime values, {no_code} off"
     assert describe("code") == (
-        f"defaults + called functions without docstrings on, runtime values, {no_code} off"
+        f"defaults + {one}, called functions without docstrings on, runtime values, {no_code} off"
     )
     assert describe("all").startswith("today + 3 candidates, small prompt")
     assert describe("defaults-cand3") == f"defaults + 3 candidates, {no_code} off"
-    assert describe("no-code-noop") == f"defaults + {no_code} off"
+    assert describe("no-code-noop") == f"defaults + 1 candidate, {no_code} off"
+    assert describe("code-noop") == f"defaults + 1 candidate, {no_code} on"
 
 
 def test_arms_are_parsed_in_order_once_each() -> None:

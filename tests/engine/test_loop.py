@@ -13,10 +13,11 @@ import git
 import pytest
 
 from engine.edits.proposal import Proposal
+from engine.model.local import EMBEDDED_MODEL
 from engine.model.types import Completion, Message, ModelError, Usage
 from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
-from engine.project.settings import load_settings
+from engine.project.settings import Settings, load_settings
 from engine.project.workspace import Workspace
 from engine.run.events import RunFinished
 from engine.run.gate import CandidateView, Choice, PassReview, PolicyGate, Review
@@ -24,7 +25,7 @@ from engine.run.guards import Budget, RunStopped
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resume_state
-from engine.run.start import start_run
+from engine.run.start import run_config, start_run
 from engine.verify.execute import Verifier
 from engine.verify.results import StageKind, TestCase, TestCounts, TestReport
 from engine.verify.stages import Stage
@@ -632,3 +633,11 @@ async def test_a_run_behind_the_policy_gate_records_auto_approval(tmp_path: Path
         root, settings, gate=PolicyGate(), model_client=model, sandbox=TreeSandbox()
     )
     assert events(result)[0]["mode"] == "auto"
+
+
+def test_the_embedded_model_asks_three_candidates_by_default_and_others_one() -> None:
+    embedded = run_config(Settings(), EMBEDDED_MODEL)
+    assert embedded.candidates == 3
+    assert run_config(Settings(), "openai/gpt-4o-mini").candidates == 1
+    assert run_config(Settings(), "local/another-gguf").candidates == 1  # not measured
+    assert run_config(Settings(candidates=1), EMBEDDED_MODEL).candidates == 1  # the person's

@@ -7,6 +7,7 @@ See ../shared/LOCAL_MODEL.md for the measured recipe behind the numbers in these
 from sandbox.errors import FixloopError
 
 PROVIDER = "local"
+EMBEDDED_MODEL = f"{PROVIDER}/qwen2.5-coder-1.5b"  # the model `make demo` downloads and runs
 INSTALL_HINT = "pip install 'fixloop-tui[local]'"
 
 

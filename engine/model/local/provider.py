@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.model.litellm_module import import_litellm
-from engine.model.local import PROVIDER, LocalModelError, server, weights
+from engine.model.local import EMBEDDED_MODEL, PROVIDER, LocalModelError, server, weights
 
 if TYPE_CHECKING:
     from litellm.types.llms.openai import ChatCompletionUsageBlock
     from litellm.types.utils import GenericStreamingChunk
 
-LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
+LOCAL_MODEL = EMBEDDED_MODEL
 DEFAULT_MAX_TOKENS = 1024
 # Sampling above temperature 0: the usual nucleus settings, so that a 1.5B model's candidates
 # differ without wandering into its long tail of unlikely tokens.

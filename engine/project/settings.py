@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine.project.detect import detected_layer
 from sandbox import FixloopError
 
+# The most answers an iteration may ask for (`candidates`).
+MAX_CANDIDATES = 8
+
 
 class ConfigError(FixloopError):
     """A setting that cannot be used; the message names the key and where it came from."""
@@ -51,9 +54,9 @@ class Settings(BaseModel):
     feedback: Literal["packet", "raw"] = "packet"
     # Answers asked for per iteration, verified side by side, the best kept; None: per model
     # (engine/run/start.py says which and why).
-    candidates: int | None = Field(default=None, ge=1, le=8)
+    candidates: int | None = Field(default=None, ge=1, le=MAX_CANDIDATES)
     # What a prompt holds: small (the file under repair and the failure, for small models),
-    # full (the test files and pointers too), auto: small for local models.
+    # full (the test files and pointers too), auto: full for every model (start.py says why).
     prompt_profile: Literal["auto", "small", "full"] = "auto"
     # The failing frame's local variables in the packet: on, they fixed more bench tasks where
     # the failing line names no input (README, "The benchmark").

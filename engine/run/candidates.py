@@ -18,6 +18,7 @@ from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.docstrings import code_shape
+from engine.project.settings import MAX_CANDIDATES
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelRequested
 from engine.run.gate import CandidateView, Choice, apply_pinning, split_test_edits
@@ -31,9 +32,6 @@ from engine.verify.verdict import Verdict
 # The first answer is the client's own (greedy); the others sample, each with its own seed, so
 # the model's second and third guesses are tried rather than its first one three times.
 CANDIDATE_TEMPERATURE = 0.8
-# Seeds drawn per iteration: candidate k of iteration n samples with seed_of(n, k). Settings
-# allow at most this many candidates.
-MAX_CANDIDATES = 8
 # (n, tree, touched, diff, k) -> the tree's verification, its stages in candidate k's trail
 Verify = Callable[[int, Path, list[str], str, int], Awaitable[Verification]]
 

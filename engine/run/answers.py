@@ -14,18 +14,7 @@ from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.tokens import count_tokens
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
-from engine.run.candidates import (
-    NO_CODE,
-    NO_FILE,
-    ONLY_DOCS,
-    Candidate,
-    Candidates,
-    Noop,
-    Sampled,
-    best_choice,
-    runs_doctests,
-    unchanged_because,
-)
+from engine.run.candidates import Candidate, Candidates, Sampled, best_choice
 from engine.run.checker import IterationChecker
 from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
 from engine.run.gate import (
@@ -38,6 +27,14 @@ from engine.run.gate import (
 from engine.run.guards import RunEnded, RunStatus, Spend
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
+from engine.run.no_change import (
+    NO_CODE,
+    NO_FILE,
+    ONLY_DOCS,
+    Noop,
+    runs_doctests,
+    unchanged_because,
+)
 from engine.run.outcome import RunConfig
 from engine.run.steps import Answer, Steps
 from engine.verify.pins import pinned_kind

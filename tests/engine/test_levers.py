@@ -14,9 +14,9 @@ from engine.edits.instructions import RESTART_NOTE, UNCHANGED_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
 from engine.model.types import ModelError
 from engine.run.answers import ECHOED
-from engine.run.candidates import DROPPED, NO_CODE, NO_FILE, ONLY_DOCS, Noop, unchanged_because
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus
+from engine.run.no_change import DROPPED, NO_CODE, NO_FILE, ONLY_DOCS, Noop, unchanged_because
 from engine.run.report import LOOK_AT, LOOK_AT_IDLE
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult

@@ -231,9 +231,10 @@ class Guards:
             and (self.last_iteration is None or n < self.last_iteration)
         )
 
-    def restarted(self, signature: str, passed: int | None) -> None:
-        """The run changed its approach after a stall: the guards start over from `signature`."""
-        self.restarts -= 1
+    def restarted(self, signature: str, passed: int | None, *, spent: bool = True) -> None:
+        """The run changed its approach after a stall: the guards start over from `signature`;
+        `spent`: it used one of the run's changes of approach (`keep_asking` spends none)."""
+        self.restarts -= int(spent)
         self.stall = StallDetector(last_signature=signature)
         self.progress = ProgressTracker(limit=self.progress.limit)
         self.progress.start(passed)

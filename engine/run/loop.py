@@ -169,11 +169,9 @@ class FixLoop:
         edit_format, files = self.config.edit_format, self.config.files
         if not changed:  # the answers changed nothing: no code to put back, none to verify
             reason = f"{why}: the code is still as it was at the start"
-            keep = self.config.keep_asking  # then the run's one restart is still to come
-            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason, spent=not keep))
-            self.start_guards_over(current)
-            if keep:
-                self.guards.restarts += 1
+            spent = not self.config.keep_asking  # else the run's one restart is still to come
+            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason, spent=spent))
+            self.start_guards_over(current, spent=spent)
             return current, [restart_note(edit_format, files, put_back=False)]
         message = RESTART_MESSAGE.format(n=n)
         if commit := workspace.restore(changed, message):
@@ -184,11 +182,11 @@ class FixLoop:
         self.start_guards_over(restarted)
         return self.checker.settled(n, restarted), [restart_note(edit_format, files)]
 
-    def start_guards_over(self, verification: Verification) -> None:
+    def start_guards_over(self, verification: Verification, *, spent: bool = True) -> None:
         """After a change of approach the guards count from `verification` afresh."""
         judgement = verification.judgement
         self.guards.restarted(
-            judgement.signature, judgement.tests.passed if judgement.tests else None
+            judgement.signature, judgement.tests.passed if judgement.tests else None, spent=spent
         )
 
     def escalate(self, n: int, why: str) -> None:

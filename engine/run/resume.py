@@ -61,7 +61,7 @@ class ResumeState(BaseModel):
     baseline_signature: str = ""
     observations: list[Observation] = Field(default_factory=list)
     strategy_changes: list[str] = Field(default_factory=list)  # StrategyChanged kinds, in order
-    echoed: bool = False  # the answering model re-asked for an unchanged answer (sample_after_noop)
+    echoed: bool = False  # an answer (or first candidate) changed nothing: sample_after_noop
 
     def prime(self, guards: Guards, spend: Spend) -> None:
         """The guards and the spend as the dead run left them."""

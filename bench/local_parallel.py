@@ -31,7 +31,7 @@ if str(REPO) not in sys.path:
 
 from engine.feedback.prompts import PromptFile, messages  # noqa: E402
 from engine.model.client import LiteLLMClient  # noqa: E402
-from engine.model.local import provider, server  # noqa: E402
+from engine.model.local import EMBEDDED_MODEL, server  # noqa: E402
 from engine.model.types import Completion, Message  # noqa: E402
 
 PROJECT = REPO / "examples" / "textstats"
@@ -101,7 +101,7 @@ async def one_round(
 
 
 async def measure(ns: list[int], runs: int, temperature: float) -> list[Round]:
-    client = LiteLLMClient(provider.LOCAL_MODEL, timeout_s=900, max_tokens=1024)
+    client = LiteLLMClient(EMBEDDED_MODEL, timeout_s=900, max_tokens=1024)
     seeds = itertools.count(1)
     rounds = itertools.count(1)
     await client.complete(repair_prompt(0), temperature=0.0)  # loads the model, warms it up
@@ -122,7 +122,7 @@ async def measure(ns: list[int], runs: int, temperature: float) -> list[Round]:
 
 def table(results: list[Round]) -> str:
     lines = [
-        f"embedded model {provider.LOCAL_MODEL}, {server.SLOTS} slots, "
+        f"embedded model {EMBEDDED_MODEL}, {server.SLOTS} slots, "
         f"{server.N_THREADS} threads, {os.cpu_count()} cores",
         "   N  prompt  answers' tokens  wall (best, spread)  tokens/s (best)  load avg",
     ]

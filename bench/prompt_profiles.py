@@ -29,6 +29,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine.feedback.tokens import approximate_tokens, count_tokens  # noqa: E402
+from engine.model.local import EMBEDDED_MODEL  # noqa: E402
 from engine.model.types import Message  # noqa: E402
 from engine.project.settings import load_settings  # noqa: E402
 from engine.run.gate import PolicyGate  # noqa: E402
@@ -36,7 +37,6 @@ from engine.run.start import start_run  # noqa: E402
 from tests.model_server import ScriptedModelServer, reply  # noqa: E402
 from tests.projects import EXAMPLES, PROJECTS, committed_copy  # noqa: E402
 
-LOCAL_MODEL = "local/qwen2.5-coder-1.5b"
 # Each project: the file under repair, then (search, replace) of a wrong and a right answer.
 CASES: dict[str, tuple[Path, str, list[tuple[str, str]]]] = {
     "textstats": (
@@ -101,7 +101,7 @@ def exact_tokens(messages: list[Message]) -> int:
     from engine.model.local.server import last_timings
     from engine.model.types import ModelError
 
-    client = LiteLLMClient(LOCAL_MODEL, max_tokens=1, timeout_s=600)
+    client = LiteLLMClient(EMBEDDED_MODEL, max_tokens=1, timeout_s=600)
     # Truncated at the one token asked for (an error to the client): the prompt was read.
     with contextlib.suppress(ModelError):
         asyncio.run(client.complete(messages))
@@ -133,7 +133,7 @@ def main() -> None:
                     "project": case,
                     "profile": profile,
                     "iteration": n,
-                    "tokens": count_tokens(text, LOCAL_MODEL),
+                    "tokens": count_tokens(text, EMBEDDED_MODEL),
                     "approx": approximate_tokens(text),
                 }
                 if args.exact:

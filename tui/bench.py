@@ -256,10 +256,10 @@ def check_model(model: str, settings: Settings) -> None:
     """A model that cannot work is a usage error, found before any task runs; the embedded
     model's weights are joined (first use only) and loaded here, with progress."""
     if model.startswith("local/"):
-        from engine.model.local import LocalModelError, provider, weights
+        from engine.model.local import EMBEDDED_MODEL, LocalModelError, provider, weights
 
         try:
-            if settings.model_path is None and model == provider.LOCAL_MODEL:
+            if settings.model_path is None and model == EMBEDDED_MODEL:
                 weights.model_file(_JoinProgress(sys.stderr))
             provider.ensure_registered(model, settings.model_path)
             print("bench: loading the local model ...", file=sys.stderr, flush=True)

@@ -21,7 +21,7 @@ import pytest
 
 from engine.edits.parse import parse
 from engine.model.client import LiteLLMClient
-from engine.model.local import LocalModelError, provider, server, weights
+from engine.model.local import EMBEDDED_MODEL, LocalModelError, provider, server, weights
 from engine.model.local.server import _Handoff
 from engine.model.local.weights import ModelSpec, join_verified
 from engine.model.types import Message
@@ -258,11 +258,11 @@ def qwen() -> Iterator[str]:
     """The embedded model registered with litellm and loaded once for the module."""
     require_local_extra()
     started = time.monotonic()
-    provider.ensure_registered(provider.LOCAL_MODEL)
+    provider.ensure_registered(EMBEDDED_MODEL)
     registered = time.monotonic() - started
-    load = provider.preload(provider.LOCAL_MODEL)
+    load = provider.preload(EMBEDDED_MODEL)
     print(f"\n[local model] registered in {registered:.1f} s, loaded in {load:.1f} s")
-    yield provider.LOCAL_MODEL
+    yield EMBEDDED_MODEL
     server.unload_all()
 
 

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from litellm.types.llms.openai import ChatCompletionUsageBlock
     from litellm.types.utils import GenericStreamingChunk
 
-LOCAL_MODEL = EMBEDDED_MODEL
 DEFAULT_MAX_TOKENS = 1024
 # Sampling above temperature 0: the usual nucleus settings, so that a 1.5B model's candidates
 # differ without wandering into its long tail of unlikely tokens.
@@ -31,7 +30,7 @@ _model_path_override: Path | None = None
 
 def default_model() -> str | None:
     """The embedded model's name when its extra is installed, else None."""
-    return LOCAL_MODEL if weights.installed() else None
+    return EMBEDDED_MODEL if weights.installed() else None
 
 
 def set_model_path(path: Path | None) -> None:
@@ -54,10 +53,10 @@ def ensure_registered(model: str, model_path: Path | None = None) -> None:
         )
     path = model_path or _model_path_override
     if path is None:
-        if model != LOCAL_MODEL:
+        if model != EMBEDDED_MODEL:
             raise LocalModelError(
                 f"{model} needs a GGUF file: pass --model-path /path/to/model.gguf "
-                f"(or use the embedded {LOCAL_MODEL})"
+                f"(or use the embedded {EMBEDDED_MODEL})"
             )
         path = weights.model_file()
     else:
@@ -90,7 +89,7 @@ def ensure_registered(model: str, model_path: Path | None = None) -> None:
         )
 
 
-def preload(model: str = LOCAL_MODEL) -> float:
+def preload(model: str = EMBEDDED_MODEL) -> float:
     """Load a registered model now rather than on its first completion; returns the seconds
     it took (0.0 if it was loaded). Blocking, and ~1-2 s of it holds the GIL."""
     return _loaded_model(model.partition("/")[2]).preload()

@@ -713,26 +713,25 @@ async def test_later_iterations_sample_new_candidates_and_the_first_after_an_ech
     assert unchanged_first == [(1, 1), (1, 2)]
 
 
-async def test_without_sample_after_noop_the_first_candidate_stays_greedy(tmp_path: Path) -> None:
-    unchanged = answer(("app.py", BROKEN))
-    model = ScriptedModel(unchanged, unchanged, answer(("app.py", FIXED)), unchanged)
-    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=False)
-    assert [r.status for r in result.iterations] == ["no_change", "ok"]
-    assert model.sampling == [(None, None), (0.8, 1), (None, None), (0.8, 9)]
-
-
-async def test_a_first_candidate_that_changes_something_keeps_the_next_one_greedy(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("first", "sample_after_noop", "statuses"),
+    [
+        # Off: the first candidate stays greedy though it changed nothing.
+        (BROKEN, False, ["no_change", "ok"]),
+        # On, but the greedy one changed something: candidate 2's unchanged answer is a
+        # sample's, not the greedy answer's, so no echo.
+        (WRONG, True, ["failing", "ok"]),
+    ],
+)
+async def test_the_first_candidate_stays_greedy_without_an_echo_to_sample_after(
+    tmp_path: Path, first: str, sample_after_noop: bool, statuses: list[str]
 ) -> None:
+    unchanged = answer(("app.py", BROKEN))
     model = ScriptedModel(
-        answer(("app.py", WRONG)),
-        answer(("app.py", BROKEN)),
-        answer(("app.py", FIXED)),
-        answer(("app.py", BROKEN)),
+        answer(("app.py", first)), unchanged, answer(("app.py", FIXED)), unchanged
     )
-    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=True)
-    assert [r.status for r in result.iterations] == ["failing", "ok"]
-    # Candidate 2's unchanged answer is a sample's, not the greedy answer's: no echo.
+    result = await run_loop(tmp_path, model, candidates=2, sample_after_noop=sample_after_noop)
+    assert [r.status for r in result.iterations] == statuses
     assert model.sampling == [(None, None), (0.8, 1), (None, None), (0.8, 9)]
 
 

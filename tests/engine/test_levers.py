@@ -174,6 +174,9 @@ async def test_without_noop_retry_a_docstring_only_answer_is_a_no_change_saying_
     assert [r.status for r in result.iterations] == ["no_change", "ok"]
     applied = [(e["files"], e["because"]) for e in of_type(result, "EditsApplied")]
     assert applied == [([], ONLY_DOCS), (["app.py"], "")]
+    # The next prompt says what the answer did, not that it changed no file.
+    assert "Your last answer changed only docstrings or comments, so nothing" in model.prompt(2)
+    assert "changed no file" not in model.prompt(2)
 
 
 async def test_with_docs_noop_docstring_only_candidates_are_dropped_and_never_committed(
@@ -205,6 +208,9 @@ async def test_candidates_that_change_only_a_trailing_string_are_dropped_as_no_c
     assert [r.status for r in result.iterations] == ["no_change", "ok"]
     dropped = [(e["n"], e["dropped"]) for e in of_type(result, "CandidateVerified")]
     assert dropped[:2] == [(1, DROPPED[NO_CODE])] * 2
+    told = "Your last answer changed only comments or strings that do nothing, so nothing was"
+    assert told in model.prompt(3)
+    assert "changed no file" not in model.prompt(3)
 
 
 def test_docstrings_comments_and_layout_are_not_code(tmp_path: Path) -> None:

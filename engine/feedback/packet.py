@@ -124,11 +124,15 @@ class RepairPacket(BaseModel):
         failures = [f.model_copy(update={"runtime": None}) for f in self.failures]
         return self.model_copy(update={"failures": failures})
 
-    def _head(self) -> str:
+    def title(self) -> str:
+        """The rendered packet's opening words, up to its colon."""
         title = "Verification failed"
         if self.iteration is not None and self.max_iterations is not None:
             title += f" (iteration {self.iteration}/{self.max_iterations})"
-        lines = [f"{title}: {self.summary}. Error class: {self.error_class}."]
+        return title
+
+    def _head(self) -> str:
+        lines = [f"{self.title()}: {self.summary}. Error class: {self.error_class}."]
         if self.progress:
             lines.append(f"Progress: {self.progress}.")
         return "\n".join(lines)

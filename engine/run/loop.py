@@ -24,7 +24,7 @@ from engine.run.report import write_report
 from engine.run.resume import ResumeState
 from engine.run.steps import Steps, apply_and_commit
 from engine.verify.execute import Verifier
-from engine.verify.tree import Verification
+from engine.verify.tree import Verification, relabelled
 from sandbox import FixloopError
 from sandbox.contract import describe
 
@@ -107,7 +107,8 @@ class FixLoop:
             self.journal.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
             steps = Steps(n)
             try:
-                current, notes = await self.iteration(steps, current, notes)
+                shown = relabelled(current, n, self.config.model)
+                current, notes = await self.iteration(steps, shown, notes)
             finally:  # an ending mid-iteration keeps what the iteration got to
                 self.records.append(steps.record())
         raise RunEnded(RunStatus.EXHAUSTED, f"{self.config.max_iterations} proposals did not pass")

@@ -170,3 +170,22 @@ def rendered(
             "packet_tokens": count_tokens(text, model) if text else 0,
         }
     )
+
+
+def relabelled(
+    verification: Verification, iteration: int, model: str | None = None
+) -> Verification:
+    """The verification with its packet's text naming `iteration`: a packet shown again (the
+    iterations since changed nothing) would otherwise name the iteration it was first shown
+    in. Raw feedback, or a note in the packet's place, has no such label and stays."""
+    packet = verification.packet
+    if packet is None or packet.iteration is None or packet.iteration == iteration:
+        return verification
+    head = packet.title() + ":"
+    if not verification.packet_text.startswith(head):
+        return verification
+    packet = packet.model_copy(update={"iteration": iteration})
+    text = packet.title() + ":" + verification.packet_text[len(head) :]
+    return verification.model_copy(
+        update={"packet": packet, "packet_text": text, "packet_tokens": count_tokens(text, model)}
+    )

@@ -177,6 +177,10 @@ async def test_without_noop_retry_a_docstring_only_answer_is_a_no_change_saying_
     # The next prompt says what the answer did, not that it changed no file.
     assert "Your last answer changed only docstrings or comments, so nothing" in model.prompt(2)
     assert "changed no file" not in model.prompt(2)
+    # The packet shown again names the iteration it is shown in, not the one before.
+    assert "Verification failed (iteration 1/" in model.prompt(1)
+    assert "Verification failed (iteration 2/" in model.prompt(2)
+    assert "(iteration 1/" not in model.prompt(2)
 
 
 async def test_with_docs_noop_docstring_only_candidates_are_dropped_and_never_committed(

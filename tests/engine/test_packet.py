@@ -10,6 +10,8 @@ from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
+from engine.verify.tree import Verification, relabelled, rendered
+from engine.verify.verdict import Judgement, Verdict
 
 LOGIC = Classification(error_class=ErrorClass.LOGIC, primary="x")
 
@@ -132,3 +134,20 @@ def test_the_packet_carries_progress_and_the_last_edit() -> None:
     assert text.startswith("Verification failed (iteration 2/4): 1 of 2 tests failing.")
     assert "Progress: 1 test now passes that failed before; 1 still fails." in text
     assert "Your last edit changed: m.py (lines 3-6)." in text
+
+
+def test_a_packet_shown_again_names_the_iteration_it_is_shown_in() -> None:
+    packet = RepairPacket(
+        iteration=1, max_iterations=3, summary="1 failed", error_class="logic", failures=failing(1)
+    )
+    judgement = Judgement(verdict=Verdict.FAILING, classification=LOGIC)
+    shown = rendered(Verification(judgement=judgement, stages=[], packet=packet))
+    again = relabelled(shown, 3)
+    assert shown.packet_text.startswith("Verification failed (iteration 1/3): 1 failed.")
+    assert again.packet_text == shown.packet_text.replace("(iteration 1/3)", "(iteration 3/3)")
+    assert again.packet is not None
+    assert again.packet.iteration == 3
+    assert relabelled(again, 3) == again
+    # Raw feedback (or a note) in the packet's place has no label to mend.
+    raw = shown.model_copy(update={"packet_text": "FAILED tests/test_m.py::test_0 (iteration 1/3)"})
+    assert relabelled(raw, 2) == raw

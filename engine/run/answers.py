@@ -28,9 +28,8 @@ from engine.run.guards import RunEnded, RunStatus, Spend
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.no_change import (
-    NO_CODE,
+    CHANGED_ONLY,
     NO_FILE,
-    ONLY_DOCS,
     Noop,
     runs_doctests,
     unchanged_because,
@@ -53,10 +52,7 @@ ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
     """The one line a re-asked model hears; `because`: `unchanged_because`'s reason."""
     sent = ", ".join(files) if files else "nothing"
-    said = {
-        ONLY_DOCS: "changed only docstrings or comments",
-        NO_CODE: "changed only comments or strings that do nothing",
-    }.get(because, "changed nothing")
+    said = CHANGED_ONLY.get(because, "changed nothing")
     return (
         f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."

@@ -44,6 +44,12 @@ DROPPED = {
     NO_CODE: "changes only comments, layout or strings that do nothing",
     ONLY_DOCS: "changes only docstrings, comments or layout",
 }
+# What the model is told an answer that changed some file but no code did, after "Your last
+# answer": the re-ask's note and the next iteration's say the same.
+CHANGED_ONLY = {
+    NO_CODE: "changed only comments or strings that do nothing",
+    ONLY_DOCS: "changed only docstrings or comments",
+}
 
 
 def _same_lines(proposal: Proposal, root: Path) -> bool:

@@ -48,7 +48,7 @@ class RunStopped(Exception):
         self.reason = reason
 
 
-IDLE_STALL = "answers in a row changed no file"  # a stall's reason: "2 answers in a row ..."
+IDLE_STALL = "answers in a row changed no code"  # a stall's reason: "2 answers in a row ..."
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
 # command takes as ctrl+c: the run records how it ended.
@@ -141,7 +141,7 @@ class StallDetector:
     idle: int = 0
 
     def unchanged(self, answers: int = 1) -> bool:
-        """Record answers that changed no file; True when the run has stalled."""
+        """Record answers that changed no code; True when the run has stalled."""
         self.idle += answers
         return self.idle >= self.idle_limit
 
@@ -255,7 +255,7 @@ class Guards:
         return None
 
     def after_no_change(self, answers: int = 1) -> Trip | None:
-        """`answers` answers in a row that changed no file (an answer and its re-ask); a trip
+        """`answers` answers in a row that changed no code (an answer and its re-ask); a trip
         when there were too many in a row."""
         if self.stall.unchanged(answers):
             detail = f"{self.stall.idle} {IDLE_STALL}"

@@ -305,7 +305,7 @@ def test_answers_that_change_no_file_twice_are_stalled(
     done, result = fixloop(model_server, project, "--no-noop-retry", "--no-restart-on-stall")
     assert done.returncode == 1, done.stderr
     assert result["status"] == "stalled"
-    assert result["reason"] == "2 answers in a row changed no file"
+    assert result["reason"] == "2 answers in a row changed no code"
     assert model_server.count == 2
     second_prompt = model_server.requests[1].body["messages"][-1]["content"]
     assert "Your last answer changed no file" in second_prompt

@@ -40,7 +40,7 @@ def test_two_answers_in_a_row_that_change_nothing_stall() -> None:
     assert guards.after_no_change() is None
     trip = guards.after_no_change()
     assert trip is not None
-    assert (trip.guard, trip.detail) == ("stalled", "2 answers in a row changed no file")
+    assert (trip.guard, trip.detail) == ("stalled", "2 answers in a row changed no code")
 
 
 def test_an_edit_between_idle_answers_resets_their_count() -> None:
@@ -74,7 +74,7 @@ def test_an_answer_and_its_reask_that_change_nothing_are_two_in_a_row() -> None:
     guards = Guards(no_progress_limit=5)
     trip = guards.after_no_change(2)
     assert trip is not None
-    assert trip.detail == "2 answers in a row changed no file"
+    assert trip.detail == "2 answers in a row changed no code"
 
 
 def test_a_cancellation_with_a_stop_message_is_the_persons_stop_with_its_reason() -> None:

@@ -98,7 +98,7 @@ async def test_a_second_unchanged_answer_is_not_asked_for_a_third_time(tmp_path:
     result = await run_loop(tmp_path, model, restart_on_stall=False)
     # One iteration of two requests: the answer and its re-ask changed nothing, two answers
     # in a row for the idle guard.
-    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no code")
     assert len(model.prompts) == 2
     assert len(of_type(result, "AnswerReasked")) == 1
     # The report says what happened: no failure was repeated, nothing was changed.
@@ -441,7 +441,7 @@ async def test_a_stall_with_the_code_still_at_the_start_puts_nothing_back_and_sa
     assert result.status.value == "ok"
     [restart] = of_type(result, "StrategyChanged")
     assert restart["reason"] == (
-        "2 answers in a row changed no file: the code is still as it was at the start"
+        "2 answers in a row changed no code: the code is still as it was at the start"
     )
     third = model.prompt(3)
     assert UNCHANGED_NOTE in third
@@ -486,7 +486,7 @@ async def test_answers_that_keep_changing_nothing_restart_from_the_baseline_too(
     assert [r.status for r in result.iterations] == ["failing", "no_change", "ok"]
     [restart] = of_type(result, "StrategyChanged")
     assert (restart["n"], restart["kind"]) == (2, "restart")
-    assert "2 answers in a row changed no file" in str(restart["reason"])
+    assert "2 answers in a row changed no code" in str(restart["reason"])
     assert RESTART_NOTE in model.prompt(4)
     repo = git.Repo(tmp_path / "project")
     assert "notes.txt" not in repo.git.ls_tree("-r", "--name-only", result.final_commit)
@@ -521,7 +521,7 @@ async def test_a_stall_in_the_last_iteration_ends_the_run_without_a_restart(
     # No iteration is left to try another approach in: no restart commit, no verification.
     model = ScriptedModel(*[answer(("notes.txt", "one\n"))] * 3)
     result = await run_loop(tmp_path, model, max_iterations=2)
-    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no code")
     assert of_type(result, "StrategyChanged") == []
     assert not [e for e in of_type(result, "Committed") if "after a stall" in str(e["message"])]
     same = ScriptedModel(answer(("notes.txt", "one\n")), answer(("notes.txt", "two\n")))
@@ -694,7 +694,7 @@ async def test_a_candidates_reask_that_changes_nothing_too_is_two_idle_answers(
     )
     # The candidates and their re-ask changed nothing: two idle answers in a row for the
     # stall guard, as an answer and its re-ask are (one, without the re-ask).
-    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no code")
     assert [r.status for r in result.iterations] == ["no_change"]
     assert len(model.prompts) == 3
 

@@ -299,7 +299,7 @@ async def test_the_repeat_note_is_rendered_once_into_the_packet_the_model_sees(
 async def test_two_answers_in_a_row_that_change_nothing_stall(tmp_path: Path) -> None:
     model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", BROKEN)))
     result = await run_loop(tmp_path, model, noop_retry=False, restart_on_stall=False)
-    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no file")
+    assert (result.status.value, result.reason) == ("stalled", "2 answers in a row changed no code")
     assert [r.status for r in result.iterations] == ["no_change", "no_change"]
     assert "Your last answer changed no file" in model.prompt(2)
 
@@ -530,7 +530,7 @@ async def test_a_resumed_run_counts_the_answers_that_changed_nothing_before_the_
     again = ScriptedModel(answer(("app.py", BROKEN)))
     resumed = await resume_loop(tmp_path, state, again, **levers)
     assert resumed.status.value == "stalled"
-    assert resumed.reason == "2 answers in a row changed no file"
+    assert resumed.reason == "2 answers in a row changed no code"
 
 
 async def test_a_resumed_run_counts_a_failed_reask_as_no_answer(tmp_path: Path) -> None:

@@ -61,11 +61,17 @@ def _today_with(**levers: object) -> ArmOptions:
     return TODAY.model_copy(update=levers)
 
 
+def _one_answer(**levers: object) -> ArmOptions:
+    """The defaults with one answer an iteration, as every arm measured before the embedded
+    model's default became 3 candidates ran, so its ledger lines still measure it."""
+    return ArmOptions(candidates=1).model_copy(update=levers)
+
+
 def _values_off(**levers: object) -> ArmOptions:
     """An arm measured before runtime values were a default: runtime values off, as it ran,
     so its ledger lines still measure it (and `code_noop` off and one answer an iteration,
     defaults since)."""
-    return ArmOptions(runtime_values=False, code_noop=False, candidates=1).model_copy(update=levers)
+    return _one_answer(**{"runtime_values": False, "code_noop": False, **levers})
 
 
 ARMS: dict[str, ArmOptions] = {
@@ -102,9 +108,7 @@ ARMS: dict[str, ArmOptions] = {
     # a no-op was turned on, and what it was measured against.
     "greedy": _values_off(sample_after_noop=False),
     # greedy + runtime values
-    "values": ArmOptions(
-        runtime_values=True, sample_after_noop=False, code_noop=False, candidates=1
-    ),
+    "values": _one_answer(runtime_values=True, sample_after_noop=False, code_noop=False),
     # The defaults of then + sampling after a no-op (the same as `no-values` since it is on).
     "sampled": _values_off(sample_after_noop=True),
     # The defaults of then with the small prompt.
@@ -119,17 +123,17 @@ ARMS: dict[str, ArmOptions] = {
     "code": _values_off(called_code=True),
     # The defaults with runtime values (the same as `defaults` since they are on): `values` is
     # the greedy defaults with them, measured before sampling was a default.
-    "defaults-values": ArmOptions(runtime_values=True, code_noop=False, candidates=1),
+    "defaults-values": _one_answer(runtime_values=True, code_noop=False),
     # The defaults with 3 candidates an iteration: what `cand3` adds to `today`, on the defaults.
     "defaults-cand3": ArmOptions(candidates=3, code_noop=False),
     # The defaults with an answer that changes only comments or strings that do nothing re-asked
     # (since it is on, the defaults with one answer an iteration: before the embedded model's
     # default became 3 candidates), and the defaults before it was on, which the arms measured
     # before (`defaults-values`, `defaults-cand3`, `no-values` ...) keep.
-    "code-noop": ArmOptions(code_noop=True, candidates=1),
-    "no-code-noop": ArmOptions(code_noop=False, candidates=1),
+    "code-noop": _one_answer(code_noop=True),
+    "no-code-noop": _one_answer(code_noop=False),
     # ... and a stall with the code still at the baseline uses no restart: asked on.
-    "keep-asking": ArmOptions(code_noop=True, keep_asking=True, candidates=1),
+    "keep-asking": _one_answer(code_noop=True, keep_asking=True),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.

@@ -28,11 +28,11 @@ from engine.run.guards import RunEnded, RunStatus, Spend
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.no_change import (
-    CHANGED_ONLY,
     NO_FILE,
     Noop,
     runs_doctests,
     unchanged_because,
+    wording,
 )
 from engine.run.outcome import RunConfig
 from engine.run.steps import Answer, Steps
@@ -52,7 +52,7 @@ ECHOED = "an earlier answer changed nothing"  # why a first answer is sampled
 def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
     """The one line a re-asked model hears; `because`: `unchanged_because`'s reason."""
     sent = ", ".join(files) if files else "nothing"
-    said = CHANGED_ONLY.get(because, "changed nothing")
+    said = wording(because).reasked
     return (
         f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."

@@ -22,7 +22,7 @@ from engine.run.events import CandidateVerified, ModelRequested
 from engine.run.gate import CandidateView, Choice, apply_pinning, split_test_edits
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
-from engine.run.no_change import DROPPED, NO_FILE, Noop, edits_key, unchanged_because
+from engine.run.no_change import NO_FILE, Noop, edits_key, unchanged_because, wording
 from engine.run.outcome import RunConfig
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
@@ -63,7 +63,7 @@ class Candidate:
     def as_unchanged(self, because: str) -> Candidate:
         """This candidate dropped as changing no code: the reason, and the text it is
         dropped with, set together."""
-        return replace(self, dropped=DROPPED[because], unchanged=because)
+        return replace(self, dropped=wording(because).dropped, unchanged=because)
 
     def view(self) -> CandidateView:
         assert self.proposal is not None

@@ -5,6 +5,7 @@ two answers that make the same edits. Read by the single answer's path and the c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -38,18 +39,46 @@ def unchanged_because(proposal: Proposal, root: Path, *, noop: Noop = "lines") -
     return NO_CODE if noop == "code" else ONLY_DOCS
 
 
-# A candidate dropped as changing no code, as its trail and the progress lines say it.
-DROPPED = {
-    NO_FILE: "changes no file",
-    NO_CODE: "changes only comments, layout or strings that do nothing",
-    ONLY_DOCS: "changes only docstrings, comments or layout",
+@dataclass(frozen=True)
+class Wording:
+    """How one of `unchanged_because`'s reasons is said, in one place for every reader."""
+
+    dropped: str  # of a candidate dropped for it, in its trail and the progress lines
+    reasked: str  # to the model asked once more in the iteration, after "Your last answer"
+    next_note: str  # the next iteration's prompt: nothing was applied, what the answer did
+
+
+_AS_BEFORE = ", so nothing was applied and the code and its failure are as before."
+_CHANGE_CODE = " Change the code under test."
+WORDING = {
+    NO_FILE: Wording(
+        dropped="changes no file",
+        reasked="changed nothing",
+        next_note="Your last answer changed no file (its edits were held back or repeated "
+        "the current content)." + _CHANGE_CODE,
+    ),
+    # Of an answer that did change a file, "changed no file" would be false.
+    NO_CODE: Wording(
+        dropped="changes only comments, layout or strings that do nothing",
+        reasked="changed only comments or strings that do nothing",
+        next_note="Your last answer changed only comments or strings that do nothing"
+        + _AS_BEFORE
+        + _CHANGE_CODE,
+    ),
+    ONLY_DOCS: Wording(
+        dropped="changes only docstrings, comments or layout",
+        reasked="changed only docstrings or comments",
+        next_note="Your last answer changed only docstrings or comments"
+        + _AS_BEFORE
+        + _CHANGE_CODE,
+    ),
 }
-# What the model is told an answer that changed some file but no code did, after "Your last
-# answer": the re-ask's note and the next iteration's say the same.
-CHANGED_ONLY = {
-    NO_CODE: "changed only comments or strings that do nothing",
-    ONLY_DOCS: "changed only docstrings or comments",
-}
+
+
+def wording(because: str) -> Wording:
+    """How `because` is said; an answer that made no commit for no other reason changed no
+    file (its edits held back, say)."""
+    return WORDING.get(because, WORDING[NO_FILE])
 
 
 def _same_lines(proposal: Proposal, root: Path) -> bool:

@@ -14,25 +14,9 @@ from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import Committed, EditsApplied
 from engine.run.guards import RunEnded
 from engine.run.journal import Journal
-from engine.run.no_change import CHANGED_ONLY
+from engine.run.no_change import wording
 from engine.run.outcome import NO_CHANGE, IterationRecord, verdict_fields
 from engine.verify.tree import Verification
-
-NO_CHANGE_NOTE = (
-    "Your last answer changed no file (its edits were held back or repeated the "
-    "current content). Change the code under test."
-)
-
-
-def no_change_note(because: str) -> str:
-    """What the next prompt says of an answer that changed no code, by `unchanged_because`'s
-    reason: of one that changed only what does not run, "changed no file" would be false."""
-    if said := CHANGED_ONLY.get(because):
-        return (
-            f"Your last answer {said}, so nothing was applied and the code and its failure "
-            "are as before. Change the code under test."
-        )
-    return NO_CHANGE_NOTE
 
 
 @dataclass(frozen=True)
@@ -70,7 +54,7 @@ class Applied:
         """What the next prompt says about an answer that made no commit."""
         if self.failed is not None:
             return [str(self.failed), *held_back_notes]
-        return [*held_back_notes, no_change_note(self.unchanged)]
+        return [*held_back_notes, wording(self.unchanged).next_note]
 
 
 def apply_and_commit(

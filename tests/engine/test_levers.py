@@ -16,7 +16,7 @@ from engine.model.types import ModelError
 from engine.run.answers import ECHOED
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus
-from engine.run.no_change import DROPPED, NO_CODE, NO_FILE, ONLY_DOCS, Noop, unchanged_because
+from engine.run.no_change import NO_CODE, NO_FILE, ONLY_DOCS, WORDING, Noop, unchanged_because
 from engine.run.report import LOOK_AT, LOOK_AT_IDLE
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
@@ -193,7 +193,7 @@ async def test_with_docs_noop_docstring_only_candidates_are_dropped_and_never_co
     result = await run_loop(tmp_path, model, docs_noop=True, candidates=2)
     assert [r.status for r in result.iterations] == ["no_change", "ok"]
     dropped = [(e["n"], e["dropped"]) for e in of_type(result, "CandidateVerified")]
-    assert dropped[:2] == [(1, DROPPED[ONLY_DOCS])] * 2
+    assert dropped[:2] == [(1, WORDING[ONLY_DOCS].dropped)] * 2
     # Nothing was written for iteration 1: its docstring is in no commit.
     [committed] = of_type(result, "Committed")
     assert str(committed["message"]).startswith("fixloop[iter 2/")
@@ -211,7 +211,7 @@ async def test_candidates_that_change_only_a_trailing_string_are_dropped_as_no_c
     result = await run_loop(tmp_path, model, app=trailing, candidates=2)
     assert [r.status for r in result.iterations] == ["no_change", "ok"]
     dropped = [(e["n"], e["dropped"]) for e in of_type(result, "CandidateVerified")]
-    assert dropped[:2] == [(1, DROPPED[NO_CODE])] * 2
+    assert dropped[:2] == [(1, WORDING[NO_CODE].dropped)] * 2
     told = "Your last answer changed only comments or strings that do nothing, so nothing was"
     assert told in model.prompt(3)
     assert "changed no file" not in model.prompt(3)

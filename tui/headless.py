@@ -27,6 +27,7 @@ from engine.run.events import (
     Formatted,
     GuardTripped,
     IterationStarted,
+    ModelGivenUp,
     ModelRequested,
     ModelResponded,
     ModelRetrying,
@@ -92,6 +93,8 @@ class ProgressPrinter:
             tokens = event.prompt_tokens + event.completion_tokens
             who = f"candidate {event.candidate}" if event.candidate else "model"
             return f"{prefix} {who} answered: {tokens} tokens in {event.duration_s:.1f} s"
+        if isinstance(event, ModelGivenUp):
+            return f"{prefix} candidate {event.candidate} not waited for: another verified ok"
         if isinstance(event, ProposalReady):
             if event.format_error:
                 return f"{prefix} unusable answer: {event.format_error.splitlines()[1:2]}"

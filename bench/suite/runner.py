@@ -40,7 +40,13 @@ from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
 from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.settings import Settings
-from engine.run.events import BaseEvent, ModelResponded, PacketReady, ProposalReady
+from engine.run.events import (
+    BaseEvent,
+    ModelGivenUp,
+    ModelResponded,
+    PacketReady,
+    ProposalReady,
+)
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus
 from engine.run.start import start_run
@@ -113,6 +119,9 @@ class RunWatch:
             spend.prompt_tokens += event.prompt_tokens
             spend.completion_tokens += event.completion_tokens
             spend.cost_usd += event.cost_usd
+        elif isinstance(event, ModelGivenUp):  # a call whose prompt was read, unanswered
+            self.spend.model_calls += 1
+            self.spend.prompt_tokens += event.prompt_tokens
         elif isinstance(event, PacketReady) and event.n >= 1:
             tests = event.tests or {}
             detail = f"{tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed"

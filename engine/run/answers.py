@@ -261,12 +261,22 @@ class Answers:
         told so and asked once more, that answer candidate N + 1."""
         n = steps.n
         started = time.monotonic()
-        completions = await self.candidates.ask(
-            n, self.model, messages, self.tokens(messages), self.on_text, self.sampled_first(n)
-        )
-        answered = [c for c in completions if isinstance(c, Completion)]
-        self.spent(steps, answered, time.monotonic() - started)
-        every = await self.candidates.run(n, completions, noop=self.noop)
+        tokens, sampled = self.tokens(messages), self.sampled_first(n)
+        if self.gate.approval == "auto":  # nobody compares them: the first ok will do
+            raced = await self.candidates.first_ok(
+                n, self.model, messages, tokens, self.on_text, sampled, noop=self.noop
+            )
+            # A request given up on (`ModelGivenUp`): its prompt was read all the same.
+            self.spend.tokens += raced.given_up * tokens
+            self.spent(steps, raced.answered, raced.asked_s)
+            every = raced.candidates
+        else:
+            completions = await self.candidates.ask(
+                n, self.model, messages, tokens, self.on_text, sampled
+            )
+            answered = [c for c in completions if isinstance(c, Completion)]
+            self.spent(steps, answered, time.monotonic() - started)
+            every = await self.candidates.run(n, completions, noop=self.noop)
         self.echoed = self.echoed or any(c.unchanged for c in every if c.k == 1)
         best = best_choice(every)
         echo = next((c for c in every if c.unchanged), None)

@@ -9,6 +9,7 @@ import asyncio
 import difflib
 import shutil
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.settings import MAX_CANDIDATES
 from engine.project.workspace import Workspace
-from engine.run.events import CandidateVerified, ModelRequested
+from engine.run.events import CandidateVerified, ModelGivenUp, ModelRequested
 from engine.run.gate import CandidateView, Choice, apply_pinning, split_test_edits
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
@@ -32,6 +33,8 @@ from engine.verify.verdict import Verdict
 CANDIDATE_TEMPERATURE = 0.8
 # (n, tree, touched, diff, k) -> the tree's verification, its stages in candidate k's trail
 Verify = Callable[[int, Path, list[str], str, int], Awaitable[Verification]]
+# (k, answer): candidate k's answer (or why there is none), as it comes back
+Arrived = Callable[[int, "Completion | ModelError"], None]
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,18 @@ class Candidate:
         )
 
 
+@dataclass(frozen=True)
+class Raced:
+    """An iteration's candidates from `Candidates.first_ok`: the answers that came back (for
+    the spend), every candidate in order, how many requests were given up on, and how long
+    the model was asked for."""
+
+    answered: list[Completion]
+    candidates: list[Candidate]
+    given_up: int
+    asked_s: float
+
+
 class Candidates:
     """Asks for, screens, verifies and ranks one iteration's candidates."""
 
@@ -121,12 +136,18 @@ class Candidates:
         prompt_tokens: int,
         on_text: Callable[[str], None] | None,
         first_sampled: Sampled | None = None,
+        arrived: Arrived | None = None,
     ) -> list[Completion | ModelError]:
         """The iteration's answers, asked at once (a provider or local server that batches
         decodes them together); only the first one streams to the screen, greedy unless
         `first_sampled` says how to sample it instead. A candidate the model fails to answer
         (a sampled answer that runs past max_tokens, say) is its error: the run ends in error
-        only when every candidate failed."""
+        only when every candidate failed. `arrived` hears of each answer as it comes back."""
+
+        def got(k: int, answer: Completion | ModelError) -> Completion | ModelError:
+            if arrived is not None:
+                arrived(k, answer)
+            return answer
 
         def sampling(k: int) -> tuple[float | None, int | None]:
             if k > 1:
@@ -158,9 +179,9 @@ class Candidates:
                     seed=seed,
                 )
             except ModelError as exc:
-                return exc
+                return got(k, exc)
             self.journal.responded(n, completion, candidate=k)
-            return completion
+            return got(k, completion)
 
         async def sampled(ks: list[int]) -> list[Completion | ModelError]:
             """Candidates 2..N: in one request where the provider takes `n` (their prompt
@@ -176,10 +197,11 @@ class Candidates:
                     messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=seed_of(n, ks[0])
                 )
             except ModelError as exc:
-                return [exc] * len(ks)
+                return [got(k, exc) for k in ks]
             for k, answer in zip(ks, answers, strict=False):
                 if isinstance(answer, Completion):
                     self.journal.responded(n, answer, candidate=k)
+                got(k, answer)
             left_out = ks[len(answers) :]
             return [*answers, *await asyncio.gather(*(one(k) for k in left_out))]
 
@@ -203,32 +225,39 @@ class Candidates:
         unchanged (by the `noop` rule) and duplicate ones dropped, with why. The answers are
         candidates `first`, `first` + 1, ..."""
         seen: dict[tuple[object, ...], int] = {}
-        screened = []
+        return [
+            self.screen_one(k, completion, seen, noop=noop)
+            for k, completion in enumerate(completions, start=first)
+        ]
+
+    def screen_one(
+        self,
+        k: int,
+        completion: Completion | ModelError,
+        seen: dict[tuple[object, ...], int],
+        *,
+        noop: Noop,
+    ) -> Candidate:
+        """Candidate k screened; `seen`: the edits of those screened before it, to which a
+        usable one adds its own."""
+        if isinstance(completion, ModelError):
+            return Candidate(k, None, dropped=f"no answer: {completion.cause}")
+        candidate = Candidate(k, completion)
+        try:
+            proposal = self.mode.parse(completion.text)
+        except EditFormatError as exc:
+            return replace(candidate, dropped=f"unusable: {exc.problems[0]}", problem=exc)
         root = self.workspace.root
-        for k, completion in enumerate(completions, start=first):
-            if isinstance(completion, ModelError):
-                screened.append(Candidate(k, None, dropped=f"no answer: {completion.cause}"))
-                continue
-            candidate = Candidate(k, completion)
-            try:
-                proposal = self.mode.parse(completion.text)
-            except EditFormatError as exc:
-                screened.append(
-                    replace(candidate, dropped=f"unusable: {exc.problems[0]}", problem=exc)
-                )
-                continue
-            split = split_test_edits(proposal, self.workspace.pins, root)
-            kept, held = apply_pinning(proposal, split, allowed=self.config.allow_test_edits)
-            candidate = replace(candidate, proposal=kept, held_back=held)
-            key = edits_key(kept)
-            if unchanged := unchanged_because(kept, root, noop=noop):
-                candidate = candidate.as_unchanged(unchanged)
-            elif key in seen:
-                candidate = replace(candidate, dropped=f"the same as candidate {seen[key]}")
-            else:
-                seen[key] = k
-            screened.append(candidate)
-        return screened
+        split = split_test_edits(proposal, self.workspace.pins, root)
+        kept, held = apply_pinning(proposal, split, allowed=self.config.allow_test_edits)
+        candidate = replace(candidate, proposal=kept, held_back=held)
+        key = edits_key(kept)
+        if unchanged := unchanged_because(kept, root, noop=noop):
+            return candidate.as_unchanged(unchanged)
+        if key in seen:
+            return replace(candidate, dropped=f"the same as candidate {seen[key]}")
+        seen[key] = k
+        return candidate
 
     async def verified(self, n: int, candidate: Candidate) -> Candidate:
         """The candidate applied to a scratch copy of the worktree and verified there; the
@@ -271,6 +300,71 @@ class Candidates:
         for candidate in every:
             self.record(n, candidate)
         return every
+
+    async def first_ok(
+        self,
+        n: int,
+        model: ModelClient,
+        messages: Sequence[Message],
+        prompt_tokens: int,
+        on_text: Callable[[str], None] | None,
+        first_sampled: Sampled | None = None,
+        *,
+        noop: Noop = "lines",
+    ) -> Raced:
+        """The iteration's candidates when no person chooses among them: each answer screened
+        and verified as it comes back, and once one verifies ok the answers still being
+        written are given up on (their requests cancelled: the embedded model stops within a
+        token), each in the trail as not waited for. Without an ok before the last answer,
+        every candidate is verified, as `run` does."""
+        seen: dict[tuple[object, ...], int] = {}
+        screened: dict[int, Candidate] = {}
+        checks: list[asyncio.Task[Candidate]] = []
+        oks: list[int] = []
+        settled = asyncio.Event()
+
+        async def check(candidate: Candidate) -> Candidate:
+            done = await self.verified(n, candidate)
+            if done.verification and done.verification.judgement.verdict is Verdict.OK:
+                oks.append(done.k)
+                settled.set()
+            return done
+
+        def arrived(k: int, answer: Completion | ModelError) -> None:
+            candidate = self.screen_one(k, answer, seen, noop=noop)
+            screened[k] = candidate
+            if not candidate.dropped:
+                checks.append(asyncio.create_task(check(candidate)))
+
+        asking = asyncio.create_task(
+            self.ask(n, model, messages, prompt_tokens, on_text, first_sampled, arrived)
+        )
+        waiting = asyncio.create_task(settled.wait())
+        started = time.monotonic()
+        try:
+            await asyncio.wait({asking, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if asking.done():
+                asking.result()  # every candidate failed: raised here
+            else:
+                asking.cancel()
+                await asyncio.wait({asking})  # (a cancellation of this task still propagates)
+            asked_s = time.monotonic() - started
+            done = {c.k: c for c in await asyncio.gather(*checks)}
+        finally:
+            for task in (asking, waiting, *checks):
+                task.cancel()
+        given_up = f"not waited for: candidate {oks[0]} verified ok first" if oks else ""
+        for k in range(1, self.config.candidates + 1):
+            if k not in screened:
+                self.journal.emit(ModelGivenUp(n=n, candidate=k, prompt_tokens=prompt_tokens))
+        every = [
+            done.get(k) or screened.get(k) or Candidate(k, None, dropped=given_up)
+            for k in range(1, self.config.candidates + 1)
+        ]
+        for candidate in every:
+            self.record(n, candidate)
+        answered = [c.completion for c in every if c.completion is not None]
+        return Raced(answered, every, self.config.candidates - len(screened), asked_s)
 
     def record(self, n: int, candidate: Candidate) -> None:
         where = f"candidates/{candidate.k}"

@@ -51,6 +51,17 @@ class ModelRequested(BaseEvent):
     together: int = 1
 
 
+class ModelGivenUp(BaseEvent):
+    """A candidate's request cancelled before it answered: another candidate verified ok
+    first and nobody compares them (`Candidates.first_ok`). Its prompt, estimated, was read
+    by the model and counts as spent, like an answer's."""
+
+    type: Literal["ModelGivenUp"] = "ModelGivenUp"
+    n: int
+    candidate: int
+    prompt_tokens: int = 0
+
+
 class ModelResponded(BaseEvent):
     type: Literal["ModelResponded"] = "ModelResponded"
     n: int
@@ -299,6 +310,7 @@ Event = Annotated[
     | IterationStarted
     | ModelRequested
     | ModelResponded
+    | ModelGivenUp
     | ModelRetrying
     | ProposalReady
     | AnswerReasked

@@ -15,6 +15,7 @@ from engine.run.events import (
     EditsApplied,
     Event,
     IterationStarted,
+    ModelGivenUp,
     ModelResponded,
     PacketReady,
     ProposalReady,
@@ -118,6 +119,10 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             record["tokens"] = _number(record["tokens"]) + event.completion_tokens
             record["cost_usd"] = _number(record.get("cost_usd")) + event.cost_usd
             record["model_s"] = _number(record.get("model_s")) + event.duration_s
+        elif isinstance(event, ModelGivenUp):  # its prompt was read: spent all the same
+            tokens += event.prompt_tokens
+            record = records.setdefault(n, {"n": n})
+            record["tokens"] = _number(record.get("tokens")) + event.prompt_tokens
         elif isinstance(event, AnswerReasked):
             echoed = True
             reasked.add(n)

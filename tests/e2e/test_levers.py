@@ -5,6 +5,7 @@ re-asked unchanged answer, and the escalation model after a stall."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from tests.e2e.test_headless import (
     core_edit,
     fixloop,
 )
-from tests.model_server import ScriptedModelServer, replies, reply
+from tests.model_server import ScriptedModelServer, held, replies, reply
 from tests.projects import MEAN_FIX, TOP_FIX, answer, committed_copy
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
@@ -74,6 +75,31 @@ def test_three_candidates_wrong_unchanged_right_end_ok_on_iteration_1(
     for k in (1, 2, 3):
         assert f"[1/4] candidate {k} answered:" in done.stderr
     assert "model answered" not in done.stderr
+    assert_trail_agrees(result)
+
+
+def test_a_headless_run_does_not_wait_for_candidates_once_one_verified_ok(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    # The first request answered gets the fix; every other one is held until the server
+    # stops. Which candidate's request comes first may vary: that one is ok, and the other two
+    # are given up on (their requests cancelled through litellm) rather than waited for.
+    never = threading.Event()
+    model_server.script(reply(RIGHT), held(reply(WRONG), never), held(reply(WRONG), never))
+    done, result = fixloop(model_server, project, "--candidates", "3")
+    assert done.returncode == 0, done.stderr
+    assert (result["status"], [it["status"] for it in result["iterations"]]) == ("ok", ["ok"])
+    trail = Path(result["run_dir"]) / "iterations" / "01" / "candidates"
+    verdicts = {int(k.name): json.loads((k / "verdict.json").read_text()) for k in trail.iterdir()}
+    [ok] = [k for k, v in verdicts.items() if v["verdict"] == "ok"]
+    given_up = {k: v["dropped"] for k, v in verdicts.items() if k != ok}
+    assert given_up == dict.fromkeys(given_up, f"not waited for: candidate {ok} verified ok first")
+    assert len(given_up) == 2
+    events = read_events(Path(result["run_dir"]) / "events.jsonl")
+    assert sorted(e.candidate for e in events if e.type == "ModelGivenUp") == sorted(given_up)
+    assert [e.k for e in events if e.type == "CandidateChosen"] == [ok]
+    assert done.stderr.count("not waited for: another verified ok") == 2
+    assert branch_commits(project, result)[0] == "fixloop[iter 1/4]: fix the mean and top_words"
     assert_trail_agrees(result)
 
 

@@ -4,20 +4,25 @@ escalation model, and several candidates verified side by side with one committe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
 
+from bench.suite.runner import RunWatch
 from engine.edits.instructions import RESTART_NOTE, UNCHANGED_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
-from engine.model.types import ModelError
+from engine.model.types import Completion, ModelError
+from engine.project.run_directory import RunDirectory
 from engine.run.answers import ECHOED
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus
 from engine.run.no_change import NO_CODE, NO_FILE, ONLY_DOCS, WORDING, Noop, unchanged_because
 from engine.run.report import LOOK_AT, LOOK_AT_IDLE
+from engine.run.resume import resume_state
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
 from tests.engine.test_loop import (
@@ -609,6 +614,82 @@ async def test_three_candidates_wrong_unchanged_right_commit_the_right_one(tmp_p
     assert "+VALUE = 2" in (trail / "3" / "patch.diff").read_text()
     assert json.loads((trail / "2" / "verdict.json").read_text())["dropped"] == "changes no file"
     assert (iteration_dir(result, 1) / "stage-test.json").is_file()
+
+
+class Unhurried(ScriptedModel):
+    """Answers in call order, but the calls numbered in `slow` come back only after `wait`
+    seconds (never: None); a wait cut short by a cancellation is recorded."""
+
+    def __init__(self, *answers: str, slow: set[int], wait: float | None = None) -> None:
+        super().__init__(*answers)
+        self.slow, self.wait = slow, wait
+        self.cancelled: list[int] = []
+
+    async def complete(self, messages: Any, **sampling: Any) -> Completion:
+        call = len(self.prompts) + 1
+        completion = await super().complete(messages, **sampling)  # taken in call order
+        if call in self.slow:
+            try:
+                if self.wait is None:
+                    await asyncio.Event().wait()
+                await asyncio.sleep(self.wait or 0)
+            except asyncio.CancelledError:
+                self.cancelled.append(call)
+                raise
+        return completion
+
+
+async def test_with_no_person_to_choose_the_first_ok_candidate_ends_the_wait(
+    tmp_path: Path,
+) -> None:
+    # Candidates 2 and 3 are still being written when candidate 1 verifies ok.
+    model = Unhurried(*[answer(("app.py", FIXED))] * 3, slow={2, 3})
+    # (Were they waited for, the run would never end: the test fails after 60 s instead.)
+    run = run_loop(tmp_path, model, gate=PolicyGate(), candidates=3)
+    result = await asyncio.wait_for(run, 60)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    assert sorted(model.cancelled) == [2, 3]  # their requests cancelled, not left running
+    not_waited = "not waited for: candidate 1 verified ok first"
+    verified = {e["k"]: e["verdict"] or e["dropped"] for e in of_type(result, "CandidateVerified")}
+    assert verified == {1: "ok", 2: not_waited, 3: not_waited}
+    assert [e["k"] for e in of_type(result, "CandidateChosen")] == [1]
+    # Their prompts were sent and read: spent, and said so in the trail.
+    given_up = of_type(result, "ModelGivenUp")
+    assert [(e["n"], e["candidate"]) for e in given_up] == [(1, 2), (1, 3)]
+    asked = of_type(result, "ModelRequested")
+    assert result.tokens == model.tokens + sum(e["prompt_tokens"] for e in asked[1:])
+    trail = iteration_dir(result, 1) / "candidates"
+    assert json.loads((trail / "3" / "verdict.json").read_text())["dropped"] == not_waited
+    assert not (trail / "3" / "response.txt").exists()
+    # A resume and the bench count them from the trail as the run did: 3 calls, 3 prompts.
+    trail_events = RunDirectory(Path(result.run_dir)).events()
+    assert resume_state([e for e in trail_events if e.type != "RunFinished"]).tokens == (
+        result.tokens
+    )
+    watch = RunWatch("t/1", "cand3", lambda said: None)
+    for event in trail_events:
+        watch.emit(event)
+    assert (watch.spend.model_calls, watch.spend.prompt_tokens) == (3, result.tokens)
+
+
+async def test_without_an_ok_yet_every_late_candidate_is_waited_for(tmp_path: Path) -> None:
+    # Candidate 1 fails; the late candidate 2 is the fix: waited for, verified, chosen.
+    model = Unhurried(answer(("app.py", WRONG)), answer(("app.py", FIXED)), slow={2}, wait=0.5)
+    result = await run_loop(tmp_path, model, gate=PolicyGate(), candidates=2)
+    assert (result.status.value, len(result.iterations)) == ("ok", 1)
+    assert model.cancelled == []
+    verified = {e["k"]: e["verdict"] for e in of_type(result, "CandidateVerified")}
+    assert verified == {1: "failing", 2: "ok"}
+    assert of_type(result, "ModelGivenUp") == []
+
+
+async def test_a_person_choosing_sees_every_candidate_however_late(tmp_path: Path) -> None:
+    gate = ScriptedGate(pick=2)
+    model = Unhurried(*[answer(("app.py", FIXED)), answer(("app.py", WRONG))], slow={2}, wait=0.5)
+    result = await run_loop(tmp_path, model, gate=gate, candidates=2, max_iterations=1)
+    assert model.cancelled == []
+    assert [(c.k, c.verdict) for c in gate.choices[0]] == [(1, "ok"), (2, "failing")]
+    assert [e["k"] for e in of_type(result, "CandidateChosen")] == [2]
 
 
 async def test_a_candidate_the_model_fails_to_answer_is_dropped_not_fatal(

@@ -13,6 +13,7 @@ from engine.run.events import (
     EditsApplied,
     Formatted,
     IterationStarted,
+    ModelGivenUp,
     ModelRequested,
     StrategyChanged,
 )
@@ -69,6 +70,15 @@ def test_candidates_asked_in_one_request_are_one_line_in_both_front_ends() -> No
     assert view.iterations[1].levers == [line]
     alone = [ModelRequested(n=1, model="m", candidate=k, temperature=0.8) for k in (2, 3)]
     assert printed(*alone) == []
+
+
+def test_a_candidate_given_up_on_is_one_line_and_its_prompt_counts_in_both_front_ends() -> None:
+    given_up = ModelGivenUp(n=1, candidate=3, prompt_tokens=120)
+    assert printed(given_up) == ["fixloop: [1/4] candidate 3 not waited for: another verified ok"]
+    view = RunView()
+    for event in (IterationStarted(n=1, max_n=4), given_up):
+        view.apply(event)
+    assert (view.iterations[1].tokens, view.tokens) == (120, 120)
 
 
 def test_an_answer_that_changed_no_file_says_so() -> None:

@@ -191,6 +191,9 @@ class RunView:
             it.cost_usd += event.cost_usd
             self.tokens = sum(i.tokens for i in self.iterations.values())
             self.cost_usd = sum(i.cost_usd for i in self.iterations.values())
+        elif isinstance(event, ev.ModelGivenUp):  # its prompt was read: spent all the same
+            it.tokens += event.prompt_tokens
+            self.tokens = sum(i.tokens for i in self.iterations.values())
         elif isinstance(event, ev.ProposalReady):
             it.explanation = event.explanation
             it.files = list(event.files)

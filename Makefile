@@ -59,9 +59,8 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Two processes, a test file each at a time (its module fixtures are built once), handed out
-# longest first (tests/conftest.py). Three were slower: the suite keeps both cores busy.
+# Two processes, a test file each at a time (its module fixtures are built once).
 TEST_WORKERS ?= 2
 test: test-system test-engines lint
 	@# the 15 slowest tests are listed at the end: where CI's time goes
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15

@@ -17,36 +17,6 @@ if TYPE_CHECKING:
 
 REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 
-# The test files that take longest, longest first (a CI run's durations, 2026-12-06). `make
-# test` runs `--dist loadfile --no-loadscope-reorder`: pytest-xdist hands the files out in
-# this order, so the long ones start first and the run ends on short files in both processes.
-# xdist's own order (most tests first) left the Ray cluster's 5 tests and the hang-up tests'
-# 6, minutes each, near the end, with one process alone on them.
-LONGEST_FIRST = (
-    "tests/tui/test_app.py",
-    "tests/e2e/test_headless.py",
-    "tests/e2e/test_batch_ray.py",
-    "tests/engine/test_local_model.py",
-    "tests/tui/test_hangup.py",
-    "tests/e2e/test_bench.py",
-    "tests/sandbox/test_hostile.py",
-    "tests/e2e/test_go_js.py",
-    "tests/engine/test_bench_sandbox.py",
-    "tests/sandbox/test_image.py",
-    "tests/tui/test_snapshots.py",
-    "tests/e2e/test_levers.py",
-    "tests/tui/test_review.py",
-    "tests/e2e/test_spec.py",
-    "tests/sandbox/test_return_changes.py",
-    "tests/tui/test_verify_cli.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first, each file's tests in their own order; the rest as collected."""
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
-
 
 @pytest.fixture(autouse=True)
 def private_state(

@@ -14,7 +14,7 @@ from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.tokens import count_tokens
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
-from engine.run.candidates import Candidate, Candidates, Sampled, best_choice
+from engine.run.candidates import Candidate, Candidates, Request, Sampled, best_choice
 from engine.run.checker import IterationChecker
 from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
 from engine.run.gate import (
@@ -261,19 +261,16 @@ class Answers:
         told so and asked once more, that answer candidate N + 1."""
         n = steps.n
         started = time.monotonic()
-        tokens, sampled = self.tokens(messages), self.sampled_first(n)
+        tokens = self.tokens(messages)
+        request = Request(n, self.model, messages, tokens, self.on_text, self.sampled_first(n))
         if self.gate.approval == "auto":  # nobody compares them: the first ok will do
-            raced = await self.candidates.first_ok(
-                n, self.model, messages, tokens, self.on_text, sampled, noop=self.noop
-            )
+            raced = await self.candidates.first_ok(request, noop=self.noop)
             # A request given up on (`ModelGivenUp`): its prompt was read all the same.
             self.spend.tokens += raced.given_up * tokens
             self.spent(steps, raced.answered, raced.asked_s)
             every = raced.candidates
         else:
-            completions = await self.candidates.ask(
-                n, self.model, messages, tokens, self.on_text, sampled
-            )
+            completions = await self.candidates.ask(request)
             answered = [c for c in completions if isinstance(c, Completion)]
             self.spent(steps, answered, time.monotonic() - started)
             every = await self.candidates.run(n, completions, noop=self.noop)

@@ -103,6 +103,19 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Request:
+    """What an iteration asks its candidates with: the prompt, its estimated tokens, where
+    the first answer streams, and how that one is sampled (None: greedy)."""
+
+    n: int
+    model: ModelClient
+    messages: Sequence[Message]
+    prompt_tokens: int
+    on_text: Callable[[str], None] | None = None
+    first_sampled: Sampled | None = None
+
+
+@dataclass(frozen=True)
 class Raced:
     """An iteration's candidates from `Candidates.first_ok`: the answers that came back (for
     the spend), every candidate in order, how many requests were given up on, and how long
@@ -129,20 +142,19 @@ class Candidates:
         self.verify = verify
 
     async def ask(
-        self,
-        n: int,
-        model: ModelClient,
-        messages: Sequence[Message],
-        prompt_tokens: int,
-        on_text: Callable[[str], None] | None,
-        first_sampled: Sampled | None = None,
-        arrived: Arrived | None = None,
+        self, request: Request, arrived: Arrived | None = None
     ) -> list[Completion | ModelError]:
         """The iteration's answers, asked at once (a provider or local server that batches
         decodes them together); only the first one streams to the screen, greedy unless
         `first_sampled` says how to sample it instead. A candidate the model fails to answer
         (a sampled answer that runs past max_tokens, say) is its error: the run ends in error
         only when every candidate failed. `arrived` hears of each answer as it comes back."""
+        n, model, messages = request.n, request.model, request.messages
+        prompt_tokens, on_text, first_sampled = (
+            request.prompt_tokens,
+            request.on_text,
+            request.first_sampled,
+        )
 
         def got(k: int, answer: Completion | ModelError) -> Completion | ModelError:
             if arrived is not None:
@@ -301,22 +313,13 @@ class Candidates:
             self.record(n, candidate)
         return every
 
-    async def first_ok(
-        self,
-        n: int,
-        model: ModelClient,
-        messages: Sequence[Message],
-        prompt_tokens: int,
-        on_text: Callable[[str], None] | None,
-        first_sampled: Sampled | None = None,
-        *,
-        noop: Noop = "lines",
-    ) -> Raced:
+    async def first_ok(self, request: Request, *, noop: Noop = "lines") -> Raced:
         """The iteration's candidates when no person chooses among them: each answer screened
         and verified as it comes back, and once one verifies ok the answers still being
         written are given up on (their requests cancelled: the embedded model stops within a
         token), each in the trail as not waited for. Without an ok before the last answer,
         every candidate is verified, as `run` does."""
+        n = request.n
         seen: dict[tuple[object, ...], int] = {}
         screened: dict[int, Candidate] = {}
         checks: list[asyncio.Task[Candidate]] = []
@@ -336,9 +339,7 @@ class Candidates:
             if not candidate.dropped:
                 checks.append(asyncio.create_task(check(candidate)))
 
-        asking = asyncio.create_task(
-            self.ask(n, model, messages, prompt_tokens, on_text, first_sampled, arrived)
-        )
+        asking = asyncio.create_task(self.ask(request, arrived))
         waiting = asyncio.create_task(settled.wait())
         started = time.monotonic()
         try:
@@ -356,7 +357,8 @@ class Candidates:
         given_up = f"not waited for: candidate {oks[0]} verified ok first" if oks else ""
         for k in range(1, self.config.candidates + 1):
             if k not in screened:
-                self.journal.emit(ModelGivenUp(n=n, candidate=k, prompt_tokens=prompt_tokens))
+                given = ModelGivenUp(n=n, candidate=k, prompt_tokens=request.prompt_tokens)
+                self.journal.emit(given)
         every = [
             done.get(k) or screened.get(k) or Candidate(k, None, dropped=given_up)
             for k in range(1, self.config.candidates + 1)

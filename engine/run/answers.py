@@ -14,7 +14,7 @@ from engine.edits.proposal import EditFormatError, Proposal
 from engine.feedback.tokens import count_tokens
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
-from engine.run.candidates import Candidate, Candidates, Request, Sampled, best_choice
+from engine.run.candidates import Candidate, Candidates, Request, Sampled
 from engine.run.checker import IterationChecker
 from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, ReviewRequested
 from engine.run.gate import (
@@ -35,6 +35,7 @@ from engine.run.no_change import (
     wording,
 )
 from engine.run.outcome import RunConfig
+from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
 from engine.verify.pins import pinned_kind
 from engine.verify.tree import Verification

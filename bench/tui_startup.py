@@ -45,7 +45,7 @@ if str(REPO) not in sys.path:
 CHILD = """
 import sys, time
 from tui.cli import build_parser
-from tui.interactive import FixloopApp, settings_from_args
+from tui.interactive import FixloopApp, app_settings_from_args
 from tui.screens.task import TaskScreen
 
 class FirstFrame(FixloopApp):
@@ -71,7 +71,7 @@ class FirstFrame(FixloopApp):
         return None
 
 argv = ["run", sys.argv[1], "--model", "openai/scripted", "--api-base", "http://127.0.0.1:9"]
-project, settings = settings_from_args(build_parser().parse_args(argv))
+project, settings, _ = app_settings_from_args(build_parser().parse_args(argv))
 FirstFrame(project, settings, task=settings.task).run(headless=True, size=(80, 24))
 """
 

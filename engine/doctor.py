@@ -19,7 +19,14 @@ from pydantic import BaseModel
 from engine.model import preflight
 from engine.project.detect import detected_test_cmd
 from engine.project.paths import project_python
-from engine.project.settings import ConfigError, from_environment, from_pyproject, from_user_config
+from engine.project.settings import (
+    ConfigError,
+    UntrustedSettings,
+    from_environment,
+    from_pyproject,
+    from_user_config,
+)
+from engine.project.trust import RESTRICTED
 from engine.verify.toolchains import runner_of
 from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
@@ -266,12 +273,35 @@ def check_toolchain(project: Path) -> Check | None:
     return None
 
 
+def check_project_config(project: Path) -> Check | None:
+    """The project's own `[tool.fixloop]`, read as a run reads it: a security setting nobody
+    trusted is named with the command that trusts it; nothing in the file is run or used by
+    the doctor meanwhile. None: the project has no pyproject.toml."""
+    if not (project / "pyproject.toml").is_file():
+        return None
+    try:
+        layer = from_pyproject(project)
+    except UntrustedSettings as exc:
+        keys = ", ".join(exc.keys)
+        return Check(
+            name="project config",
+            ok=False,
+            detail=f"sets {keys}, which you have not trusted: a run refuses it",
+            fix=f"if you wrote it: fixloop-tui trust {project}",
+        )
+    except ConfigError as exc:
+        return Check(name="project config", ok=False, detail=str(exc), fix="fix the setting")
+    trusted = [key for key in layer if key in RESTRICTED]
+    detail = f"trusted: {', '.join(trusted)}" if trusted else "no security setting in it"
+    return Check(name="project config", ok=True, detail=detail, needed=False)
+
+
 def configured(project: Path, name: str) -> str | None:
     """A setting (`model`, `api_base`) from env, the project's pyproject or the user's config,
     if any. A source that cannot be read is skipped: the doctor reports, it does not stop."""
     sources: tuple[Callable[[], dict[str, Any]], ...] = (
         lambda: from_environment(os.environ),
-        lambda: from_pyproject(project),
+        lambda: from_pyproject(project, drop_untrusted=True),
         from_user_config,
     )
     for source in sources:
@@ -329,4 +359,6 @@ async def diagnose(project: Path) -> Diagnosis:
             check_model(project),
         ]
     )
+    if (config := check_project_config(project)) is not None:
+        checks.append(config)
     return Diagnosis(checks=checks)

@@ -22,8 +22,10 @@ REQUIRE_SANDBOX = os.environ.get("FIXLOOP_REQUIRE_SANDBOX") == "1"
 def private_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The app's remembered state (the theme) goes to a temp dir, never the real home."""
+    """The app's remembered state (the theme) and the user's config (the trust store) go to
+    temp dirs, never the real home."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 def sandbox_unavailable(why: str) -> None:

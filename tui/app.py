@@ -104,10 +104,13 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         autostart: bool = True,
         browse: str | None = None,
         watch: bool = False,
+        config_refused: str | None = None,
     ) -> None:
         super().__init__()
         self.project = project
         self.settings = settings
+        # Why the project config's security settings were left out of `settings` (untrusted).
+        self.config_refused = config_refused
         self.initial_task = task
         self.autostart = autostart  # False: show what it is given, start nothing
         # Not None: no run, only the trail — "" opens the list of runs, a run id that run.
@@ -173,6 +176,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             return
         if not self.autostart:
             return
+        if self.config_refused is not None and (self.watching or self.initial_task is not None):
+            self.notify(self.config_refused, title="not obeyed", severity="warning", timeout=30)
         if self.watching:
             watching = WatchScreen(
                 self.project,
@@ -188,6 +193,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 model=self.settings.model or "default model",
                 sandbox=sandbox_label(self.settings),
                 mode=self.mode,
+                config_refused=self.config_refused,
             )
             self.push_screen(screen, self.begin)
             self.call_after_refresh(self._check_project)

@@ -254,7 +254,42 @@ def add_docker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
-    """(project, settings) for `run`, headless or not; or the usage exit code, said why."""
+    """(project, settings) for `run`, headless or not; or the usage exit code, said why. A
+    project config's untrusted security settings refuse the run (UntrustedSettings)."""
+    prepared = _run_flags(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, flags = prepared
+    try:
+        return project, headless_settings(project, flags)
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def app_settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings, str | None] | int:
+    """As `settings_from_args`, for the app: a project config's untrusted security settings
+    are left out instead, and the refusal returned third, for the task screen to show (the
+    person is there to read it; a headless run has no one, so it refuses)."""
+    from engine.project.settings import UntrustedSettings
+
+    prepared = _run_flags(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, flags = prepared
+    refusal = None
+    try:
+        try:
+            return project, headless_settings(project, flags), None
+        except UntrustedSettings as exc:
+            refusal = str(exc)
+        return project, headless_settings(project, flags, drop_untrusted=True), refusal
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
     project: Path = args.path.resolve()
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
@@ -271,11 +306,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
         except OSError as exc:
             print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
-    try:
-        return project, headless_settings(project, flags)
-    except ConfigError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    return project, flags
 
 
 DEFAULT_OUT = Path("fixloop-batch")

@@ -256,6 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_batch_arguments(batch)
 
+    trust = commands.add_parser(
+        "trust",
+        help="obey the security settings of a project's own config (until the file changes)",
+        description="A project's [tool.fixloop] may not, on its own, set what runs on the host, "
+        "weakens the sandbox, routes your API key or earns a green (python, sandbox, allow_runc, "
+        "docker_url, image, api_base, model_path, accept_suspicious, allow_test_edits, approve). "
+        "Trusting records the file's sha256 in your own config directory: any change to the file "
+        "makes it untrusted again.",
+    )
+    from tui.trust import add_trust_arguments
+
+    add_trust_arguments(trust)
+
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
@@ -275,6 +288,7 @@ COMMANDS = (
     "demo",
     "bench",
     "batch",
+    "trust",
 )
 
 
@@ -343,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.trail import replay_command
 
             return replay_command(args)
+        if args.command == "trust":
+            from tui.trust import trust_command
+
+            return trust_command(args)
         if args.command == "verify":
             from tui.verify import verify_command
 

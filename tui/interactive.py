@@ -8,17 +8,17 @@ import contextlib
 import sys
 
 from tui.app import FixloopApp
-from tui.arguments import settings_from_args
+from tui.arguments import app_settings_from_args
 from tui.screens.quit import resume_command
 
 
 def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
     """The app over the project and settings `args` name; its exit code."""
-    prepared = settings_from_args(args)
+    prepared = app_settings_from_args(args)
     if isinstance(prepared, int):
         return prepared
-    project, settings = prepared
-    app = FixloopApp(project, settings, task=settings.task, watch=watch)
+    project, settings, refused = prepared
+    app = FixloopApp(project, settings, task=settings.task, watch=watch, config_refused=refused)
     app.run()
     line = ""
     if app.stopped:

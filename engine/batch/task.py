@@ -20,6 +20,7 @@ from engine.model.redact import redact
 from engine.project.git_plumbing import WorkspaceError, git_ok
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError
+from engine.project.trust import RepoTrust, Trusted, Untrusted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
@@ -44,7 +45,9 @@ def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> 
         clone_dir = Path(scratch) / "repo"
         try:
             clone(task, clone_dir)
-            settings = headless_settings(clone_dir, {**defaults, **task.settings})
+            settings = headless_settings(
+                clone_dir, {**defaults, **task.settings}, trust=repo_trust(task)
+            )
             result = asyncio.run(run_headless(clone_dir, settings))
         except (ConfigError, WorkspaceError, ResumeError) as exc:
             return _failed(task, attempt, str(exc), EXIT_USAGE, started)
@@ -52,6 +55,15 @@ def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> 
             cause = redact(f"{type(exc).__name__}: {exc}")  # it travels and is written
             return _failed(task, attempt, cause, EXIT_INFRA, started)
         return _finished(task, attempt, result, clone_dir, Path(scratch) / "out", started)
+
+
+def repo_trust(task: BatchTask) -> RepoTrust:
+    """A task's repository is cloned from anywhere: its restricted settings are refused unless
+    the batch file (the user's own) says `"trust": true` on the task's line. The user's trust
+    store is not asked: the clone's path is new each time."""
+    if task.trust:
+        return Trusted()
+    return Untrusted(f'add "trust": true to line {task.line} of the batch file if you trust it')
 
 
 def clone(task: BatchTask, into: Path) -> None:

@@ -1,6 +1,7 @@
-"""The batch file: JSONL, one task a line — `repo` (a path or a git URL), optional `id` and
-`ref`, and any run setting under its `[tool.fixloop]` name, checked the same way. A bad line
-is one error naming the file, the line and the problem, before any task runs."""
+"""The batch file: JSONL, one task a line — `repo` (a path or a git URL), optional `id`, `ref`
+and `trust` (obey the repo's restricted settings), and any run setting under its
+`[tool.fixloop]` name, checked the same way. A bad line is one error naming the file, the
+line and the problem, before any task runs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from engine.project.git_plumbing import git_ok
 from engine.project.settings import ConfigError, settings_layer
 from sandbox import FixloopError
 
-TASK_KEYS = ("id", "repo", "ref")
+TASK_KEYS = ("id", "repo", "ref", "trust")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # ssh://, https://, file:// ... or git's scp-like user@host:path
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
@@ -35,6 +36,9 @@ class BatchTask(BaseModel):
     line: int
     repo: str  # a git URL, or an absolute path the workers can reach
     ref: str | None = None  # a branch, tag or commit; None: the clone's default branch
+    # Whether the repo's own restricted settings (engine/project/trust.py) are obeyed: the
+    # batch file is the user's word, the repository is not.
+    trust: bool = False
     settings: dict[str, Any]  # run settings as written, checked like [tool.fixloop]
 
 
@@ -90,7 +94,10 @@ def parse_line(raw: str, number: int, path: Path) -> BatchTask:
     ref = _text(value, "ref", where)
     if ref is not None and (ref.startswith("-") or not ref.strip()):
         raise BatchFileError(f"{where}: ref {ref!r} is not a branch, tag or commit")
-    return BatchTask(id=task_id, line=number, repo=repo, ref=ref, settings=settings)
+    trust = value.get("trust", False)
+    if not isinstance(trust, bool):
+        raise BatchFileError(f"{where}: 'trust' must be true or false")
+    return BatchTask(id=task_id, line=number, repo=repo, ref=ref, trust=trust, settings=settings)
 
 
 def _text(value: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:

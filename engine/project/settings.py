@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.project.detect import detected_layer
+from engine.project.trust import RepoTrust, TrustStore, digest_of, refusal, restricted_in
 from sandbox import FixloopError
 
 # The most answers an iteration may ask for (`candidates`).
@@ -25,6 +26,14 @@ MAX_CANDIDATES = 8
 
 class ConfigError(FixloopError):
     """A setting that cannot be used; the message names the key and where it came from."""
+
+
+class UntrustedSettings(ConfigError):
+    """A project's config sets restricted keys the user has not trusted; `keys` names them."""
+
+    def __init__(self, message: str, keys: list[str]) -> None:
+        super().__init__(message)
+        self.keys = keys
 
 
 class Settings(BaseModel):
@@ -133,11 +142,22 @@ def settings_layer(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         raise ConfigError(f"bad value for {key!r} in {source}: {error['msg']}") from None
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> bytes:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it: {exc.strerror}") from None
+
+
+def _parse(raw: bytes, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    return _parse(_read(path), path)
 
 
 def from_user_config(path: Path | None = None) -> dict[str, Any]:
@@ -147,21 +167,49 @@ def from_user_config(path: Path | None = None) -> dict[str, Any]:
     return settings_layer(_toml(path), str(path))
 
 
-def from_pyproject(project: Path) -> dict[str, Any]:
-    """The settings in the project's `[tool.fixloop]`, checked; the only reader of that table."""
+def from_pyproject(
+    project: Path, trust: RepoTrust | None = None, *, drop_untrusted: bool = False
+) -> dict[str, Any]:
+    """The settings in the project's `[tool.fixloop]`, checked; the only reader of that table.
+
+    The repository wrote it, so it is hostile input: a restricted key (`trust.RESTRICTED`:
+    what runs on the host, weakens the sandbox, routes credentials or earns a green) is refused
+    unless `trust` (by default the user's trust store) allows this file as it is, byte for byte;
+    paths it names (`spec`, `files`) must stay inside the project, whose files alone may reach
+    the model. With `drop_untrusted` the refused keys are left out instead (the app, which
+    shows the refusal on its task screen)."""
     path = project / "pyproject.toml"
     if not path.is_file():
         return {}
-    table = _toml(path).get("tool", {}).get("fixloop", {})
+    raw = _read(path)
+    table = _parse(raw, path).get("tool", {}).get("fixloop", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.fixloop] must be a table")
-    if "allow_runc" in table:
-        # A checkout must not be able to take the sandbox out of gVisor for whoever runs it.
-        raise ConfigError(
-            f"{path} [tool.fixloop]: allow_runc cannot be set by a project; use "
-            "--allow-runc, FIXLOOP_ALLOW_RUNC=1 or your own config.toml"
-        )
+    restricted = restricted_in(table)
+    trust = TrustStore() if trust is None else trust
+    if restricted and not trust.allows(path, digest_of(raw)):
+        if drop_untrusted:
+            table = {key: value for key, value in table.items() if key not in restricted}
+        else:
+            raise UntrustedSettings(
+                refusal(path, restricted, trust.how_to_trust(project)), keys=restricted
+            )
+    _inside_project(table, path)
     return settings_layer(table, f"{path} [tool.fixloop]")
+
+
+def _inside_project(table: Mapping[str, Any], path: Path) -> None:
+    """A repository's `spec` and `files` name files of the project: never an absolute path or
+    one that climbs out with `..` (their content is shown to the model)."""
+    named = [("spec", table["spec"])] if isinstance(table.get("spec"), str) else []
+    files = table.get("files")
+    if isinstance(files, list):
+        named += [("files", item) for item in files if isinstance(item, str)]
+    for key, value in named:
+        if Path(value).is_absolute() or ".." in Path(value).parts:
+            raise ConfigError(
+                f"{path} [tool.fixloop]: {key} {value!r} must name a file inside the project"
+            )
 
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -185,18 +233,48 @@ def load_settings(
     *,
     environ: Mapping[str, str] | None = None,
     user_config: Path | None = None,
+    trust: RepoTrust | None = None,
+    drop_untrusted: bool = False,
 ) -> Settings:
     """Merge every source over the defaults; flags given as None are "not set". What the
     project's files imply (a Go or JS test command) sits over the user's own config, under
-    the project's."""
+    the project's. The project's own config is read as `from_pyproject` says (UntrustedSettings
+    for a restricted key nobody trusted)."""
     merged: dict[str, Any] = {}
     set_flags = {key: value for key, value in flags.items() if value is not None}
     for layer in (
         from_user_config(user_config),
         detected_layer(project),
-        from_pyproject(project),
+        from_pyproject(project, trust, drop_untrusted=drop_untrusted),
         from_environment(os.environ if environ is None else environ),
         settings_layer(set_flags, "the command line"),
     ):
         merged.update(layer)
     return Settings.model_validate(merged)
+
+
+class ProjectConfig(BaseModel):
+    """A project's `[tool.fixloop]` as `fixloop-tui trust` shows it: the file, its digest and
+    the restricted keys it sets with their values."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    sha256: str
+    restricted: dict[str, Any]
+
+
+def read_project_config(project: Path) -> ProjectConfig:
+    """The project's config as it is now, checked as a run would check it (trusted); raises
+    ConfigError when there is none or it cannot be used."""
+    path = project / "pyproject.toml"
+    if not path.is_file():
+        raise ConfigError(f"{project} has no pyproject.toml: nothing to trust")
+    raw = _read(path)
+    table = _parse(raw, path).get("tool", {}).get("fixloop", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.fixloop] must be a table")
+    _inside_project(table, path)
+    settings_layer(table, f"{path} [tool.fixloop]")
+    restricted = {key: table[key] for key in restricted_in(table)}
+    return ProjectConfig(path=path, sha256=digest_of(raw), restricted=restricted)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.project.settings import Settings, load_settings
+from engine.project.trust import RepoTrust
 
 # The run's machinery is imported by the functions that run: `headless_settings` is also how the
 # app reads its flags before its first frame, which needs none of it (issue 21).
@@ -18,10 +19,18 @@ if TYPE_CHECKING:
     from engine.run.outcome import RunResult
 
 
-def headless_settings(project: Path, flags: Mapping[str, Any]) -> Settings:
+def headless_settings(
+    project: Path,
+    flags: Mapping[str, Any],
+    trust: RepoTrust | None = None,
+    *,
+    drop_untrusted: bool = False,
+) -> Settings:
     """Every settings layer over `project`, `flags` the highest; a spec is checked here, so a
-    bad one stops the run before anything is written. Raises ConfigError."""
-    settings = load_settings(project, flags)
+    bad one stops the run before anything is written. Raises ConfigError (UntrustedSettings
+    for a restricted key of the project's config that `trust`, by default the user's trust
+    store, does not allow; with `drop_untrusted` they are left out instead)."""
+    settings = load_settings(project, flags, trust=trust, drop_untrusted=drop_untrusted)
     if settings.spec is None:
         return settings
     from engine.run.start import resolve_spec

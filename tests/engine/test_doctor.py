@@ -7,12 +7,14 @@ from engine.doctor import (
     Check,
     Diagnosis,
     check_model,
+    check_project_config,
     check_python,
     check_toolchain,
     look_up_python,
     project_python,
 )
-from engine.project.settings import ConfigError
+from engine.project.settings import ConfigError, read_project_config
+from engine.project.trust import TrustStore
 
 
 def fake_python(project: Path, script: str) -> Path:
@@ -123,10 +125,30 @@ def test_the_api_base_from_the_pyproject_is_named_in_the_fix(
     (tmp_path / "pyproject.toml").write_text(
         '[tool.fixloop]\nmodel = "openai/qwen"\napi_base = "http://127.0.0.1:8080/v1"\n'
     )
+    config = read_project_config(tmp_path)
+    TrustStore().trust(config.path, config.sha256, list(config.restricted))
     check = check_model(tmp_path)
     assert not check.ok
     assert check.fix is not None
     assert "(a local server at http://127.0.0.1:8080/v1 takes any value)" in check.fix
+
+
+def test_an_untrusted_api_base_is_not_what_the_doctor_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FIXLOOP_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.fixloop]\nmodel = "openai/qwen"\napi_base = "http://127.0.0.1:8080/v1"\n'
+    )
+    check = check_model(tmp_path)
+    assert check.fix is not None
+    assert "127.0.0.1:8080" not in check.fix
+    config = check_project_config(tmp_path)
+    assert config is not None
+    assert not config.ok
+    assert "api_base" in config.detail
+    assert config.fix == f"if you wrote it: fixloop-tui trust {tmp_path}"
 
 
 def test_broken_pyproject_does_not_break_the_doctor(

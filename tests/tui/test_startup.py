@@ -80,9 +80,9 @@ def test_the_command_line_builds_the_app_without_the_engine(tmp_path: Path) -> N
     build = """
 import sys
 from tui.cli import build_parser
-from tui.interactive import FixloopApp, settings_from_args
+from tui.interactive import FixloopApp, app_settings_from_args
 args = build_parser().parse_args(["run", sys.argv[1], "--model", "openai/scripted"])
-project, settings = settings_from_args(args)
+project, settings, _ = app_settings_from_args(args)
 app = FixloopApp(project, settings, task=settings.task)
 """
     assert heavy_loaded_after(build, str(tmp_path)) == []

@@ -88,12 +88,26 @@ def test_lint_and_type_stages_run_cheapest_first(tmp_path: Path) -> None:
     assert "F401" in result["packet_text"]
 
 
-def test_the_sandbox_comes_from_tool_fixloop_as_for_a_run(tmp_path: Path) -> None:
+def test_the_projects_own_sandbox_setting_is_refused_until_trusted(tmp_path: Path) -> None:
     source = tmp_path / "source" / "passing"
     shutil.copytree(PROJECTS / "passing", source)
     with (source / "pyproject.toml").open("a") as pyproject:
         pyproject.write('\n[tool.fixloop]\nsandbox = "unsafe-local"\n')
-    done = verify(str(committed_copy(source, tmp_path)))
+    root = committed_copy(source, tmp_path)
+    refused = verify(str(root))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "sets sandbox" in refused.stderr
+    assert f"fixloop-tui trust {root}" in refused.stderr
+    assert "unsafe-local runs the stages unsandboxed" not in refused.stderr
+    trusted = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "trust", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert 'sandbox = "unsafe-local"' in trusted.stdout
+    done = verify(str(root))
     assert "unsafe-local runs the stages unsandboxed" in done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
 

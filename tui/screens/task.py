@@ -15,6 +15,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
+from tui.widgets.config_refused import ConfigRefused
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
 from tui.widgets.model_problem import ModelProblem
@@ -64,15 +65,27 @@ class TaskScreen(Screen[str]):
         Binding("ctrl+n", "new_from_spec", "new from spec"),
     ]
 
-    def __init__(self, *, project: str, model: str, sandbox: str, mode: str = "step") -> None:
+    def __init__(
+        self,
+        *,
+        project: str,
+        model: str,
+        sandbox: str,
+        mode: str = "step",
+        config_refused: str | None = None,
+    ) -> None:
         super().__init__()
         self.project, self.model, self.sandbox, self.mode = project, model, sandbox, mode
+        # The project config's untrusted security settings, left out of this run's settings.
+        self.config_refused = config_refused
         self.refusal: str | None = None  # why a repair cannot start here; None: it can
         self.unusable: str | None = None  # why no run at all (spec mode neither) can start here
 
     def compose(self) -> ComposeResult:
         yield RunHeader(project=self.project, model=self.model, sandbox=self.sandbox)
         with Vertical(id="task-body"):
+            if self.config_refused is not None:
+                yield ConfigRefused(self.config_refused)
             with VerticalScroll(id="state") as state:
                 state.border_title = "the project now"
                 yield Static(

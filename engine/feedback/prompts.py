@@ -20,6 +20,7 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
 from engine.model.types import Message
 from engine.project.docstrings import docstring_of
+from engine.project.reading import project_text
 from engine.verify.pins import is_pinned, is_test_file
 
 DEFAULT_TASK = "Make the failing tests pass."
@@ -174,9 +175,8 @@ def imported_project_files(root: Path, path: str, depth: int = 2) -> list[str]:
 
 
 def _direct_imports(root: Path, path: str) -> list[str]:
-    source = root / path
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
+        tree = ast.parse(project_text(root, path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return []
     package = Path(path).parent
@@ -222,7 +222,7 @@ def load_files(
     left = budget_chars
     for path in paths:
         try:
-            text = (root / path).read_text(encoding="utf-8")
+            text = project_text(root, path)
         except (OSError, UnicodeDecodeError):
             continue
         excerpt = focused = False
@@ -306,7 +306,7 @@ def called_definitions(
         if is_test_file(path) or not path.endswith(".py"):
             continue
         try:
-            source = (root / path).read_text(encoding="utf-8")
+            source = project_text(root, path)
             tree = ast.parse(source)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             continue

@@ -15,6 +15,7 @@ from engine.feedback import prompts
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import find_test
 from engine.model.types import Message
+from engine.project.reading import project_text
 from engine.verify.pins import is_test_file
 
 SYSTEM = "You fix bugs in Python code so that its tests pass. Never change the tests."
@@ -70,14 +71,14 @@ def code_paths(root: Path, paths: Sequence[str], named: Sequence[str]) -> list[s
     """The code among `paths`, in their order: no test file unless the person named it, and
     no module that only re-exports names (unless named, or nothing else is left)."""
     code = [p for p in paths if p in named or not is_test_file(p)]
-    kept = [p for p in code if p in named or not _only_reexports(root / p)]
+    kept = [p for p in code if p in named or not _only_reexports(root, p)]
     return kept or code
 
 
-def _only_reexports(path: Path) -> bool:
+def _only_reexports(root: Path, path: str) -> bool:
     """A module with nothing to fix in it: imports, a docstring and `__all__`, no code."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = ast.parse(project_text(root, path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return False
     for node in tree.body:
@@ -106,7 +107,7 @@ def failing_test(root: Path, packet: RepairPacket | None, told: str) -> str | No
     if not inner or not is_test_file(path):
         return None
     try:
-        source = (root / path).read_text(encoding="utf-8")
+        source = project_text(root, path)
         tree = ast.parse(source)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None

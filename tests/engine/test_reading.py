@@ -1,0 +1,55 @@
+"""A project file's text reaches a prompt only if the file is inside the project: a committed
+symlink to a host file is never read for the model."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engine.feedback.prompts import load_files
+from engine.project.reading import OutsideProject, inside, project_text
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> tuple[Path, str]:
+    text = f"fixloop-canary-{uuid.uuid4().hex}"
+    path = tmp_path / "home" / "id_rsa"
+    path.parent.mkdir()
+    path.write_text(text + "\n")
+    return path, text
+
+
+@pytest.fixture
+def project(tmp_path: Path, secret: tuple[Path, str]) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "code.py").write_text("VALUE = 1\n")
+    (root / "src" / "leak.py").symlink_to(secret[0])
+    (root / "src" / "up").symlink_to(tmp_path)
+    (root / "docs").symlink_to(root / "src")  # a link that stays inside
+    return root
+
+
+def test_a_symlink_to_a_host_file_is_not_read_for_the_prompt(
+    project: Path, secret: tuple[Path, str]
+) -> None:
+    files = load_files(project, ["src/code.py", "src/leak.py", "src/up/home/id_rsa"])
+    assert [f.path for f in files] == ["src/code.py"]
+    assert all(secret[1] not in f.text for f in files)
+
+
+@pytest.mark.parametrize("path", ["src/leak.py", "src/up/home/id_rsa", "../home/id_rsa"])
+def test_paths_leading_outside_are_refused(project: Path, path: str) -> None:
+    with pytest.raises(OutsideProject):
+        project_text(project, path)
+
+
+def test_an_absolute_path_is_refused(project: Path, secret: tuple[Path, str]) -> None:
+    with pytest.raises(OutsideProject):
+        inside(project, secret[0])
+
+
+def test_links_that_stay_inside_are_read(project: Path) -> None:
+    assert project_text(project, "docs/code.py") == "VALUE = 1\n"

@@ -903,6 +903,30 @@ def test_task_screen_says_the_model_cannot_be_called_at_80x24(snap_compare: Snap
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
 
 
+def test_task_screen_says_the_projects_security_settings_were_not_obeyed_at_80x24(
+    snap_compare: SnapCompare,
+) -> None:
+    app = app_in("dark")
+    refusal = (
+        f"{PROJECT}/pyproject.toml [tool.fixloop] sets sandbox (it can switch the sandbox off "
+        "(unsafe-local)): a repository may not set this on its own; if you wrote it, trust the "
+        f"file as it is now: fixloop-tui trust {PROJECT}"
+    )
+
+    def task_screen() -> TaskScreen:
+        screen = TaskScreen(
+            project=str(PROJECT),
+            model="openai/gpt-4o-mini",
+            sandbox="gvisor",
+            config_refused=refusal,
+        )
+        screen.call_after_refresh(screen.show_check, check_result())
+        return screen
+
+    run_before = showing([], then=task_screen)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
 def task_screen_showing(check: Verification) -> Callable[[], TaskScreen]:
     def task_screen() -> TaskScreen:
         screen = TaskScreen(project=str(PROJECT), model="openai/gpt-4o-mini", sandbox="gvisor")

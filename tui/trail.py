@@ -88,7 +88,8 @@ def replay_command(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
-        settings = load_settings(project, {"theme": args.theme})
+        # A replay runs nothing: the project config's untrusted security settings do not matter.
+        settings = load_settings(project, {"theme": args.theme}, drop_untrusted=True)
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -23,10 +23,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from engine.model.redact import redact
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
+from engine.project.trust import is_sealed, seal
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, RunStopped, parse_event
 from engine.run.outcome import RunConfig
+from sandbox import FixloopError
 
 RUN_RECORD = "run.json"
+RUN_SEAL = "run.seal"  # the record's HMAC with the user's own key: see sealed_record
+
+
+class UnsealedRecord(FixloopError):
+    """A run record fixloop did not write for this user."""
+
+
 FINISH_RECORD = "finish.json"
 FinishChoice = Literal["accept", "keep", "discard"]
 
@@ -136,8 +145,25 @@ class RunDirectory:
     def record(self) -> RunRecord:
         return RunRecord.model_validate_json((self.path / RUN_RECORD).read_text(encoding="utf-8"))
 
+    def sealed_record(self) -> RunRecord:
+        """The record, if fixloop wrote it for this user (`run.seal`, engine/project/trust.py):
+        what `resume` obeys. UnsealedRecord otherwise, e.g. a run.json a repository committed."""
+        text = (self.path / RUN_RECORD).read_bytes()
+        try:
+            mark = (self.path / RUN_SEAL).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            mark = ""
+        if not is_sealed(text, mark):
+            raise UnsealedRecord(
+                f"{self.path / RUN_RECORD} was not written by fixloop for you (its seal does not "
+                "match): resume does not obey it; start a new run instead"
+            )
+        return RunRecord.model_validate_json(text)
+
     def write_record(self, record: RunRecord) -> Path:
-        return self.write_json(RUN_RECORD, record)
+        path = self.write_json(RUN_RECORD, record)
+        write_atomic(self.path / RUN_SEAL, seal(path.read_bytes()) + "\n")
+        return path
 
     def finish(self) -> FinishRecord | None:
         """What the person did with the branch; None while undecided (or unreadable)."""

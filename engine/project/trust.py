@@ -13,6 +13,7 @@ trust itself; it is written only by `fixloop-tui trust`.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import tempfile
@@ -202,3 +203,37 @@ def refusal(config: Path, keys: list[str], how: str) -> str:
         f"{'this' if len(keys) == 1 else 'these'} on its own; if you wrote it, trust the file "
         f"as it is now: {how}"
     )
+
+
+# -- the seal on a run's record -----------------------------------------------------------------
+
+RUN_KEY_NAME = "run-key"
+
+
+def _run_key() -> bytes:
+    """The user's own secret for sealing run records, made on first use (0600, beside the
+    trust store): a repository cannot read it, so it cannot forge a seal."""
+    path = default_store_path().with_name(RUN_KEY_NAME)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()  # made meanwhile by another run
+    with os.fdopen(fd, "wb") as out:
+        out.write(os.urandom(32))
+    return path.read_bytes()
+
+
+def seal(text: bytes) -> str:
+    """A run record's seal: `resume` obeys the settings in `run.json` (the sandbox, the
+    interpreter, the endpoint) only when fixloop wrote it for this user, never a record a
+    repository committed under `.fixloop/runs/`."""
+    return hmac.new(_run_key(), text, hashlib.sha256).hexdigest()
+
+
+def is_sealed(text: bytes, mark: str) -> bool:
+    return hmac.compare_digest(seal(text), mark.strip())

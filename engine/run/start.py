@@ -19,7 +19,7 @@ from engine.model.local import EMBEDDED_MODEL
 from engine.model.preflight import require_usable_model
 from engine.model.types import ModelClient
 from engine.project.paths import project_python, run_path
-from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
+from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink
@@ -214,7 +214,10 @@ async def resume_run(
     run_dir = RunDirectory(run_path(project, run_id))
     if not run_dir.has_record():
         raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
-    record = run_dir.record()
+    try:
+        record = run_dir.sealed_record()
+    except UnsealedRecord as exc:
+        raise ResumeError(str(exc)) from None
     state = resume_state(run_dir.events())
     settings, config = record.settings, record.config
     if model_client is None:

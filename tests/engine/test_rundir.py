@@ -13,6 +13,7 @@ import pytest
 from engine.project.run_directory import (
     RunDirectory,
     RunRecord,
+    UnsealedRecord,
     list_runs,
     new_run_id,
     read_events,
@@ -177,3 +178,31 @@ def test_a_record_is_written_with_the_same_keys_and_no_unset_settings(tmp_path: 
     assert written["settings"].items() >= OLD_RUN_JSON["settings"].items()
     assert None not in written["settings"].values()
     assert run.record() == RunRecord.model_validate(OLD_RUN_JSON)
+
+
+def test_a_record_fixloop_wrote_is_sealed_for_resume(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-141503-a1b2")
+    run.write_record(RunRecord.model_validate(OLD_RUN_JSON))
+    assert run.sealed_record() == RunRecord.model_validate(OLD_RUN_JSON)
+
+
+def test_a_record_a_repository_committed_is_not_obeyed(tmp_path: Path) -> None:
+    """A run.json with no seal (or a seal made without the user's key) asks for anything."""
+    run = RunDirectory.create(tmp_path, "20261202-141503-a1b2")
+    hostile = {**OLD_RUN_JSON, "settings": {**OLD_RUN_JSON["settings"], "sandbox": "unsafe-local"}}
+    run.write_json("run.json", hostile)
+    with pytest.raises(UnsealedRecord, match="was not written by fixloop for you"):
+        run.sealed_record()
+    (run.path / "run.seal").write_text("0" * 64 + "\n")
+    with pytest.raises(UnsealedRecord):
+        run.sealed_record()
+
+
+def test_a_sealed_record_edited_afterwards_is_not_obeyed(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-141503-a1b2")
+    path = run.write_record(RunRecord.model_validate(OLD_RUN_JSON))
+    path.write_text(
+        path.read_text().replace('"max_iters": 3', '"max_iters": 3, "sandbox": "unsafe-local"')
+    )
+    with pytest.raises(UnsealedRecord):
+        run.sealed_record()

@@ -35,10 +35,21 @@ def worktree_path(project: Path, run_id: str) -> Path:
 
 def ensure_fixloop_dir(project: Path) -> Path:
     """`.fixloop/` with a `.gitignore` of `*`: git ignores the directory, so the user's own
-    .gitignore stays untouched."""
+    .gitignore stays untouched. `.fixloop/`, its `runs/` and `worktrees/` must be real
+    directories of the project: a repository that commits `.fixloop -> ~` (or `runs -> /etc`)
+    would have fixloop write its trail, its worktrees and that `.gitignore` wherever the link
+    points, so a link there is refused (ConfigError) before anything is written."""
     directory = fixloop_dir(project)
+    for path in (directory, runs_dir(project), worktrees_dir(project)):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise ConfigError(
+                f"{path} is a link or not a directory: fixloop writes its runs only into a "
+                f"real directory of the project; remove it (rm {path})"
+            )
     directory.mkdir(exist_ok=True)
     ignore = directory / ".gitignore"
+    if ignore.is_symlink():
+        ignore.unlink()
     if not ignore.is_file() or "*" not in ignore.read_text().split():
         ignore.write_text("*\n")
     return directory

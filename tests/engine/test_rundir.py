@@ -18,6 +18,7 @@ from engine.project.run_directory import (
     new_run_id,
     read_events,
 )
+from engine.project.settings import ConfigError
 from engine.run.events import (
     Committed,
     IterationStarted,
@@ -206,3 +207,18 @@ def test_a_sealed_record_edited_afterwards_is_not_obeyed(tmp_path: Path) -> None
     )
     with pytest.raises(UnsealedRecord):
         run.sealed_record()
+
+
+@pytest.mark.parametrize("link", [".fixloop", ".fixloop/runs", ".fixloop/worktrees"])
+def test_a_committed_link_for_fixloops_own_directories_is_refused(
+    tmp_path: Path, link: str
+) -> None:
+    """Nothing is written where a repository's link points (the user's home, here)."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(home)
+    with pytest.raises(ConfigError, match="is a link or not a directory"):
+        RunDirectory.create(project, "20261202-141503-a1b2")
+    assert list(home.iterdir()) == []

@@ -32,6 +32,11 @@ def import_litellm() -> ModuleType:
             os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
             os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
             os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+            # In its default DEV mode litellm loads the working directory's `.env` into the
+            # environment on import: a repository's `.env` with OPENAI_API_BASE would route the
+            # user's key to its server (and FIXLOOP_* would set restricted settings). Only the
+            # user's own environment counts.
+            os.environ["LITELLM_MODE"] = "PRODUCTION"
             with _frozen_after():
                 import litellm
 

@@ -17,7 +17,7 @@ from typing import Any
 from engine.batch.outcome import Attempt, TaskOutcome, pack
 from engine.batch.tasks import BatchTask
 from engine.model.redact import redact
-from engine.project.git_plumbing import WorkspaceError, git_ok
+from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError
 from engine.project.trust import RepoTrust, Trusted, Untrusted
@@ -76,9 +76,17 @@ def clone(task: BatchTask, into: Path) -> None:
             (f"check out {task.ref}", ["git", "-C", str(into), "checkout", "-q", task.ref])
         )
     for what, argv in steps:
+        # The clone's checkout and the ref's run git in the new repository: nothing its config
+        # names may run (`host_git_env`; before the clone exists, only the user's config).
+        where = into if into.is_dir() else into.parent
         try:
             done = subprocess.run(
-                argv, capture_output=True, text=True, env=env, timeout=CLONE_TIMEOUT_S, check=False
+                argv,
+                capture_output=True,
+                text=True,
+                env={**env, **host_git_env(where)},
+                timeout=CLONE_TIMEOUT_S,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             raise CloneError(f"cannot {what}: no answer in {CLONE_TIMEOUT_S:g} s") from None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from engine.project.git_plumbing import (
     WorkspaceError,
+    commit_message,
     git_bytes,
     git_ok,
     git_text,
@@ -74,7 +75,9 @@ def accept_run(ws: Workspace, message: str) -> str:
     updates = _plan_checkout_updates(ws, user_tip, run_tip, merged, keep_hint)
 
     sha = git_text(
-        ws.project, "commit-tree", merged, "-p", user_tip, "-m", message, env=ws.identity
+        *(ws.project, "commit-tree", merged, "-p", user_tip),
+        *("-m", commit_message(message)),
+        env=ws.identity,
     )
     reflog = f"fixloop: accept run {ws.run_id}"
     git_bytes(ws.project, "update-ref", "-m", reflog, ref, sha, user_tip)

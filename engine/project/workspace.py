@@ -14,6 +14,7 @@ from pathlib import Path
 from engine.project.accept import accept_run
 from engine.project.git_plumbing import (
     WorkspaceError,
+    commit_message,
     commit_of,
     delete_branch,
     git_bytes,
@@ -22,6 +23,7 @@ from engine.project.git_plumbing import (
     nul_paths,
     registered_worktrees,
     remove_worktree,
+    required_filters,
     run_git,
     scratch_index,
     tree_of,
@@ -45,8 +47,9 @@ _NEVER_STAGED = (
 
 
 def iteration_message(n: int, max_n: int, explanation: str) -> str:
-    """`fixloop[iter N/M]: <first line of the explanation>`, one line, clipped to fit a log."""
-    return f"fixloop[iter {n}/{max_n}]: {_subject(explanation, '(no explanation)')}"
+    """`fixloop[iter N/M]: <first line of the explanation>`, one line, clipped to fit a log,
+    as it is committed (`commit_message`: the model wrote the explanation)."""
+    return commit_message(f"fixloop[iter {n}/{max_n}]: {_subject(explanation, '(no explanation)')}")
 
 
 def accept_message(task: str, run_id: str, branch: str) -> str:
@@ -109,6 +112,7 @@ class Workspace:
                 f"{root} already exists; pick another run id, or remove it "
                 f"(`git worktree remove --force {root}`)"
             )
+        _refuse_required_filters(project)
         ensure_fixloop_dir(project)
         identity = _identity_env(project)
         start_head = git_text(project, "rev-parse", "--verify", "HEAD^{commit}")
@@ -173,6 +177,7 @@ class Workspace:
     def commit(self, message: str) -> str | None:
         """Commit everything in the worktree (adds, edits, deletions); None if nothing changed."""
         self._require_worktree()
+        message = commit_message(message)
         git_bytes(self.root, "add", "--all", "--", ".", *_NEVER_STAGED)
         tree = git_text(self.root, "write-tree")
         head = git_text(self.root, "rev-parse", "--verify", "HEAD^{commit}")
@@ -312,6 +317,21 @@ def project_root(project: Path) -> Path:
             f"(`git add -A && git commit -m initial`), then start fixloop again"
         )
     return resolved
+
+
+def _refuse_required_filters(project: Path) -> None:
+    """A filter driver the repository's config names is never run on the host, so a file
+    that needs one (`required`) would be committed unfiltered: refused before the run."""
+    needed = required_filters(project)
+    if needed:
+        name = needed[0]
+        raise WorkspaceError(
+            f"files in HEAD need git filter {name!r}, which the repository's own config defines "
+            f"as required, and fixloop never runs a program a repository's config names: "
+            f"define the filter in your global git config (`git config --global "
+            f"filter.{name}.clean ...`) and remove it from the repository's "
+            f"(`git config --local --remove-section filter.{name}`)"
+        )
 
 
 def _check_run_id(run_id: str) -> None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
+from engine.project.git_plumbing import open_repo
 from engine.project.paths import run_path, worktree_path
 
 MAX_CODE_FILES = 6
@@ -63,9 +64,7 @@ def iteration_artifacts(
 
 def files_at(project: Path, rev: str, paths: list[str]) -> list[CodeFile]:
     """Files' texts at a revision (None: absent there, or not text)."""
-    # Closed here, in the caller's thread: a Repo left to the garbage collector stops its git
-    # helper processes, and waits for them, in whichever thread collects it (the UI's).
-    with git.Repo(project) as repo:
+    with open_repo(project) as repo:
         try:
             tree = repo.commit(rev).tree
         except (ValueError, git.BadName):

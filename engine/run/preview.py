@@ -8,13 +8,13 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
-import git
 from pydantic import BaseModel, ConfigDict
 
 from engine.edits.apply import apply
 from engine.edits.diff import parse_diff
 from engine.edits.paths import safe_path
 from engine.edits.proposal import EditFormatError, Proposal
+from engine.project.git_plumbing import open_repo
 from engine.verify.pins import is_pinned
 
 # Files whose change alters which tests pytest runs, or how: shown with the tests.
@@ -99,8 +99,10 @@ def file_diff(path: str, before: str | None, after: str | None) -> str:
 def pass_test_diff(root: Path, baseline: str) -> str:
     """What the run changed in test files, their data and pytest's configuration since the
     baseline."""
-    with git.Repo(root) as repo:
-        text = repo.git.diff(baseline, "HEAD", "--no-color", "--no-ext-diff", "--no-renames")
+    with open_repo(root) as repo:
+        text = repo.git.diff(
+            baseline, "HEAD", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames"
+        )
     files = parse_diff(text).files
     return "".join(file.text for file in files if _tests_or_config(file.path)).rstrip("\n")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import git
 
+from engine.project.git_plumbing import open_repo
 from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
@@ -67,7 +68,7 @@ def _baseline(project: Path) -> tuple[Baseline | None, str, list[str]]:
     """HEAD of the project's repository, the uncommitted diff and the paths it touches;
     nothing to compare with outside a repository or before its first commit."""
     try:
-        with git.Repo(project) as repo:
+        with open_repo(project) as repo:
             repo.head.commit  # noqa: B018 - raises without a commit
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         return None, "", []

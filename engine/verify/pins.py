@@ -23,6 +23,8 @@ from typing import Literal
 import git
 from pydantic import BaseModel, ConfigDict
 
+from engine.project.git_plumbing import git_subprocess_env
+
 _TEST_DIRS = frozenset({"tests", "test"})
 # pytest's default `norecursedirs`, plus what is never the project's own tests.
 _SKIPPED_DIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
@@ -217,6 +219,7 @@ def _converted(repo: Path, paths: list[str]) -> list[str]:
         cwd=repo,
         input=listed,
         capture_output=True,
+        env=git_subprocess_env(repo),
         check=False,
     )
     if done.returncode != 0:
@@ -239,6 +242,7 @@ def _checked_out(repo: Path, rev: str, paths: list[str]) -> dict[str, str]:
             ["git", "cat-file", "--filters", f"{rev}:{path}"],
             cwd=repo,
             capture_output=True,
+            env=git_subprocess_env(repo),
             check=False,
         )
         if done.returncode == 0:

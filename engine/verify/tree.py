@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.feedback.distill import distill
 from engine.feedback.packet import DEFAULT_CAP, RepairPacket
 from engine.feedback.tokens import count_tokens
+from engine.project.git_plumbing import open_repo
 from engine.project.modules import modules_of, project_modules
 from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
 from engine.verify.classify import classify, signature
@@ -64,8 +64,8 @@ class Verification(BaseModel):
 
 def working_tree_diff(repo: Path, rev: str = "HEAD") -> tuple[str, list[str]]:
     """(unified diff, changed paths) of the working tree against `rev`, untracked files included."""
-    with git.Repo(repo) as handle:
-        diff = handle.git.diff(rev, "--no-color", "--no-ext-diff")
+    with open_repo(repo) as handle:
+        diff = handle.git.diff(rev, "--no-color", "--no-ext-diff", "--no-textconv")
         paths = [p for p in handle.git.diff(rev, "--name-only").splitlines() if p]
         paths += handle.untracked_files
     return diff, sorted(set(paths))

@@ -14,7 +14,9 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.model.redact import redact
 from engine.model.types import ModelError
+from engine.model.untrusted_text import printable
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError
 from engine.run.events import (
@@ -211,6 +213,7 @@ def _complete(
 
 def say(line: str, stream: TextIO) -> None:
     """`line` on `stream`, or nowhere once its terminal has gone (EIO after a hang-up): a run
-    goes on, or ends as it was told, without its progress lines."""
+    goes on, or ends as it was told, without its progress lines. Lines quote the model (its
+    explanation, its paths): keys are redacted and no escape sequence reaches the terminal."""
     with contextlib.suppress(OSError):
-        print(line, file=stream, flush=True)
+        print(redact(printable(line)), file=stream, flush=True)

@@ -16,6 +16,7 @@ from typing import Any
 from engine.edits.instructions import shape_error
 from engine.edits.paths import clean_path
 from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
+from engine.model.untrusted_text import valid_unicode_data
 
 _EXPLANATION_CHARS = 200
 _STRAY_BRACES = 32  # bounds the rescans of an answer full of unmatched braces
@@ -136,7 +137,8 @@ def _find_json_object(text: str) -> dict[str, Any]:
     for source in [*fenced, text]:
         for candidate in _balanced_objects(source):
             try:
-                value = json.loads(candidate, strict=False)  # raw newlines inside strings are ok
+                # Raw newlines inside strings are ok; a "\ud800" escape becomes U+FFFD.
+                value = valid_unicode_data(json.loads(candidate, strict=False))
             except json.JSONDecodeError as error:
                 first_error = first_error or _json_error(candidate, error)
                 continue

@@ -11,6 +11,8 @@ from engine.project.paths import FIXLOOP_DIR
 
 _REFUSED_DIRS = frozenset({".git", FIXLOOP_DIR})
 _PATH_HINT = "Use a path relative to the project root, like pkg/mod.py."
+# A file name with one is never what the model meant, and would reach terminals and git.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def safe_path(root: Path, path: str) -> str:
@@ -53,8 +55,8 @@ def _why_refused(raw: str) -> str | None:
         return "it is empty"
     if "\\" in raw:
         return "it contains a backslash; separate directories with /"
-    if "\x00" in raw:
-        return "it contains a NUL character"
+    if _CONTROL.search(raw):
+        return "it contains a control character"
     if raw.startswith("/") or re.match(r"[A-Za-z]:", raw):
         return "it is absolute"
     if raw.startswith("~"):

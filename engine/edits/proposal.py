@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from engine.model.untrusted_text import printable, valid_unicode
 from sandbox.errors import FixloopError
 
 EditFormat = Literal["json", "whole"]
@@ -16,6 +17,7 @@ class EditFormatError(FixloopError):
     """The model's answer cannot be used. `str()` is written for the model's next prompt."""
 
     def __init__(self, problems: list[str], hint: str = "") -> None:
+        problems = [printable(problem) for problem in problems]  # they quote the answer
         self.problems = problems
         listed = "\n".join(f"- {problem}" for problem in problems)
         message = f"Your answer could not be used:\n{listed}"
@@ -36,6 +38,13 @@ class Edit(BaseModel):
     replace: str | None = None
     content: str | None = None
 
+    @field_validator("path", "search", "replace", "content")
+    @classmethod
+    def _encodable(cls, text: str | None) -> str | None:
+        """Code as the model sent it (tabs, newlines, any script), but no lone surrogate:
+        it could be neither written to a file nor put in the trail."""
+        return None if text is None else valid_unicode(text)
+
 
 class Proposal(BaseModel):
     """What the model proposed in one answer."""
@@ -45,6 +54,13 @@ class Proposal(BaseModel):
     explanation: str
     edits: list[Edit]
     format: EditFormat
+
+    @field_validator("explanation")
+    @classmethod
+    def _shown_safely(cls, explanation: str) -> str:
+        """The explanation reaches terminals, the trail and commit messages: no escape
+        sequence, control character or lone surrogate survives."""
+        return printable(explanation)
 
 
 class AppliedEdits(BaseModel):

@@ -22,6 +22,7 @@ from engine.model.failures import Failure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
 from engine.model.redact import redact, remember_secret
 from engine.model.types import Completion, Message, ModelError, Retry, Usage
+from engine.model.untrusted_text import printable, valid_unicode
 from engine.model.usage import cost_usd, counted
 from sandbox.errors import FixloopError
 
@@ -210,7 +211,7 @@ class LiteLLMClient:
         if len(choices) < n:
             self._ignores_n = True
             self._log(logging.INFO, f"{self.where}: asked for {n} answers, got {len(choices)}")
-        texts = [str(choice.message.content or "") for choice in choices]
+        texts = [valid_unicode(str(choice.message.content or "")) for choice in choices]
         prompt, shares = counted(litellm, self.model, messages, outcome.usage, texts)
         duration = time.monotonic() - started
         answers: list[Completion | ModelError] = []
@@ -326,7 +327,9 @@ class LiteLLMClient:
         finally:
             if stream is not None:
                 await _close_quietly(stream)
-        return _Answer("".join(parts), finish_reason, usage)
+        # Counted, logged and parsed from here on: a lone surrogate (a server's "\ud800"
+        # escape, decoded) would make any of them raise.
+        return _Answer(valid_unicode("".join(parts)), finish_reason, usage)
 
     def _request(
         self, messages: Sequence[Message], max_tokens: int, sampling: Sampling
@@ -380,7 +383,7 @@ def _deliver(on_text: Callable[[str], None] | None, delta: str) -> None:
     if on_text is None:
         return
     try:
-        on_text(delta)
+        on_text(printable(delta))  # shown as it comes: no escape sequence reaches a terminal
     except Exception as exc:
         raise _CallbackFailed(exc) from exc
 

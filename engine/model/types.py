@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from engine.model.redact import redact
+from engine.model.untrusted_text import valid_unicode
 from sandbox.errors import FixloopError
 
 
@@ -32,6 +33,13 @@ class Completion(BaseModel):
     model: str
     attempts: int
     duration_s: float
+
+    @field_validator("text")
+    @classmethod
+    def _encodable(cls, text: str) -> str:
+        """Whatever a server sent, the answer can be written, logged and parsed: a lone
+        surrogate (an escape the server's JSON decoded) is U+FFFD from here on."""
+        return valid_unicode(text)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic_core import PydanticSerializationError
 
 from engine.model.redact import redact
+from engine.model.untrusted_text import valid_unicode
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
 from engine.project.trust import is_sealed, seal
@@ -93,10 +95,16 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _json_text(value: BaseModel | dict[str, Any] | list[Any]) -> str:
+def _json_text(value: BaseModel | dict[str, Any] | list[Any], indent: int | None = 1) -> str:
+    """`value` as JSON; a string in it that UTF-8 cannot encode (a lone surrogate that got
+    past `valid_unicode` at the door) is U+FFFD rather than the end of the run."""
     if isinstance(value, BaseModel):
-        return value.model_dump_json(indent=1)
-    return json.dumps(value, indent=1, default=str)
+        try:
+            return value.model_dump_json(indent=indent)
+        except PydanticSerializationError:
+            value = value.model_dump(mode="json")
+    text = json.dumps(value, indent=indent, default=str, ensure_ascii=False)
+    return valid_unicode(text)
 
 
 class RunDirectory:
@@ -119,7 +127,7 @@ class RunDirectory:
 
     def write_text(self, relative: str, text: str) -> Path:
         target = self.path / relative
-        write_atomic(target, redact(text))
+        write_atomic(target, redact(valid_unicode(text)))
         return target
 
     def write_json(self, relative: str, value: BaseModel | dict[str, Any] | list[Any]) -> Path:
@@ -130,7 +138,7 @@ class RunDirectory:
         return f"iterations/{n:02d}"
 
     def emit(self, event: BaseEvent) -> None:
-        line = redact(event.model_dump_json()) + "\n"
+        line = redact(_json_text(event, indent=None)) + "\n"
         with open(self.events_path, "a", encoding="utf-8") as stream:
             stream.write(line)
             stream.flush()

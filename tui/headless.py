@@ -16,7 +16,6 @@ from typing import Any, TextIO
 
 from engine.model.redact import redact
 from engine.model.types import ModelError
-from engine.model.untrusted_text import printable
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError
 from engine.run.events import (
@@ -51,6 +50,7 @@ from engine.run.headless import result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resume_run
+from engine.untrusted_text import printable
 from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,

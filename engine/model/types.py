@@ -11,7 +11,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, field_validator
 
 from engine.model.redact import redact
-from engine.model.untrusted_text import valid_unicode
+from engine.untrusted_text import valid_unicode
 from sandbox.errors import FixloopError
 
 

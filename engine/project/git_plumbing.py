@@ -17,7 +17,7 @@ from pathlib import Path
 import git
 
 from engine.model.redact import redact
-from engine.model.untrusted_text import printable
+from engine.untrusted_text import printable
 from sandbox.errors import FixloopError
 
 # The user's hooks must not run (or prompt) for the loop's own bookkeeping.

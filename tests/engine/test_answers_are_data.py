@@ -21,10 +21,10 @@ from engine.edits.proposal import Edit, EditFormatError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.types import Message
-from engine.model.untrusted_text import printable, valid_unicode
 from engine.project.run_directory import RunDirectory, read_events
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import IterationStarted, ProposalReady
+from engine.untrusted_text import printable, valid_unicode, visible_controls
 from tests.model_server import ScriptedModelServer, model_server, reply
 from tui.headless import ProgressPrinter
 
@@ -58,6 +58,13 @@ def test_a_lone_surrogate_becomes_the_replacement_character_and_pairs_stay() -> 
 def test_printable_drops_escape_sequences_and_controls_but_keeps_tabs_and_newlines() -> None:
     shown = printable(NASTY + "\n\tnext\x00\x7f\x85line")
     assert shown == "red title link clear bellover evil\n\tnextline"
+
+
+def test_code_on_screen_shows_controls_as_pictures_and_keeps_layout() -> None:
+    assert (
+        visible_controls("a\x1b[2J\tb\r\n\x00\x7f\x9b\ud800")
+        == "a\u241b[2J\tb\r\n\u2400\u2421\ufffd\ufffd"
+    )
 
 
 def test_code_keeps_tabs_carriage_returns_and_unicode_but_no_lone_surrogate() -> None:

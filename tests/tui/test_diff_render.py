@@ -47,3 +47,10 @@ def test_added_lines_are_numbered_on_the_new_side_per_file() -> None:
     )
 
     assert added_lines(diff) == {"a.py": {1, 4}}
+
+
+def test_an_escape_sequence_in_the_models_code_is_shown_not_obeyed() -> None:
+    diff = file_diff("a.py", "x = 1\n", "x = '\x1b]0;pwned\x07\x1b[2J'\n")
+
+    shown = styles_by_line(diff_content(diff))[-1][0]
+    assert shown == "+x = '\u241b]0;pwned\u2407\u241b[2J'"

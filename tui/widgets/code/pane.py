@@ -14,6 +14,8 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
+from engine.untrusted_text import visible_controls
+
 if TYPE_CHECKING:  # types only: the pane is composed before the first frame (issue 21)
     from engine.run.artifacts import CodeFile
 
@@ -38,7 +40,7 @@ def code_content(file: CodeFile, changed: set[int]) -> Content:
     """The file with line numbers, highlighted; `changed` line numbers get a gutter mark."""
     if file.text is None:
         return Content.styled(f"{file.path} does not exist at this point of the run", "$text-muted")
-    text = file.text.rstrip("\n")
+    text = visible_controls(file.text.rstrip("\n"))  # the model's code: no escape acts
     language = language_of(file.path)
     lines = highlight(text, language=language).split("\n") if text else [Content("")]
     width = len(str(len(lines)))

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from textual.content import Content
 
 from engine.edits.diff import Diff, LineKind, parse_diff
+from engine.untrusted_text import visible_controls
 
 ADDED = "$diff-added on $diff-added-background"
 REMOVED = "$diff-removed on $diff-removed-background"
@@ -29,7 +30,7 @@ _META_LINES = ("index ", "new file mode", "deleted file mode", "similarity ", "r
 def diff_content(diff: str) -> Content:
     """Each line of `diff` styled by what it is: file header, hunk, added, removed, context."""
     lines: list[Content] = []
-    for line, style in _styled_lines(parse_diff(diff.rstrip("\n"))):
+    for line, style in _styled_lines(parse_diff(visible_controls(diff.rstrip("\n")))):
         lines.append(Content.styled(line, style) if line else Content(""))
     return Content("\n").join(lines)
 

@@ -36,6 +36,23 @@ def printable(text: str) -> str:
     return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", valid_unicode(text)))
 
 
+def visible_controls(code: str) -> str:
+    """Code as a terminal may show it: each control character but tab, newline and carriage
+    return (which the screen drops) as its Unicode control picture (ESC as U+241B), so the
+    reader sees it is there and the terminal obeys none; a lone surrogate as U+FFFD."""
+    return _VISIBLE.sub(_picture, valid_unicode(code))
+
+
+_VISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _picture(control: re.Match[str]) -> str:
+    code = ord(control.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else "\ufffd"
+
+
 def valid_unicode_data(value: object) -> object:
     """A decoded JSON value with `valid_unicode` applied to every string in it, keys too."""
     if isinstance(value, str):

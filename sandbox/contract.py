@@ -12,6 +12,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandbox.host_trees import too_broad
+
 BackendName = Literal["gvisor", "docker", "unsafe-local"]
 
 # A minimal environment: the job gets these plus what the request names, never
@@ -86,7 +88,8 @@ class ExecRequest(BaseModel):
     excludes: frozenset[str] = DEFAULT_EXCLUDES
     mounts: dict[str, Path] = Field(
         default_factory=dict,
-        description="read-only directories: destination under /fixloop/ -> host directory",
+        description="read-only directories: destination under /fixloop/ -> host directory;"
+        " never one that resolves to /, the user's home or above it",
     )
     links: dict[str, str] = Field(
         default_factory=dict,
@@ -116,6 +119,11 @@ class ExecRequest(BaseModel):
                 )
             if not source.is_absolute():
                 raise ValueError(f"mount source {source} must be an absolute path")
+            # Judged where it resolves, as the bind will: a name that is a symlink (a
+            # repository's `node_modules -> /`) cannot widen what the job sees.
+            reason = too_broad(source.resolve())
+            if reason is not None:
+                raise ValueError(f"mount source {source} {reason}: it is never mounted")
         return mounts
 
     @model_validator(mode="after")

@@ -6,6 +6,7 @@ Each check is a value (`Check`); printing is the command line's business.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -32,6 +33,7 @@ from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
 from sandbox.docker.daemon_json import daemon_json_fix
+from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
 from sandbox.owners import rootless
 
 
@@ -54,8 +56,13 @@ class Diagnosis(BaseModel):
 
 
 def _run(argv: list[str], timeout: float = 20) -> subprocess.CompletedProcess[str] | None:
+    """A host tool asked about itself, from `/`: never in the project, whose files (a go.mod's
+    toolchain line, say) must not steer what runs on the host."""
+    env = {**os.environ, "GOTOOLCHAIN": "local"}
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, cwd="/", env=env
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
 
@@ -214,10 +221,44 @@ def look_up_python(project: Path) -> Path | ConfigError:
 
 
 def check_python(python: Path | ConfigError) -> Check:
-    """The interpreter `look_up_python` found runs and imports pytest."""
+    """The interpreter `look_up_python` found, and the pytest it would import. A venv (the
+    project's) is read, never run: its version from `pyvenv.cfg`, pytest from the metadata in
+    its site-packages. Only an interpreter that is no venv (fixloop's own) is run."""
     if isinstance(python, ConfigError):
         problem = str(python).partition("; ")[0]
         return Check(name="project python", ok=False, detail=problem, fix=_fix_of(python))
+    venv = venv_of(python)
+    found = _read_python(python) if venv is None else _read_venv_python(venv, python)
+    if isinstance(found, Check):
+        return found
+    version, pytest_version = found
+    if pytest_version is None:
+        return Check(
+            name="project python",
+            ok=False,
+            detail=f"{python} cannot import pytest",
+            fix=f"{python} -m pip install pytest",
+        )
+    return Check(
+        name="project python",
+        ok=True,
+        detail=f"{python} (Python {version}, pytest {pytest_version})",
+    )
+
+
+def _read_venv_python(venv: Path, python: Path) -> tuple[str, str | None] | Check:
+    """A venv's Python version and the pytest installed in it, read from disk."""
+    try:
+        found = read_venv(venv, python)
+    except InterpreterRefused as exc:
+        return Check(name="project python", ok=False, detail=str(exc), fix="pass --python PATH")
+    path = [str(directory) for directory in found.site_packages]
+    pytest = next(iter(importlib.metadata.distributions(name="pytest", path=path)), None)
+    return found.version, None if pytest is None else pytest.version
+
+
+def _read_python(python: Path) -> tuple[str, str | None] | Check:
+    """An interpreter that is no venv (fixloop's own), asked by running it."""
     done = _run(
         [str(python), "-c", "import pytest, sys; print(sys.version.split()[0], pytest.__version__)"]
     )
@@ -229,18 +270,9 @@ def check_python(python: Path | ConfigError) -> Check:
             fix="create the project's venv, or pass --python PATH",
         )
     if done.returncode != 0:
-        return Check(
-            name="project python",
-            ok=False,
-            detail=f"{python} cannot import pytest",
-            fix=f"{python} -m pip install pytest",
-        )
+        return "", None
     version, pytest_version = done.stdout.split()
-    return Check(
-        name="project python",
-        ok=True,
-        detail=f"{python} (Python {version}, pytest {pytest_version})",
-    )
+    return version, pytest_version
 
 
 def check_toolchain(project: Path) -> Check | None:

@@ -1,6 +1,8 @@
+import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 
 from engine.doctor import (
@@ -26,12 +28,33 @@ def fake_python(project: Path, script: str) -> Path:
 
 
 def test_project_venv_is_preferred_over_fixloops_python(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, "exit 0")
+    python = made_venv(tmp_path)
     assert project_python(tmp_path) == python
 
 
 def test_without_a_venv_fixloops_own_python_runs_the_tests(tmp_path: Path) -> None:
     assert project_python(tmp_path) == Path(sys.executable)
+
+
+def made_venv(project: Path) -> Path:
+    """A real venv in `project/.venv`, as `python -m venv` makes it (without pip: quicker)."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True
+    )
+    return project / ".venv" / "bin" / "python"
+
+
+def committed_fake_venv(project: Path, marker: Path) -> Path:
+    """A repository that commits `.venv/bin/python` (a script that leaves `marker` behind
+    when run) and a `pyvenv.cfg` that looks like a real one."""
+    python = fake_python(project, f"touch {marker}")
+    (project / ".venv" / "pyvenv.cfg").write_text(
+        f"home = {Path(sys.executable).resolve().parent}\nversion = {sys.version.split()[0]}\n"
+    )
+    repo = git.Repo.init(project)
+    repo.git.add("-A")
+    repo.index.commit("a venv of its own")
+    return python
 
 
 def unreadable_venv(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -71,10 +94,41 @@ def test_the_doctor_reports_a_venv_this_user_cannot_look_into(
 
 
 def test_python_without_pytest_names_the_install_command(tmp_path: Path) -> None:
-    python = fake_python(tmp_path, "echo 'No module named pytest' >&2; exit 1")
+    python = made_venv(tmp_path)
     check = check_python(look_up_python(tmp_path))
     assert not check.ok
     assert check.fix == f"{python} -m pip install pytest"
+
+
+def test_the_doctor_runs_nothing_from_a_committed_venv(tmp_path: Path) -> None:
+    marker = tmp_path / "ran-on-the-host"
+    project = tmp_path / "project"
+    committed_fake_venv(project, marker)
+    check = check_python(look_up_python(project))
+    assert not check.ok
+    assert check.detail == (
+        f"{project / '.venv'} is part of the repository (git tracks .venv/bin/python): "
+        "fixloop only runs an interpreter you made"
+    )
+    assert check.fix == "pass --python PATH"
+    assert not marker.exists()
+
+
+def test_the_doctor_reads_a_venvs_pytest_without_running_it(tmp_path: Path) -> None:
+    marker = tmp_path / "ran-on-the-host"
+    python = made_venv(tmp_path)
+    site = next((tmp_path / ".venv" / "lib").glob("python*/site-packages"))
+    (site / "pytest-8.0.0.dist-info").mkdir()
+    (site / "pytest-8.0.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pytest\nVersion: 8.0.0\n"
+    )
+    python.unlink()
+    python.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    python.chmod(0o755)
+    check = check_python(look_up_python(tmp_path))
+    assert check.ok, check
+    assert check.detail.endswith(f"(Python {sys.version.split()[0]}, pytest 8.0.0)")
+    assert not marker.exists()
 
 
 def test_python_with_pytest_reports_both_versions(tmp_path: Path) -> None:

@@ -28,11 +28,12 @@ from engine.project.settings import (
     from_user_config,
 )
 from engine.project.trust import RESTRICTED
-from engine.verify.toolchains import runner_of
+from engine.verify.toolchains import project_node_modules, runner_of
 from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
 from sandbox.choose import check_engine, runsc_version
 from sandbox.docker.daemon_json import daemon_json_fix
+from sandbox.host_trees import MountRefused
 from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
 from sandbox.owners import rootless
 
@@ -292,6 +293,12 @@ def check_toolchain(project: Path) -> Check | None:
         if done is None or done.returncode != 0:
             return Check(
                 name="node", ok=False, detail="not found", fix="apt-get install -y nodejs npm"
+            )
+        try:
+            project_node_modules(project)
+        except MountRefused as exc:
+            return Check(
+                name="node", ok=False, detail=str(exc).partition(": ")[0], fix=_fix_of(exc)
             )
         tool = project / "node_modules" / ".bin" / str(runner)
         if not tool.exists():

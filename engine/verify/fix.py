@@ -70,9 +70,9 @@ async def run_fix(verifier: Verifier, tree: Path, pinned: Collection[str]) -> Fi
     stage = verifier.fix
     if stage is None:
         return None
-    request = verifier.request(stage, tree, nonce="").model_copy(update={"return_changes": True})
-    try:
-        result = await verifier.sandbox.run(request)
+    try:  # a host tree refused for the job (MountRefused) fails the stage like the sandbox
+        request = verifier.request(stage, tree, nonce="")
+        result = await verifier.sandbox.run(request.model_copy(update={"return_changes": True}))
     except SandboxError as exc:
         return FixRun(
             stage=StageResult(

@@ -3,17 +3,23 @@ Python"): its structured output switched on, an environment that never downloads
 the sandbox's tmpfs, Go's proxy off), the read-only trees it reads (Go's module cache, the
 project's `node_modules`) and room for its threads.
 
-Pure apart from reading where the host keeps Go's module cache: the verifier asks per stage.
+Pure apart from finding the host trees a runner reads (where the person keeps Go's module
+cache, where the project's node_modules resolves): the verifier asks per stage.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Literal
 
+from engine.project.paths import in_repository, tracked_path
 from sandbox import Limits
+from sandbox.host_trees import MountRefused, is_within, owned_by_user, refuse_broad
 
 Runner = Literal["pytest", "go", "jest", "vitest"]
 Toolchain = Literal["go", "node"]
@@ -99,16 +105,71 @@ def toolchain_env(toolchain: Toolchain | None, mounts: dict[str, Path]) -> dict[
 
 def toolchain_mounts(toolchain: Toolchain | None, project: Path | None) -> dict[str, Path]:
     """Read-only trees from the host: Go's module cache (the modules `go.sum` names, already
-    downloaded by the person), the project's own `node_modules` (never copied: it is large
-    and excluded from the workspace)."""
+    downloaded by the person: `user_module_cache`), the project's own `node_modules` (never
+    copied: it is large and excluded from the workspace; `project_node_modules`). MountRefused
+    (a SandboxError: the verification's environment failure) when one may not be mounted."""
     if toolchain == "go":
-        cache = go_module_cache()
+        cache = user_module_cache(project)
         return {GO_MODCACHE_MOUNT: cache} if cache is not None else {}
     if toolchain == "node" and project is not None:
-        modules = project / "node_modules"
-        if modules.is_dir():
-            return {NODE_MODULES_MOUNT: modules.resolve()}
+        modules = project_node_modules(project)
+        return {NODE_MODULES_MOUNT: modules} if modules is not None else {}
     return {}
+
+
+def project_node_modules(project: Path) -> Path | None:
+    """The project's `node_modules`, resolved, when it is a directory; None when there is none.
+
+    Why a hostile repository cannot abuse it: the mount is judged by where it resolves, so a
+    committed `node_modules -> /` (or `-> ~/.ssh`) is refused, never followed: it must resolve
+    inside the project, or be a link git does not track (one the person made, as a shared
+    install), and never to `/`, the home directory or above it. What the links inside the tree
+    point at is resolved inside the sandbox, where no other host path exists."""
+    modules = project / "node_modules"
+    if not modules.is_dir():
+        return None
+    resolved = modules.resolve()
+    if is_within(resolved, project.resolve()):
+        return resolved
+    committed = tracked_path(project, "node_modules")
+    if committed is not None:
+        raise MountRefused(
+            f"node_modules resolves to {resolved}, outside the project, and git tracks "
+            f"{committed}: fixloop mounts only the project's own node_modules; remove the "
+            "committed link and run `npm ci`"
+        )
+    if not in_repository(project):
+        raise MountRefused(
+            f"node_modules resolves to {resolved}, outside the project, and no git repository "
+            "says you made the link: run `npm ci` to install it inside the project"
+        )
+    return refuse_broad(modules, "node_modules")
+
+
+def user_module_cache(project: Path | None, environ: dict[str, str] | None = None) -> Path | None:
+    """Go's module cache of the person running fixloop (`go_module_cache`), resolved; None
+    when there is none.
+
+    Why a hostile repository cannot abuse it: where it is comes from the person's environment
+    or `go env` run from `/` with a bare environment (never the project's go.mod, go.work,
+    toolchain line or GOFLAGS), and it is refused when it resolves inside the project (where a
+    committed symlink could steer it), to `/`, the home directory or above it, or to a
+    directory that is not root's or the person's own."""
+    cache = go_module_cache(environ)
+    if cache is None:
+        return None
+    resolved = refuse_broad(cache, "Go's module cache")
+    if project is not None and is_within(resolved, project.resolve()):
+        raise MountRefused(
+            f"Go's module cache {resolved} is inside the project: fixloop mounts only your own "
+            "cache; set GOMODCACHE to a directory outside it"
+        )
+    if not owned_by_user(resolved):
+        raise MountRefused(
+            f"Go's module cache {resolved} is not owned by root or you, or others may write "
+            "to it: set GOMODCACHE to your own cache"
+        )
+    return resolved
 
 
 def toolchain_links(mounts: dict[str, Path]) -> dict[str, str]:
@@ -131,11 +192,38 @@ def toolchain_limits(toolchain: Toolchain | None, limits: Limits) -> Limits:
 
 def go_module_cache(environ: dict[str, str] | None = None) -> Path | None:
     """Where `go` keeps downloaded modules on this host (GOMODCACHE, else GOPATH's first
-    entry, else ~/go), when it exists."""
+    entry, else what `go env GOMODCACHE` says outside any project, else ~/go/pkg/mod), when
+    it exists."""
     env = os.environ if environ is None else environ
     if env.get("GOMODCACHE"):
         path = Path(env["GOMODCACHE"])
+    elif env.get("GOPATH", "").split(os.pathsep)[0]:
+        path = Path(env["GOPATH"].split(os.pathsep)[0]) / "pkg" / "mod"
     else:
-        gopath = env.get("GOPATH", "").split(os.pathsep)[0]
-        path = Path(gopath or Path.home() / "go") / "pkg" / "mod"
+        path = _go_env_modcache(env.get("PATH", os.defpath)) or Path.home() / "go" / "pkg" / "mod"
     return path.resolve() if path.is_dir() else None
+
+
+@functools.lru_cache(maxsize=4)
+def _go_env_modcache(search_path: str) -> Path | None:
+    """`go env GOMODCACHE` as the person's own go would say it (their `go env -w` file
+    included), asked from `/` with a bare environment and GOTOOLCHAIN=local: no project's
+    go.mod, go.work or toolchain line can steer it, and no toolchain is downloaded."""
+    go = shutil.which("go", path=search_path)
+    if go is None:
+        return None
+    env = {"PATH": search_path, "HOME": str(Path.home()), "GOTOOLCHAIN": "local", "GOFLAGS": ""}
+    try:
+        done = subprocess.run(
+            [go, "env", "GOMODCACHE"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd="/",
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = done.stdout.strip()
+    return Path(value) if done.returncode == 0 and Path(value).is_absolute() else None

@@ -261,3 +261,20 @@ def test_a_jest_package_needs_jest_installed_in_it(tmp_path: Path) -> None:
     installed = check_toolchain(tmp_path)
     assert installed is not None
     assert installed.ok, installed
+
+
+def test_the_doctor_reports_a_committed_node_modules_leading_out_of_the_project(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "package.json").write_text('{"devDependencies": {"jest": "29.7.0"}}')
+    (tmp_path / "node_modules").symlink_to("/")
+    repo = git.Repo.init(tmp_path)
+    repo.git.add("-A")
+    repo.index.commit("a package whose node_modules is the host")
+    check = check_toolchain(tmp_path)
+    assert check is not None
+    assert not check.ok
+    assert check.detail == (
+        "node_modules resolves to /, outside the project, and git tracks node_modules"
+    )
+    assert check.fix == "remove the committed link and run `npm ci`"

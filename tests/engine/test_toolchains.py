@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import git
 import pytest
 
 from engine.project.detect import GO_TEST_CMD, JEST_TEST_CMD, VITEST_TEST_CMD, detected_test_cmd
@@ -25,9 +26,11 @@ from engine.verify.toolchains import (
     toolchain_links,
     toolchain_mounts,
     toolchain_of,
+    user_module_cache,
 )
 from engine.verify.verdict import pass_doubts
 from sandbox import ExecResult, FileChange, Limits
+from sandbox.host_trees import MountRefused
 
 
 @pytest.mark.parametrize(
@@ -129,6 +132,50 @@ def test_node_modules_is_mounted_and_linked_not_copied(tmp_path: Path) -> None:
     assert toolchain_links(mounts) == {"node_modules": NODE_MODULES_MOUNT}
     assert toolchain_mounts(None, tmp_path) == {}
     assert toolchain_links({}) == {}
+
+
+def linked_node_modules(project: Path, target: Path, *, committed: bool) -> None:
+    """A git project whose `node_modules` is a link to `target`, committed or the person's
+    own (ignored, as after installing into a shared directory)."""
+    project.mkdir()
+    (project / "node_modules").symlink_to(target)
+    (project / ".gitignore").write_text("" if committed else "node_modules\n")
+    repo = git.Repo.init(project)
+    repo.git.add("-A")
+    repo.index.commit("a package")
+
+
+def test_a_committed_node_modules_leading_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    linked_node_modules(tmp_path / "project", outside, committed=True)
+    with pytest.raises(MountRefused) as raised:
+        toolchain_mounts("node", tmp_path / "project")
+    assert str(raised.value) == (
+        f"node_modules resolves to {outside}, outside the project, and git tracks "
+        "node_modules: fixloop mounts only the project's own node_modules; remove the "
+        "committed link and run `npm ci`"
+    )
+
+
+def test_node_modules_leading_to_the_host_root_is_never_mounted(tmp_path: Path) -> None:
+    linked_node_modules(tmp_path / "project", Path("/"), committed=False)
+    with pytest.raises(MountRefused, match=r"node_modules .* is the root of the host"):
+        toolchain_mounts("node", tmp_path / "project")
+
+
+def test_the_persons_own_node_modules_link_is_mounted(tmp_path: Path) -> None:
+    shared = tmp_path / "shared" / "node_modules"
+    shared.mkdir(parents=True)
+    linked_node_modules(tmp_path / "project", shared, committed=False)
+    assert toolchain_mounts("node", tmp_path / "project") == {NODE_MODULES_MOUNT: shared}
+
+
+def test_a_go_module_cache_inside_the_project_is_refused(tmp_path: Path) -> None:
+    cache = tmp_path / "project" / "cache"
+    cache.mkdir(parents=True)
+    with pytest.raises(MountRefused, match=r"Go's module cache .* is inside the project"):
+        user_module_cache(tmp_path / "project", {"GOMODCACHE": str(cache)})
 
 
 def test_toolchains_get_room_for_their_threads_and_the_address_space_they_reserve() -> None:

@@ -14,7 +14,7 @@ from engine.verify.execute import PLUGIN_DIR, per_test_limit, stage_env
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stages import Stage
 from engine.verify.verdict import Verdict, judge
-from tests.engine.test_pytest_plugin import run_pytest, write_project
+from tests.engine.test_pytest_plugin import Session, run_pytest, write_project
 
 LOOPING = """\
 def bitcount(n):
@@ -247,3 +247,105 @@ def test_the_budget_and_the_shortened_limit_as_values(monkeypatch: object) -> No
     spent = TimeBudget(10, started=time.monotonic() - 9)
     assert spent.spent()
     assert limit_for_test(20, spent, 0) == (1.0, "the stage's time was nearly up")
+
+
+# --- a test that keeps the alarm from stopping it ----------------------------------------
+
+DEAF_TESTS = """\
+import signal
+
+
+def test_first():
+    assert True
+
+
+def test_ignores_the_alarm():
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    while True:
+        pass
+
+
+def test_after():
+    assert True
+"""
+
+BLOCKING = """\
+import signal
+import time
+
+
+def test_blocks_the_alarm():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    while True:
+        time.sleep(0.05)
+"""
+
+CATCHING = """\
+def test_catches_the_timeout():
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+"""
+
+C_LOOP = """\
+import collections
+import itertools
+
+
+def test_spins_in_c():
+    collections.deque(itertools.repeat(0), maxlen=0)
+"""
+
+
+def run_deaf(tmp_path: Path, tests: str) -> tuple[float, Session]:
+    import time
+
+    root = write_project(tmp_path, {"test_deaf.py": tests})
+    started = time.monotonic()
+    session = run_pytest(
+        root, extra_env={"FIXLOOP_TEST_TIMEOUT": "1", "FIXLOOP_STAGE_TIMEOUT": "60"}
+    )
+    return time.monotonic() - started, session
+
+
+def test_a_test_that_ignores_the_alarm_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
+    took, session = run_deaf(tmp_path, DEAF_TESTS)
+    assert took < 10  # the limit (1 s) and the grace (2 s), not the stage's 60 s
+    report = session.report
+    assert session.exit_code == 1
+    assert report.exitstatus == 1
+    assert (report.counts.passed, report.counts.failed) == (1, 1)
+    ignoring = session.test("test_ignores_the_alarm")
+    assert ignoring.exception_type == "TestTimeout"
+    message = ignoring.exception_message or ""
+    assert message.startswith("did not finish in 1 s and did not stop at its limit")
+    assert message.endswith("in test_deaf.py, in test_ignores_the_alarm (loop at lines 10-11)")
+    assert report.not_run == 1
+    assert report.stopped == (
+        "1 of 3 tests not run: test_deaf.py::test_ignores_the_alarm did not stop at its time limit"
+    )
+
+
+def test_a_test_that_blocks_the_alarm_still_times_out_in_seconds(tmp_path: Path) -> None:
+    took, session = run_deaf(tmp_path, BLOCKING)
+    assert took < 10
+    assert session.test("test_blocks_the_alarm").exception_type == "TestTimeout"
+
+
+def test_a_test_that_catches_its_timeout_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
+    took, session = run_deaf(tmp_path, CATCHING)
+    assert took < 10
+    case = session.test("test_catches_the_timeout")
+    assert case.exception_type == "TestTimeout"
+    assert "and did not stop at its limit" in case.exception_message
+
+
+def test_a_test_spinning_in_c_is_ended_with_its_stack_dumped(tmp_path: Path) -> None:
+    took, session = run_deaf(tmp_path, C_LOOP)
+    assert took < 15
+    assert session.exit_code != 0
+    assert "Timeout (" in session.stderr
+    assert 'test_deaf.py", line 6 in test_spins_in_c' in session.stderr

@@ -42,6 +42,7 @@ from fixloop_pytest_timeout import (
     MARKER,
     TestTimeout,
     TimeBudget,
+    Watchdog,
     configured_limit,
     describe_hang,
     limit_for_test,
@@ -115,6 +116,7 @@ class SessionRecorder:
         self.finished = 0  # tests whose run (setup, call, teardown) is over
         self.not_run = 0
         self.stopped: str | None = None  # why the session stopped before its last test
+        self.watchdog = Watchdog(self.overran, self.where_it_hung, dump_fd=_real_stderr)
 
     @contextlib.contextmanager
     def guard(self, where: str) -> Iterator[None]:
@@ -168,8 +170,33 @@ class SessionRecorder:
                 self.timeouts,
                 marked=item.get_closest_marker("timeout") is not None,
             )
-        with time_limit(limit, self.where_it_hung, why):
+        with time_limit(limit, self.where_it_hung, why), self.watchdog.watch(item, limit, why):
             yield
+
+    def overran(self, item: pytest.Item, message: str) -> None:
+        """The watchdog's word that `item` outlived its limit though the alarm fired: it
+        is recorded as timed out, the tests after it as not run, the report written, and the
+        process ended (the test still holds the main thread; the session fails)."""
+        with self.guard("overran"):
+            self.timeouts += 1
+            self.counts["failed"] += 1
+            path, line, _ = item.location
+            where = {"file": path.replace(os.sep, "/"), "line": (line or 0) + 1}
+            self.add_test(
+                {"nodeid": item.nodeid, "outcome": "failed", "when": "call", **where}
+                | {"exception_type": TestTimeout.__name__, "exception_message": message}
+            )
+            total = len(self.session.items) if self.session else 0
+            self.not_run = max(total - self.finished - 1, 0)
+            if self.not_run:
+                self.stopped = (
+                    f"{self.not_run} of {total} tests not run: "
+                    f"{item.nodeid} did not stop at its time limit"
+                )
+            if self.session is not None:
+                self.session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.pytest_unconfigure(item.config)
+        os._exit(int(pytest.ExitCode.TESTS_FAILED))
 
     def where_it_hung(self, frame: FrameType | None) -> str:
         describe = self.describe

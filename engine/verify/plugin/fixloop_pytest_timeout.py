@@ -1,7 +1,15 @@
 """The per-test time limit of fixloop's pytest plugin: a test still running at its limit is
 stopped where it is (a SIGALRM in the main thread raises `TestTimeout` at the line it runs),
-so it fails with its stack and the rest of the session goes on. The stage's own timeout
-stays the outer bound (a hang in C code the signal cannot interrupt).
+so it fails with its stack and the rest of the session goes on.
+
+A test can keep the signal from reaching it (it blocks or ignores SIGALRM, or catches the
+exception and goes on), so a `Watchdog` thread that needs no signal stands behind the alarm:
+a test still running `GRACE_S` after its limit is recorded as timed out, the report is written
+and the session ends there (`os._exit`), so the stage ends in seconds, not at its own
+timeout. Code that holds the interpreter's lock and never returns to it (a C loop) stops that
+thread too; faulthandler's own thread, which needs no lock, then dumps where it was and ends
+the process (`HARD_STOP_S` later). The stage's timeout stays the outer bound. A hostile test
+gains nothing from any of this: each path ends the session as failed, never as a pass.
 
 The limit comes from FIXLOOP_TEST_TIMEOUT (seconds); a test marked `@pytest.mark.timeout(N)`
 (pytest-timeout's marker, registered here when that plugin is absent) gets N. When
@@ -20,9 +28,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import faulthandler
 import functools
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +43,8 @@ import pytest
 TIMEOUT_VARIABLE = "FIXLOOP_TEST_TIMEOUT"
 STAGE_VARIABLE = "FIXLOOP_STAGE_TIMEOUT"
 MIN_TEST_S = 1.0  # a test is not started with less time than this left in the budget
+GRACE_S = 2.0  # how long past its limit a test may run before the watchdog ends the session
+HARD_STOP_S = 3.0  # after that, how long before faulthandler ends the process without a report
 _STARTED = time.monotonic()  # the plugin is imported as pytest starts: the budget's start
 MARKER = "timeout(seconds): the longest this test may run (fixloop; pytest-timeout's marker)"
 
@@ -173,3 +185,98 @@ def loop_around(path: str, line: int) -> tuple[int, int] | None:
     """The innermost `for`/`while` of `path` whose lines hold `line`."""
     holding = [span for span in _loops(path) if span[0] <= line <= span[1]]
     return min(holding, key=lambda span: span[1] - span[0]) if holding else None
+
+
+Overrun = Callable[[pytest.Item, str], None]
+
+
+class Watchdog:
+    """Ends the session when a test outlives its limit by `grace` seconds: a daemon thread
+    that relies on no signal. `watch` arms it around one test's call; `on_overrun(item,
+    message)` records the test, writes the report and ends the process (it never returns
+    normally, or the watchdog would stand by for the rest of a hung test).
+
+    As a last resort against code that holds the interpreter's lock (this thread cannot
+    run then), faulthandler ends the process `hard_stop` seconds later, dumping the stack to
+    `dump_fd` (the real stderr), where the host reads which test hung."""
+
+    def __init__(
+        self,
+        on_overrun: Overrun,
+        where: Callable[[FrameType | None], str],
+        *,
+        grace: float = GRACE_S,
+        hard_stop: float = HARD_STOP_S,
+        dump_fd: int | None = None,
+    ) -> None:
+        self.on_overrun = on_overrun
+        self.where = where
+        self.grace = grace
+        self.hard_stop = hard_stop
+        self.dump_fd = dump_fd
+        self._changed = threading.Condition()
+        self._armed: tuple[float, pytest.Item, float, str] | None = None
+        self._thread: threading.Thread | None = None
+        self._main = threading.main_thread().ident
+
+    @contextlib.contextmanager
+    def watch(self, item: pytest.Item, seconds: float | None, why: str = "") -> Iterator[None]:
+        """Stand behind the alarm for one call of `item` limited to `seconds`."""
+        if seconds is None:
+            yield
+            return
+        deadline = time.monotonic() + seconds + self.grace
+        with self._changed:
+            self._armed = (deadline, item, seconds, why)
+            self._changed.notify()
+        self._start()
+        hard = self.dump_fd is not None and _dump_later(
+            seconds + self.grace + self.hard_stop, self.dump_fd
+        )
+        try:
+            yield
+        finally:
+            if hard:
+                faulthandler.cancel_dump_traceback_later()
+            with self._changed:
+                self._armed = None
+                self._changed.notify()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="fixloop-test-watchdog", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while self._armed is None:
+                    self._changed.wait()
+                deadline, item, seconds, why = self._armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._changed.wait(left)
+                    continue
+                self._armed = None
+            frame = sys._current_frames().get(self._main) if self._main is not None else None
+            self.on_overrun(item, overrun_message(seconds, why, self.where(frame)))
+
+
+def overrun_message(seconds: float, why: str, where: str) -> str:
+    """What the packet says of a test the watchdog stopped."""
+    shown = f"{seconds:.1f}".rstrip("0").rstrip(".")
+    because = f" ({why})" if why else ""
+    return (
+        f"did not finish in {shown} s{because} and did not stop at its limit (the code blocked, "
+        f"ignored or caught the alarm), so the session was ended there; {where}"
+    )
+
+
+def _dump_later(seconds: float, fd: int) -> bool:
+    try:
+        faulthandler.dump_traceback_later(seconds, exit=True, file=fd)
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True

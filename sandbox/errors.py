@@ -13,6 +13,11 @@ class SandboxError(FixloopError):
     """A sandbox could not be created, run or cleaned up."""
 
 
+class WorkspaceRefused(SandboxError):
+    """The workspace holds something the sandbox must not be given (a link leaving it or
+    looping): the project's own doing, not the sandbox's, so no `doctor` can mend it."""
+
+
 class SandboxUnavailable(SandboxError):
     """The requested backend cannot work on this machine (missing runsc, not root, ...)."""
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from engine.edits.diff import parse_diff
 from engine.feedback.packet import EditAnchor, Failure, RepairPacket
-from engine.verify.classify import Classification
+from engine.verify.classify import Classification, ErrorClass
 from engine.verify.parsers import hung_frames
 from engine.verify.results import StageKind, StageResult, TestCase
 
@@ -33,8 +33,16 @@ def distill(
         failures=failures_of(stages),
         diagnostics=[d for stage in stages if not stage.succeeded for d in stage.diagnostics],
         last_edit=anchor_from_diff(last_diff) if last_diff else None,
-        notes=list(notes),
+        notes=[*_what_your_code_did(classification), *notes],
     )
+
+
+def _what_your_code_did(classification: Classification) -> list[str]:
+    """The one line that says the candidate's code hit a limit of the sandbox (its disk, the
+    network): the failing test alone would read like a bug in the test or the machine."""
+    if classification.error_class is ErrorClass.SANDBOX_LIMIT:
+        return [classification.primary]
+    return []
 
 
 def failures_of(stages: Sequence[StageResult]) -> list[Failure]:

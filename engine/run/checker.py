@@ -228,6 +228,9 @@ class IterationChecker:
                 max_iterations=self.config.max_iterations,
                 on_stage=heard,
                 fixed=fixed,
+                # Past the baseline (iteration 0) the environment has passed its checks: what
+                # fails in it now is the candidate's doing, told to the model.
+                after_baseline=n > 0,
             )
 
         examined = await once()

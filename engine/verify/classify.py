@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stage_failures import Failure, first_line, read_failures, stage_failed
+from sandbox.pack import REFUSED_LINK
 
 
 class ErrorClass(StrEnum):
@@ -30,6 +31,9 @@ class ErrorClass(StrEnum):
     COLLECTION_ERROR = "collection_error"
     NO_TESTS = "no_tests"
     LINT = "lint"  # only lint, format or type diagnostics failed
+    # A candidate's code did what the sandbox does not allow (filled its disk, tried the
+    # network) after the baseline passed the same checks: the model's to fix, not the run's end.
+    SANDBOX_LIMIT = "sandbox_limit"
     # Spec mode: the tests use names the module does not define, or call them with arguments
     # its signature does not take; found by reading the code, before anything runs.
     REFERENCE_ERROR = "reference_error"
@@ -79,7 +83,14 @@ _NETWORK = (
     (re.compile(r"Temporary failure in name resolution"), "name resolution failed"),
     (re.compile(r"Name or service not known"), "name resolution failed"),
     (re.compile(r"Network is unreachable"), "network is unreachable"),
+    (re.compile(r"No route to host"), "no route to host"),
 )
+# What a candidate's code is told it did, by the kind of environment finding; the kinds it
+# cannot have caused by itself (a missing module, command or library) are not here.
+_YOURS = {
+    "disk": "your code filled the sandbox's disk{size}",
+    "network": "your code tried the network, which the sandbox does not have",
+}
 # Import names whose distribution is called something else; anything else is guessed as itself.
 _DISTRIBUTIONS = {
     "yaml": "PyYAML",
@@ -101,6 +112,7 @@ _DISTRIBUTIONS = {
 class _EnvFinding:
     cause: str
     evidence: str
+    kind: str = ""  # a key of _YOURS when the code under test can cause it by itself
 
 
 def _missing_module(text: str, known: frozenset[str]) -> _EnvFinding | None:
@@ -161,12 +173,14 @@ def _env_in_text(text: str, known: frozenset[str]) -> _EnvFinding | None:
         return _EnvFinding(
             "disk full in the sandbox workspace: raise --tmpfs or clean outputs",
             _line_of(text, match),
+            "disk",
         )
     for pattern, what in _NETWORK:
         if match := pattern.search(text):
             return _EnvFinding(
                 f"a test tried to reach the network ({what}): the sandbox has no network; mock it",
                 _line_of(text, match),
+                "network",
             )
     return None
 
@@ -185,7 +199,8 @@ def _line_of(text: str, match: re.Match[str]) -> str:
     return text[start : end if end >= 0 else len(text)].strip().removeprefix("E").strip()
 
 
-def _env_failure(stage: StageResult, known: frozenset[str]) -> Classification | None:
+def _env_failure(stage: StageResult, known: frozenset[str]) -> tuple[_EnvFinding, str] | None:
+    """What in the job's own output says the environment failed, and where."""
     failures = read_failures(stage)
     evidence: list[tuple[str, str]] = [
         (f.where, f"{f.exception_type or ''}: {f.message}")
@@ -197,10 +212,10 @@ def _env_failure(stage: StageResult, known: frozenset[str]) -> Classification | 
         evidence.append((f"stage '{stage.name}'", _scannable(failures.text)))
     for where, text in evidence:
         if finding := _env_in_text(text, known):
-            return _env(finding, where)
+            return finding, where
     if stage.exit_code == 127:
         command = stage.cmd.split()[0] if stage.cmd.split() else stage.name
-        return _env(_command_not_found(command), f"stage '{stage.name}'")
+        return _command_not_found(command), f"stage '{stage.name}'"
     return None
 
 
@@ -287,18 +302,30 @@ def classify(
     *,
     project_modules: frozenset[str],
     touched_modules: frozenset[str] = frozenset(),
+    after_baseline: bool = False,
+    tmpfs_mb: int | None = None,
 ) -> Classification:
     """The root failure of one verifier run, most fundamental cause first.
 
     `project_modules` and `touched_modules` (modules of the files the last edit changed) tell a
     missing third-party module (env_failure) from a broken import of the project (mechanical).
+
+    `after_baseline`: the tree is a candidate's and the run's baseline passed the same
+    environment checks. A full disk or a network attempt that the job's own output shows is
+    then the candidate's doing (`SANDBOX_LIMIT`, its primary line the model's to read; the
+    disk's size is `tmpfs_mb`), never an environment failure that would end the run: model
+    code could otherwise end any run. What the sandbox itself failed at
+    (`infrastructure_error`, raised outside the job) stays an environment failure.
     """
     known = project_modules | touched_modules | _PROJECT_ALWAYS
     failed = [s for s in stages if stage_failed(s)]
     for stage in failed:
         if stage.infrastructure_error:
             cause = (
-                f"the sandbox itself failed: {stage.infrastructure_error}: run `fixloop-tui doctor`"
+                stage.infrastructure_error  # the project's own link: the line says what to do
+                if stage.infrastructure_error.startswith(REFUSED_LINK)
+                else f"the sandbox itself failed: {stage.infrastructure_error}: "
+                "run `fixloop-tui doctor`"
             )
             return Classification(
                 error_class=ErrorClass.ENV_FAILURE,
@@ -315,7 +342,15 @@ def classify(
             return Classification(error_class=ErrorClass.TIMEOUT, primary=primary)
     for stage in failed:
         if env := _env_failure(stage, known):
-            return env
+            finding, where = env
+            if after_baseline and finding.kind in _YOURS:
+                size = f" ({tmpfs_mb} MiB tmpfs)" if tmpfs_mb else ""
+                yours = _YOURS[finding.kind].format(size=size)
+                return Classification(
+                    error_class=ErrorClass.SANDBOX_LIMIT,
+                    primary=_one_line(f"{yours}: {where}: {finding.evidence}"),
+                )
+            return _env(finding, where)
 
     code_stages = [s for s in failed if s.kind not in _LINT_KINDS]
     found = [(s, read_failures(s)) for s in code_stages]

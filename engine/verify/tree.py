@@ -83,9 +83,14 @@ async def examine_tree(
     max_iterations: int | None = None,
     on_stage: StageCallback | None = None,
     fixed: FixRun | None = None,
+    after_baseline: bool = False,
 ) -> Verification:
     """Run the stages, classify, judge and distill. The packet is not rendered yet: the loop
     adds its notes first; `rendered(examine_tree(...))` is the whole verification.
+
+    `after_baseline`: `root` is a candidate's tree and the run's baseline passed its
+    environment checks, so what the candidate's code does inside the sandbox (fill its disk,
+    try the network) is a failure for the model to fix, not the environment's (`classify`).
 
     `fixed`: the fix pass that already ran on `root`; a failed one is a failing stage of
     this verification (a passing one is not: only the check pass's status counts), and
@@ -94,7 +99,11 @@ async def examine_tree(
     if fixed is not None and fixed.failed:
         stages = [fixed.stage, *stages]
     classification = classify(
-        stages, project_modules=project_modules(root), touched_modules=modules_of(touched)
+        stages,
+        project_modules=project_modules(root),
+        touched_modules=modules_of(touched),
+        after_baseline=after_baseline,
+        tmpfs_mb=verifier.limits.tmpfs_mb,
     )
     changes: list[TestChange] = []
     skips: list[AddedSkip] = []

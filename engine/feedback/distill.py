@@ -135,10 +135,11 @@ def _kind(case: TestCase) -> str:
 
 
 def _stage_failure(stage: StageResult) -> Failure:
-    if stage.timed_out:
-        hung = _hung_test(stage)
-        if hung is not None:
-            return hung
+    # A faulthandler dump names the test that hung: the stage's timeout, or the plugin's
+    # last resort against a test that held the interpreter past its limit (no report then).
+    hung = _hung_test(stage)
+    if hung is not None:
+        return hung
     if stage.infrastructure_error:
         why = f"the sandbox failed: {stage.infrastructure_error}"
         kind = "command"
@@ -160,12 +161,18 @@ def _hung_test(stage: StageResult) -> Failure | None:
         return None
     test = tests[0]
     innermost = frames[0]
+    why = (
+        "still running when the stage timed out: it hangs or loops forever"
+        if stage.timed_out
+        else "did not stop at its time limit and the session was ended: it hangs or loops "
+        "forever in code that never returns to Python"
+    )
     return Failure(
         test=f"{test.file}::{test.function}",
         kind="timeout",
         file=test.file,
         line=test.line,
-        exception="still running when the stage timed out: it hangs or loops forever",
+        exception=why,
         frame=innermost if innermost != test else None,
     )
 

@@ -113,3 +113,28 @@ async def test_a_link_inside_the_workspace_still_works(
     (root / "data" / "latest").symlink_to("v2")
     result = await verify(gvisor, root)
     assert result.judgement.verdict is Verdict.OK
+
+
+SPINS_IN_C = """\
+import collections
+import itertools
+
+
+def test_spins_in_c():
+    collections.deque(itertools.repeat(0), maxlen=0)
+"""
+
+
+async def test_a_test_spinning_in_c_is_a_timeout_naming_it_within_seconds(
+    gvisor: GvisorSandbox, tmp_path: Path
+) -> None:
+    root = committed(tmp_path / "spins", {"tests/test_spin.py": SPINS_IN_C})
+    started = time.monotonic()
+    result = await verify(gvisor, root, stage_s=120, test_s=2)
+    assert time.monotonic() - started < 30  # never the stage's 120 s
+    assert not result.stages[0].timed_out
+    assert result.judgement.verdict is Verdict.FAILING
+    assert result.packet is not None
+    first = result.packet.failures[0]
+    assert (first.kind, first.test) == ("timeout", "tests/test_spin.py::test_spins_in_c")
+    assert (first.exception or "").startswith("did not stop at its time limit")

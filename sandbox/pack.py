@@ -71,7 +71,11 @@ def check_links(root: Path, links: Iterable[Path]) -> None:
             parent = link.parent.resolve()
         except (OSError, RuntimeError):  # RuntimeError: a loop, on Python 3.11
             raise _refused(name, "loops back on itself") from None
-        if os.path.isabs(target) or not resolved.is_relative_to(top):
+        # Lexically too: `../<root's name>/x` is inside on the host, but in the sandbox the
+        # workspace has another name and the link would name whatever is beside it.
+        lexical = os.path.normpath(os.path.join(link.parent.relative_to(root), target))
+        leaves = os.path.isabs(target) or lexical == ".." or lexical.startswith("../")
+        if leaves or not resolved.is_relative_to(top):
             raise _refused(name, "points outside the workspace")
         if resolved.is_dir():
             into[link] = (parent, resolved)

@@ -109,3 +109,12 @@ def test_an_excluded_link_is_not_looked_at(tmp_path: Path) -> None:
     (tmp_path / "node_modules").symlink_to("/")
     (tmp_path / "keep.py").write_text("x = 1\n")
     assert set(members(pack_directory(tmp_path, DEFAULT_EXCLUDES, 2**20))) == {"keep.py"}
+
+
+def test_a_link_out_and_back_in_by_the_workspaces_name_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mod.py").write_text("x = 1\n")
+    (root / "alias").symlink_to("../project/pkg")  # another directory's name in the sandbox
+    with pytest.raises(WorkspaceRefused, match=r"^workspace link alias -> \.\./project/pkg points"):
+        pack_directory(root, DEFAULT_EXCLUDES, 2**20)

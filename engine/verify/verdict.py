@@ -72,6 +72,8 @@ def pass_doubts(
             reasons.append(f"stage {stage.name!r} collected no tests")
         elif stage.report.counts.passed == 0:
             reasons.append(f"stage {stage.name!r} passed no test (all skipped or xfailed)")
+        if stage.report is not None:
+            reasons += rewritten_reasons(stage)
     for change in changed_tests:
         if change.doubtful:
             role = pinned_role(change.path)
@@ -87,6 +89,25 @@ def pass_doubts(
     collected = counts.collected if counts is not None else None
     if baseline_collected is not None and collected is not None and collected < baseline_collected:
         reasons.append(f"the test count dropped from {baseline_collected} to {collected}")
+    return reasons
+
+
+def rewritten_reasons(stage: StageResult) -> list[str]:
+    """One reason per report the project's hooks rewrote, naming the hooks and their files: a
+    pass they produced is no pass, whoever wrote them."""
+    report = stage.report
+    if report is None:
+        return []
+    reasons = []
+    for rewrite in report.rewritten:
+        hooks = ", ".join(rewrite.hooks) or "none: code outside a hook did it"
+        reasons.append(
+            f"stage {stage.name!r}: the failed report of {rewrite.nodeid} ({rewrite.when}) was "
+            f"{rewrite.what} by the project's report hooks: {hooks}"
+        )
+    more = report.rewritten_count - len(report.rewritten)
+    if more > 0:
+        reasons.append(f"stage {stage.name!r}: {more} more reports were rewritten")
     return reasons
 
 

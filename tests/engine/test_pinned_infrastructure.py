@@ -12,6 +12,7 @@ import pytest
 from engine.edits.proposal import Edit, Proposal
 from engine.run.checker import doubtful_paths
 from engine.run.gate import held_back_note, split_test_edits
+from engine.run.preview import pass_test_diff
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.pins import TestChange, TestPins, changed_tests, pinned_why
 from engine.verify.results import StageKind, StageResult, TestCounts, TestReport
@@ -270,3 +271,12 @@ def test_a_rejected_pass_takes_an_added_conftest_away(root: Path) -> None:
         ],
     )
     assert doubtful_paths(current) == ["conftest.py"]
+
+
+def test_the_suspicious_pass_review_shows_a_change_to_the_test_script(root: Path) -> None:
+    repo = git.Repo(root)
+    baseline = repo.head.commit.hexsha
+    write(root, {"web/package.json": PACKAGE_JSON.replace('"test": "jest"', '"test": "true"')})
+    repo.git.add(A=True)
+    repo.index.commit("the run's change", author=AUTHOR, committer=AUTHOR)
+    assert '+  "scripts": {"test": "true", "build": "tsc"},' in pass_test_diff(root, baseline)

@@ -126,7 +126,6 @@ def held(root: Path, *edits: Edit) -> list[str]:
 INFRASTRUCTURE_EDITS = {
     "a new conftest.py at the root": Edit(path="conftest.py", content=FLIP),
     "a new conftest.py deep in the package": Edit(path="pkg/sub/conftest.py", content=FLIP),
-    "the baseline's conftest.py": Edit(path="tests/conftest.py", content=FLIP),
     "a new pytest.ini": Edit(path="pytest.ini", content="[pytest]\naddopts = -p flip\n"),
     "pyproject.toml's pytest table": swap(
         "pyproject.toml", '["tests"]', '["tests"]\naddopts = "-p flip"'
@@ -156,27 +155,43 @@ def test_an_edit_to_test_infrastructure_is_held_back(root: Path, edit: Edit) -> 
     assert split.kept.edits == [fix]
 
 
-PROJECT_EDITS = {
-    "pyproject.toml's dependencies": swap(
-        "pyproject.toml", "dependencies = []", 'dependencies = ["attrs"]'
+# A shared configuration file: (an edit to its test part, an edit to the rest of it).
+SHARED_FILE_EDITS = {
+    "pyproject.toml": (
+        swap("pyproject.toml", '["tests"]', '["pkg"]'),
+        swap("pyproject.toml", "dependencies = []", 'dependencies = ["attrs"]'),
     ),
-    "a new pyproject.toml without pytest's table": Edit(
-        path="pkg/pyproject.toml", content='[project]\nname = "inner"\n'
+    "a new pyproject.toml": (
+        Edit(path="pkg/pyproject.toml", content='[tool.pytest.ini_options]\naddopts = "-x"\n'),
+        Edit(path="pkg/pyproject.toml", content='[project]\nname = "inner"\n'),
     ),
-    "setup.cfg's flake8 section": swap(
-        "setup.cfg", "max-line-length = 100", "max-line-length = 120"
+    "setup.cfg": (
+        swap("setup.cfg", "testpaths = tests", "testpaths = pkg"),
+        swap("setup.cfg", "max-line-length = 100", "max-line-length = 120"),
     ),
-    "tox.ini's tox section": swap("tox.ini", "envlist = py311", "envlist = py312"),
-    "package.json's build script": swap(
-        "web/package.json", '"build": "tsc"', '"build": "tsc -p ."'
+    "tox.ini": (
+        swap("tox.ini", "testpaths = tests", "testpaths = pkg"),
+        swap("tox.ini", "envlist = py311", "envlist = py312"),
     ),
-    "go.mod's require line": swap("go/go.mod", "dep v1.0.0", "dep v1.0.1"),
+    "package.json": (
+        swap("web/package.json", '"test": "jest"', '"test": "true"'),
+        swap("web/package.json", '"build": "tsc"', '"build": "tsc -p ."'),
+    ),
+    "go.mod": (
+        swap("go/go.mod", "=> ../dep", "=> ./fake"),
+        swap("go/go.mod", "dep v1.0.0", "dep v1.0.1"),
+    ),
 }
 
 
-@pytest.mark.parametrize("edit", PROJECT_EDITS.values(), ids=PROJECT_EDITS.keys())
-def test_an_edit_to_the_rest_of_a_shared_configuration_file_applies(root: Path, edit: Edit) -> None:
-    assert held(root, edit) == []
+@pytest.mark.parametrize(
+    ("test_part", "elsewhere"), SHARED_FILE_EDITS.values(), ids=SHARED_FILE_EDITS.keys()
+)
+def test_only_the_test_part_of_a_shared_configuration_file_is_held_back(
+    root: Path, test_part: Edit, elsewhere: Edit
+) -> None:
+    assert held(root, test_part) == [test_part.path]
+    assert held(root, elsewhere) == []
 
 
 def test_the_held_back_reason_names_the_file_and_why(root: Path) -> None:
@@ -207,22 +222,21 @@ def passed_stage() -> StageResult:
     )
 
 
-def test_an_added_conftest_makes_a_pass_suspicious(root: Path) -> None:
+def test_an_added_conftest_makes_a_pass_suspicious_an_added_test_file_does_not(
+    root: Path,
+) -> None:
     pins = TestPins.from_commit(root)
-    write(root, {"pkg/conftest.py": FLIP})
+    write(root, {"pkg/conftest.py": FLIP, "tests/test_more.py": "def test_more():\n    pass\n"})
     changes = changed_tests(pins, root)
-    assert changes == [TestChange(path="pkg/conftest.py", change="added")]
+    assert changes == [
+        TestChange(path="pkg/conftest.py", change="added"),
+        TestChange(path="tests/test_more.py", change="added"),
+    ]
     reasons = pass_doubts([passed_stage()], changed_tests=changes)
     assert reasons == [
         "test infrastructure pkg/conftest.py was added since the baseline "
         "(its hooks and fixtures decide how tests run and what they report)"
     ]
-
-
-def test_a_new_test_file_still_does_not_make_a_pass_suspicious(root: Path) -> None:
-    pins = TestPins.from_commit(root)
-    write(root, {"tests/test_more.py": "def test_more():\n    pass\n"})
-    assert pass_doubts([passed_stage()], changed_tests=changed_tests(pins, root)) == []
 
 
 def test_removing_pytests_table_from_pyproject_is_a_modification(root: Path) -> None:
@@ -237,13 +251,7 @@ def test_a_deleted_pytest_configuration_is_a_change(root: Path) -> None:
     assert changed_tests(pins, root) == [TestChange(path="tox.ini", change="deleted")]
 
 
-def test_a_changed_replace_line_in_go_mod_is_a_change(root: Path) -> None:
-    pins = TestPins.from_commit(root)
-    write(root, {"go/go.mod": GO_MOD.replace("=> ../dep", "=> ./fake")})
-    assert changed_tests(pins, root) == [TestChange(path="go/go.mod", change="modified")]
-
-
-def test_other_changes_to_shared_configuration_are_no_change(root: Path) -> None:
+def test_only_the_test_part_of_shared_configuration_is_compared(root: Path) -> None:
     pins = TestPins.from_commit(root)
     write(
         root,
@@ -255,6 +263,8 @@ def test_other_changes_to_shared_configuration_are_no_change(root: Path) -> None
         },
     )
     assert changed_tests(pins, root) == []
+    write(root, {"go/go.mod": GO_MOD.replace("=> ../dep", "=> ./fake")})
+    assert changed_tests(pins, root) == [TestChange(path="go/go.mod", change="modified")]
 
 
 def test_a_rejected_pass_takes_an_added_conftest_away(root: Path) -> None:

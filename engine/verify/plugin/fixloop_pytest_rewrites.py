@@ -88,8 +88,11 @@ class RewriteWatch:
         )
 
     def project_hooks(self) -> list[str]:
-        """`hook in file:line` of each report hook implemented outside pytest, its installed
-        plugins and fixloop: the project's code (a conftest.py, a `-p` plugin)."""
+        """`hook in file:line` of each report hook implemented outside pytest, fixloop and the
+        plugins installed in the interpreter: the project's code (a conftest.py, a `-p` plugin,
+        the code under test registering one). Anything under the project's root is the
+        project's, even in a directory named site-packages: the repository is not trusted to
+        say what is installed."""
         found: list[str] = []
         hooks = self.config.pluginmanager.hook
         for name in REPORT_HOOKS:
@@ -105,12 +108,13 @@ class RewriteWatch:
         if code is None:
             return None
         file = Path(os.path.realpath(code.co_filename))
-        if any(part in _INSTALLED for part in file.parts):
-            return None
         if any(file.is_relative_to(ignored) for ignored in self.ignored if ignored is not None):
             return None
-        shown = file.relative_to(self.rootpath) if file.is_relative_to(self.rootpath) else file
-        return f"{shown.as_posix()}:{code.co_firstlineno}"
+        if file.is_relative_to(self.rootpath):  # the repository's, a committed venv's too
+            return f"{file.relative_to(self.rootpath).as_posix()}:{code.co_firstlineno}"
+        if any(part in _INSTALLED for part in file.parts):
+            return None  # a plugin installed in the interpreter, not the project's
+        return f"{file.as_posix()}:{code.co_firstlineno}"
 
     def report(self) -> dict[str, Any]:
         """The report's fields: nothing when no report was rewritten."""

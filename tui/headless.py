@@ -51,6 +51,7 @@ from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resume_run
 from engine.untrusted_text import printable
+from engine.verify.pins import pinned_why
 from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,
@@ -103,6 +104,9 @@ class ProgressPrinter:
             return f"{prefix} proposal: {event.explanation or '(no explanation)'}"
         if isinstance(event, EditsApplied) and not event.files and not event.held_back:
             return f"{prefix} {event.because or 'the answer changed no file'}: nothing to commit"
+        if isinstance(event, EditsApplied) and event.held_back:
+            held = "; ".join(pinned_why(path) for path in event.held_back)
+            return f"{prefix} not applied: changes {held}"
         if isinstance(event, Committed):
             return f"{prefix} committed {event.sha[:10]}"
         if isinstance(event, PacketReady):

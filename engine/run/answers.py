@@ -37,7 +37,7 @@ from engine.run.no_change import (
 from engine.run.outcome import RunConfig
 from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
-from engine.verify.pins import pinned_kind
+from engine.verify.pins import pinned_why
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 
@@ -224,7 +224,7 @@ class Answers:
         emit(ProposalReady(n=n, explanation=explanation, files=[e.path for e in proposal.edits]))
         if unchanged:  # blank lines or spaces moved at most: nothing to review or verify
             return Answer(explanation, proposal=proposal, unchanged=unchanged)
-        reasons = [f"changes {pinned_kind(path)} {path}" for path in split.held_back]
+        reasons = [f"changes {pinned_why(path)}" for path in split.held_back]
         emit(ReviewRequested(n=n, kind="proposal", reasons=reasons))
         review = await self.gate.review(n, proposal, split.held_back)
         emit(review.resolved(n))

@@ -304,8 +304,9 @@ class IterationChecker:
 
 
 def doubtful_paths(current: Verification) -> list[str]:
-    """The test and pytest-configuration files whose changes made a pass doubtful."""
-    paths = [change.path for change in current.changed_tests if change.change != "added"]
+    """The test files, test infrastructure (an added conftest.py too) and pytest-configuration
+    files whose changes made a pass doubtful."""
+    paths = [change.path for change in current.changed_tests if change.doubtful]
     paths += [skip.file for skip in current.added_skips]
     return sorted(set(paths))
 

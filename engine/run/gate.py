@@ -1,6 +1,7 @@
 """Where a person (or a policy) decides what happens to a proposal and to a doubtful pass; and
 the rule for pinned tests (ARCHITECTURE.md, "Honest green"): edits to test files that existed
-at the baseline are held back, file by file, unless allowed."""
+at the baseline, and edits that change test infrastructure (new files too), are held back,
+file by file, unless allowed."""
 
 from __future__ import annotations
 
@@ -10,9 +11,17 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.edits.proposal import Edit, Proposal
+from engine.edits.apply import planned_texts
+from engine.edits.paths import resolved
+from engine.edits.proposal import Edit, EditFormatError, Proposal
 from engine.run.events import CandidateChosen, ReviewResolved
-from engine.verify.pins import TestPins
+from engine.verify.pins import (
+    TestPins,
+    infrastructure_digest,
+    is_pinned,
+    is_test_infrastructure,
+    pinned_role,
+)
 from engine.verify.results import TestCounts
 
 
@@ -139,12 +148,21 @@ class TestEditSplit(BaseModel):
 
 
 def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEditSplit:
-    """Separate edits to pinned test files from the rest of the proposal."""
+    """Separate edits to pinned test files and to test infrastructure from the rest of the
+    proposal. Test infrastructure (a conftest.py, pytest's or Jest's configuration, go.mod's
+    replace lines: `is_test_infrastructure`) is held back when the proposal changes its test
+    part, new files included: a model may not decide how its tests run or what they report.
+    A file of which only a part configures tests (pyproject.toml) keeps an edit elsewhere."""
+    infrastructure = changed_infrastructure(proposal, root)
     kept: list[Edit] = []
     held: dict[str, None] = {}
     repeated: dict[str, None] = {}
     for edit in proposal.edits:
-        if edit.path not in pins.files:
+        if edit.path in infrastructure:
+            held[edit.path] = None
+        elif is_test_infrastructure(edit.path) and not is_pinned(edit.path):
+            kept.append(edit)  # its test part stays as it is: the rest is the project's
+        elif edit.path not in pins.files:
             kept.append(edit)
         elif edit.content is not None and same_text(root / edit.path, edit.content):
             repeated[edit.path] = None
@@ -155,6 +173,44 @@ def split_test_edits(proposal: Proposal, pins: TestPins, root: Path) -> TestEdit
         held_back=list(held),
         repeated=[path for path in repeated if path not in held],
     )
+
+
+def changed_infrastructure(proposal: Proposal, root: Path) -> set[str]:
+    """The test infrastructure files whose test part the proposal's edits would change, by the
+    path the edits name (or the file it resolves to, through a symlink). A path whose edits
+    cannot be applied is not counted here: applying the proposal refuses all of it."""
+    changed: set[str] = set()
+    paths = dict.fromkeys(edit.path for edit in proposal.edits)
+    resolved_root = root.resolve()
+    for path in paths:
+        edits = [edit for edit in proposal.edits if edit.path == path]
+        try:
+            [(_, before, after)] = planned_texts(
+                proposal.model_copy(update={"edits": edits}), resolved_root
+            )
+            _, target = resolved(resolved_root, path)
+        except (EditFormatError, ValueError):
+            continue
+        real = target.relative_to(resolved_root).as_posix()
+        for named in dict.fromkeys((path, real)):
+            if is_test_infrastructure(named) and _part(named, before) != _part(named, after):
+                changed.add(path)
+    return changed
+
+
+def _part(path: str, text: str | None) -> str | None:
+    if text is None:
+        return None
+    data = text.encode("utf-8", "surrogateescape")
+    return _digest_or_none(path, data)
+
+
+def _digest_or_none(path: str, data: bytes) -> str | None:
+    """What pins a test infrastructure file: its whole text when it is a test file (a
+    conftest.py), else its test part."""
+    if is_pinned(path):
+        return data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").rstrip("\n")
+    return infrastructure_digest(path, data)
 
 
 def apply_pinning(
@@ -210,7 +266,9 @@ def _sentence(text: str) -> str:
 
 def held_back_note(held_back: list[str]) -> str:
     files = ", ".join(held_back)
+    roles = [f"{path}: {role}" for path in held_back if (role := pinned_role(path))]
+    why = f" ({'; '.join(roles)})" if roles else ""
     return (
-        f"Your edits to {files} were NOT applied: tests are pinned and define what is correct. "
-        "Fix the code under test instead."
+        f"Your edits to {files} were NOT applied: tests are pinned and define what is correct"
+        f"{why}. Fix the code under test instead."
     )

@@ -15,7 +15,7 @@ from engine.edits.diff import parse_diff
 from engine.edits.paths import safe_path
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.project.git_plumbing import open_repo
-from engine.verify.pins import is_pinned
+from engine.verify.pins import is_pinned, is_test_infrastructure
 
 # Files whose change alters which tests pytest runs, or how: shown with the tests.
 TEST_CONFIG_FILES = frozenset({"pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini"})
@@ -97,7 +97,8 @@ def file_diff(path: str, before: str | None, after: str | None) -> str:
 
 
 def pass_test_diff(root: Path, baseline: str) -> str:
-    """What the run changed in test files, their data and pytest's configuration since the
+    """What the run changed in test files, their data, pytest's configuration and the rest
+    of the test infrastructure (Jest's and Vitest's config, package.json, go.mod) since the
     baseline."""
     with open_repo(root) as repo:
         text = repo.git.diff(
@@ -115,4 +116,8 @@ def _read(path: Path) -> str | None:
 
 
 def _tests_or_config(path: str) -> bool:
-    return is_pinned(path) or PurePosixPath(path).name in TEST_CONFIG_FILES
+    return (
+        is_pinned(path)
+        or is_test_infrastructure(path)
+        or PurePosixPath(path).name in TEST_CONFIG_FILES
+    )

@@ -32,7 +32,7 @@ from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import TestPins, is_test_file
+from engine.verify.pins import TestPins, is_test_file, pinned_role
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 
@@ -42,6 +42,7 @@ from engine.verify.verdict import Judgement, Verdict
 
 Emit = Callable[[BaseEvent], None]
 FROZEN_REASON = "frozen after the first draft: later answers may not change them"
+INFRASTRUCTURE_REASON = "test infrastructure: it decides how the tests run and what they report"
 
 
 class SpecMode:
@@ -223,18 +224,30 @@ class SpecMode:
             update={"edits": [e for e in proposal.edits if e.path not in skipped]}
         )
         self.approved = approved
-        if held:
-            self.emit(TestEditsRefused(n=n, files=held, reason=FROZEN_REASON))
-            if not kept.edits:
-                raise EditFormatError([self.refusal(held)], f"Change only {self.spec.module}.")
+        frozen = [path for path in held if not pinned_role(path)]
+        infrastructure = [path for path in held if pinned_role(path)]
+        if frozen:
+            self.emit(TestEditsRefused(n=n, files=frozen, reason=FROZEN_REASON))
+        if infrastructure:
+            self.emit(TestEditsRefused(n=n, files=infrastructure, reason=INFRASTRUCTURE_REASON))
+        if held and not kept.edits:
+            raise EditFormatError([self.refusal(held)], f"Change only {self.spec.module}.")
         return kept, held
 
     def refusal(self, held: Sequence[str]) -> str:
-        files = ", ".join(held)
-        return (
-            f"your edits to {files} were refused: in spec mode the tests are frozen after "
-            f"your first answer, and they define what is correct"
-        )
+        """Why edits were refused: frozen tests, and test infrastructure (a conftest.py the
+        draft adds too), which no answer may change: it decides what the tests report."""
+        frozen = [path for path in held if not pinned_role(path)]
+        said = []
+        if frozen:
+            said.append(
+                f"your edits to {', '.join(frozen)} were refused: in spec mode the tests are "
+                f"frozen after your first answer, and they define what is correct"
+            )
+        for path in held:
+            if role := pinned_role(path):
+                said.append(f"your edit to {path} was refused: it is test infrastructure ({role})")
+        return "; ".join(said)
 
     def held_back_note(self, held: Sequence[str]) -> str:
         """For the next packet, when the rest of the proposal was applied."""

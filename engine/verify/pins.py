@@ -1,7 +1,8 @@
 """Pinned tests: which test files exist at the baseline, and what a run did to them.
 
 A green run is only honest if the tests that judged it are the ones the person started with:
-this module fingerprints them (pytest's, Go's and JS/TS test files) and finds edits, deletions,
+this module fingerprints them (pytest's, Go's and JS/TS test files, the data they read, and the
+test infrastructure that decides how they run and what they report) and finds edits, deletions,
 added skips and focus, and changes to pytest's test selection, for the verdict to call the pass
 suspicious (ARCHITECTURE.md, "Honest green").
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import stat
 import subprocess
+import tomllib
 from collections.abc import Callable, Iterator, Set
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -91,18 +94,190 @@ def is_test_data(path: str) -> bool:
 
 
 def test_kind(path: str) -> str:
-    """What a pinned file is, as named to the person: "test data" or "test file"."""
+    """What a pinned file is, as named to the person: "test infrastructure", "test data" or
+    "test file" (a conftest.py is infrastructure: it can change what every test reports)."""
+    if is_test_infrastructure(path) and not (is_test_data(path) or _is_test_module(path)):
+        return "test infrastructure"
     return "test data" if is_test_data(path) else "test file"
 
 
+def _is_test_module(path: str) -> bool:
+    return is_test_file(path) and PurePosixPath(path).name != "conftest.py"
+
+
 def pinned_kind(path: str) -> str:
-    """A pinned file named as held back: "pinned test file" or "pinned test data"."""
+    """A pinned file named as held back: "pinned test file", "pinned test data" or "pinned
+    test infrastructure"."""
     return f"pinned {test_kind(path)}"
+
+
+def pinned_why(path: str) -> str:
+    """A pinned file named with why it is pinned, as the gate, the headless lines and the
+    model are told: "pinned test file tests/test_x.py", "pinned test infrastructure
+    conftest.py (its hooks and fixtures decide how tests run and what they report)"."""
+    role = pinned_role(path)
+    return f"{pinned_kind(path)} {path}" + (f" ({role})" if role else "")
+
+
+def pinned_role(path: str) -> str:
+    """Why a pinned file that is test infrastructure is pinned; "" for a test file or data."""
+    return infrastructure_role(path) if test_kind(path) == "test infrastructure" else ""
 
 
 def is_pinned(path: str) -> bool:
     """A test file or test data: what a run may not change for its pass to count."""
     return is_test_file(path) or is_test_data(path)
+
+
+# Test infrastructure: files that decide how the tests run and what they report, so that an
+# edit to them can turn red into green without touching the code (a conftest.py hook that
+# rewrites failed reports as passed, `addopts = -p plugin`, a test script that exits 0, a
+# `replace` that swaps the module under test). They are pinned as test files are: the
+# baseline's content is fingerprinted and a new one counts too, since pytest, Jest, Vitest and
+# Go read them from wherever they appear. A file that configures other tools as well is pinned
+# by its test part only (`infrastructure_part`): an edit to the rest of it is the project's.
+_WHOLE_INFRASTRUCTURE = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "go.work"})
+_JS_INFRASTRUCTURE = re.compile(r"^(?:jest|vitest|vite)\.(?:config|workspace)\.[cm]?[jt]s(?:on)?$")
+_PARTIAL_INFRASTRUCTURE = frozenset(
+    {"pyproject.toml", "setup.cfg", "tox.ini", "package.json", "go.mod"}
+)
+# Why each is pinned, as the person and the model are told.
+_INFRASTRUCTURE_ROLES = {
+    "conftest.py": "its hooks and fixtures decide how tests run and what they report",
+    "pytest.ini": "it configures pytest",
+    ".pytest.ini": "it configures pytest",
+    "go.work": "it decides which modules `go test` builds",
+    "pyproject.toml": "its [tool.pytest] table configures pytest",
+    "setup.cfg": "its [tool:pytest] section configures pytest",
+    "tox.ini": "its [pytest] section configures pytest",
+    "package.json": "its test scripts and jest/vitest keys decide how tests run",
+    "go.mod": "its replace lines decide which code `go test` builds",
+}
+_JS_ROLE = "it configures how Jest or Vitest runs the tests"
+# The ini sections pytest reads: `[pytest]` (pytest.ini, tox.ini) and `[tool:pytest]` (setup.cfg).
+_INI_SECTION = re.compile(r"^\[\s*(?:tool:)?pytest\s*\]")
+_INI_HEADER = re.compile(r"^\[")
+# npm runs `pretest` and `posttest` around `test`: a failure in any of them fails `npm test`.
+_NPM_TEST_SCRIPTS = ("pretest", "test", "posttest")
+_GO_REPLACE = re.compile(r"^replace\b")
+_GO_BLOCK_END = re.compile(r"^\)")
+
+
+def is_test_infrastructure(path: str) -> bool:
+    """Whether a project-relative posix path, by its name, is a file that can decide how
+    tests run and what they report: any `conftest.py`, `pytest.ini`, `setup.cfg`, `tox.ini`,
+    `pyproject.toml`, Jest's, Vitest's or Vite's config, `package.json`, `go.mod`, `go.work`.
+    Outside the directories no runner looks into (`node_modules/`, `.venv/`, `build/`, ...).
+    For some of them only a part configures tests (`infrastructure_part`)."""
+    if _in_skipped_dir(path):
+        return False
+    name = PurePosixPath(path).name
+    return (
+        name in _WHOLE_INFRASTRUCTURE
+        or name in _PARTIAL_INFRASTRUCTURE
+        or bool(_JS_INFRASTRUCTURE.match(name))
+    )
+
+
+def infrastructure_role(path: str) -> str:
+    """Why a test infrastructure file is pinned, in a few words ("" for any other file)."""
+    if not is_test_infrastructure(path):
+        return ""
+    name = PurePosixPath(path).name
+    return _INFRASTRUCTURE_ROLES.get(name) or _JS_ROLE
+
+
+def infrastructure_part(path: str, data: bytes) -> str | None:
+    """What of a test infrastructure file's content configures tests, as comparable text: the
+    whole file for a conftest.py, a pytest.ini or a JS config; pyproject.toml's `[tool.pytest]`
+    table (`ini_options` and all); setup.cfg's and tox.ini's pytest sections; package.json's
+    `pretest`/`test`/`posttest` scripts and its `jest` and `vitest` keys; go.mod's `replace`
+    directives. None when the file has no such part (a pyproject.toml without pytest's table
+    is not infrastructure). A file that does not parse is compared whole: which part a runner
+    would read of it cannot be told. A test file or test data (`is_pinned`) is pinned whole and
+    never comes here."""
+    name = PurePosixPath(path).name
+    if name not in _PARTIAL_INFRASTRUCTURE or len(data) > DATA_HASH_LIMIT:
+        return data.decode("utf-8", "surrogateescape")
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    if name == "pyproject.toml":
+        return _pyproject_part(text)
+    if name == "package.json":
+        return _package_json_part(text)
+    if name == "go.mod":
+        return _go_replace_part(text)
+    return _ini_part(text)
+
+
+def _pyproject_part(text: str) -> str | None:
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return text
+    pytest_table = tool.get("pytest") if isinstance(tool, dict) else None
+    if pytest_table is None:
+        return None
+    return json.dumps(pytest_table, sort_keys=True, default=str)
+
+
+def _package_json_part(text: str) -> str | None:
+    try:
+        package = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(package, dict):
+        return text
+    scripts = package.get("scripts")
+    part = {
+        f"scripts.{key}": scripts[key]
+        for key in _NPM_TEST_SCRIPTS
+        if isinstance(scripts, dict) and key in scripts
+    }
+    part.update({key: package[key] for key in ("jest", "vitest") if key in package})
+    return json.dumps(part, sort_keys=True) if part else None
+
+
+def _go_replace_part(text: str) -> str | None:
+    lines: list[str] = []
+    in_block = False
+    for raw in text.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if in_block:
+            if _GO_BLOCK_END.match(line):
+                in_block = False
+            elif line:
+                lines.append(line)
+        elif _GO_REPLACE.match(line):
+            in_block = line.rstrip().endswith("(")
+            if not in_block:
+                lines.append(line)
+    return "\n".join(lines) if lines else None
+
+
+def _ini_part(text: str) -> str | None:
+    lines: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if _INI_HEADER.match(line):
+            inside = bool(_INI_SECTION.match(line))
+        if inside:
+            lines.append(line.rstrip())
+    return "\n".join(lines) if lines else None
+
+
+def infrastructure_digest(path: str, data: bytes) -> str | None:
+    """The fingerprint a test infrastructure file is pinned by: its test part's (the whole
+    file's for a conftest.py); None when it has no test part, and then it is not pinned."""
+    part = infrastructure_part(path, data)
+    if part is None:
+        return None
+    return _digest(part.encode("utf-8", "surrogateescape"))
+
+
+def is_watched(path: str) -> bool:
+    """Whether `TestPins` fingerprints the path: a test file, test data or test
+    infrastructure."""
+    return is_pinned(path) or is_test_infrastructure(path)
 
 
 def _is_skipped_dir(name: str) -> bool:
@@ -136,13 +311,17 @@ def _digest(data: bytes) -> str:
 
 
 class TestPins(BaseModel):
-    """Content hashes of the test files at one revision (or in one working tree)."""
+    """Content hashes of the test files, test data and test infrastructure at one revision (or
+    in one working tree)."""
 
     model_config = ConfigDict(frozen=True)
     __test__ = False  # not a pytest test class
 
     rev: str
-    files: dict[str, str]  # project-relative posix path -> sha256 of the content
+    # project-relative posix path -> sha256 of the content; of a test infrastructure file that
+    # configures other tools too, of its test part only (`infrastructure_part`), and such a
+    # file without a test part is not listed
+    files: dict[str, str]
 
     @classmethod
     def from_commit(cls, repo: Path, rev: str = "HEAD") -> TestPins:
@@ -158,43 +337,52 @@ class TestPins(BaseModel):
                 if not isinstance(item, git.Blob):
                     continue  # trees and submodules
                 path = str(item.path)
-                if is_pinned(path) and not _in_skipped_dir(path):
+                if is_watched(path) and not _in_skipped_dir(path):
                     blobs[path] = item
-            files = {
+            found = {
                 path: _content_digest(path, blob.size, blob.data_stream.read)
                 for path, blob in blobs.items()
             }
-            files.update(_checked_out(repo, commit.hexsha, _converted(repo, list(blobs))))
+            found.update(_checked_out(repo, commit.hexsha, _converted(repo, list(blobs))))
+            files = {path: digest for path, digest in found.items() if digest is not None}
             return cls(rev=commit.hexsha, files=dict(sorted(files.items())))
 
     @classmethod
     def from_tree(cls, root: Path, hashed: Set[str] | None = None) -> TestPins:
         """The pinned files of a working tree; with `hashed`, only those paths are read (the
         others are listed with an empty digest: all a comparison needs of a file that was not
-        pinned is that it is there). Only regular files and symlinks: a FIFO or a socket under
-        `tests/` is not read."""
+        pinned is that it is there), but for test infrastructure, which is always read: whether
+        it is listed depends on its content. Only regular files and symlinks: a FIFO or a
+        socket under `tests/` is not read."""
         files: dict[str, str] = {}
         for path in _walk(root):
-            if not is_pinned(path):
+            if not is_watched(path):
                 continue
             file = root / path
+            digest: str | None
             if file.is_symlink():
-                files[path] = _digest(os.readlink(file).encode())
-                continue
-            try:
-                info = file.stat()
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            if hashed is not None and path not in hashed:
-                files[path] = ""
+                target = os.readlink(file).encode()
+                digest = _content_digest(path, len(target), partial(bytes, target))
             else:
-                files[path] = _content_digest(path, info.st_size, file.read_bytes)
+                try:
+                    info = file.stat()
+                except OSError:
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if hashed is not None and path not in hashed and is_pinned(path):
+                    digest = ""
+                else:
+                    digest = _content_digest(path, info.st_size, file.read_bytes)
+            if digest is not None:
+                files[path] = digest
         return cls(rev="working-tree", files=files)
 
 
-def _content_digest(path: str, size: int, read: Callable[[], bytes]) -> str:
+def _content_digest(path: str, size: int, read: Callable[[], bytes]) -> str | None:
+    """A pinned file's fingerprint; None for test infrastructure without a test part."""
+    if not is_pinned(path):
+        return infrastructure_digest(path, read())
     if is_test_data(path) and size > DATA_HASH_LIMIT:
         return _by_size(size)
     return _digest(read())
@@ -233,10 +421,10 @@ def _converted(repo: Path, paths: list[str]) -> list[str]:
     return list(converted)
 
 
-def _checked_out(repo: Path, rev: str, paths: list[str]) -> dict[str, str]:
+def _checked_out(repo: Path, rev: str, paths: list[str]) -> dict[str, str | None]:
     """`_content_digest` of each path of `rev` as a checkout writes it (`git cat-file
     --filters`); a path git could not give (a filter that failed) is left out."""
-    digests: dict[str, str] = {}
+    digests: dict[str, str | None] = {}
     for path in paths:
         done = subprocess.run(
             ["git", "cat-file", "--filters", f"{rev}:{path}"],
@@ -257,16 +445,25 @@ class TestChange(BaseModel):
     __test__ = False
 
     path: str
-    change: Literal["modified", "deleted", "added"]  # added is fine; the others are suspicious
+    change: Literal["modified", "deleted", "added"]
+
+    @property
+    def doubtful(self) -> bool:
+        """Whether the change makes a pass suspicious: any but an added test file. Added test
+        infrastructure is doubtful too: a new conftest.py can rewrite what every test
+        reports."""
+        return self.change != "added" or bool(pinned_role(self.path))
 
 
 def changed_tests(pins: TestPins, root: Path) -> list[TestChange]:
-    """Test files in the working tree `root` that are not as they were pinned, by path."""
+    """Test files in the working tree `root` that are not as they were pinned, by path. A
+    test infrastructure file still there whose test part is gone is modified, not deleted."""
     now = TestPins.from_tree(root, hashed=pins.files.keys()).files
     changes: list[TestChange] = []
     for path in sorted(pins.files.keys() | now.keys()):
         if path not in now:
-            changes.append(TestChange(path=path, change="deleted"))
+            kept = is_test_infrastructure(path) and (root / path).is_file()
+            changes.append(TestChange(path=path, change="modified" if kept else "deleted"))
         elif path not in pins.files:
             changes.append(TestChange(path=path, change="added"))
         elif now[path] != pins.files[path]:

@@ -117,6 +117,19 @@ class TestCounts(BaseModel):
         return cls(**{name: sum(getattr(c, name) for c in counts) for name in cls.model_fields})
 
 
+class RewrittenReport(BaseModel):
+    """A test's report that code outside pytest and fixloop rewrote (the plugin's
+    `fixloop_pytest_rewrites`): its phase raised, its report said passed; with the hooks the
+    project implements that can do it, `hook in file:line`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    nodeid: str
+    when: str = "call"
+    what: str = "rewritten as passed"  # or "shown as passed" (pytest_report_teststatus)
+    hooks: list[str] = Field(default_factory=list)
+
+
 class TestReport(BaseModel):
     """One test session's report: the pytest plugin's, or one read from another runner's
     structured output (`go test -json`, Jest's or Vitest's JSON, JUnit XML)."""
@@ -135,6 +148,9 @@ class TestReport(BaseModel):
     # how many were not run, and the plugin's sentence. The session then fails.
     not_run: int = 0
     stopped: str | None = None
+    # Reports the project's hooks rewrote from failed to passed (the first few, and how many).
+    rewritten: list[RewrittenReport] = Field(default_factory=list)
+    rewritten_count: int = 0
 
 
 class Diagnostic(BaseModel):

@@ -1,9 +1,10 @@
 """Honest green (ARCHITECTURE.md, "Honest green"): what a verifier run means, and why a pass
 is doubted.
 
-`ok` needs every stage to exit 0, tests collected and run, no test file changed
-since the baseline, no skip or xfail added, no drop in the test count and no
-stage command that swallows failure. Each unmet check is a named reason, and an
+`ok` needs every stage to exit 0, tests collected and run, no test file or test
+infrastructure changed since the baseline (a new conftest.py included), no skip or
+xfail added, no drop in the test count, no stage command that swallows failure and no
+report rewritten by the project's hooks. Each unmet check is a named reason, and an
 otherwise green run becomes a `suspicious_pass`.
 """
 
@@ -15,7 +16,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import AddedSkip, TestChange, test_kind
+from engine.verify.pins import AddedSkip, TestChange, pinned_role, test_kind
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.stages import swallows_failure
 
@@ -71,10 +72,15 @@ def pass_doubts(
             reasons.append(f"stage {stage.name!r} collected no tests")
         elif stage.report.counts.passed == 0:
             reasons.append(f"stage {stage.name!r} passed no test (all skipped or xfailed)")
+        if stage.report is not None:
+            reasons += rewritten_reasons(stage)
     for change in changed_tests:
-        if change.change != "added":
+        if change.doubtful:
+            role = pinned_role(change.path)
+            why = f" ({role})" if role else ""
             reasons.append(
                 f"{test_kind(change.path)} {change.path} was {change.change} since the baseline"
+                + why
             )
     for skip in added_skips:
         why = f" ({skip.why})" if skip.why else ""
@@ -83,6 +89,25 @@ def pass_doubts(
     collected = counts.collected if counts is not None else None
     if baseline_collected is not None and collected is not None and collected < baseline_collected:
         reasons.append(f"the test count dropped from {baseline_collected} to {collected}")
+    return reasons
+
+
+def rewritten_reasons(stage: StageResult) -> list[str]:
+    """One reason per report the project's hooks rewrote, naming the hooks and their files: a
+    pass they produced is no pass, whoever wrote them."""
+    report = stage.report
+    if report is None:
+        return []
+    reasons = []
+    for rewrite in report.rewritten:
+        hooks = ", ".join(rewrite.hooks) or "none: code outside a hook did it"
+        reasons.append(
+            f"stage {stage.name!r}: the failed report of {rewrite.nodeid} ({rewrite.when}) was "
+            f"{rewrite.what} by the project's report hooks: {hooks}"
+        )
+    more = report.rewritten_count - len(report.rewritten)
+    if more > 0:
+        reasons.append(f"stage {stage.name!r}: {more} more reports were rewritten")
     return reasons
 
 

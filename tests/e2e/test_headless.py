@@ -233,6 +233,48 @@ def test_allowed_test_edits_turn_the_pass_suspicious_and_exit_4(
     assert_trail_agrees(result)
 
 
+# A conftest.py that turns every failed report into a pass: green with the bug still there.
+FLIP_CONFTEST = {
+    "path": "conftest.py",
+    "content": "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+    '    outcome.get_result().outcome = "passed"\n',
+}
+
+
+def test_a_conftest_that_fakes_green_is_held_back_and_said_with_why(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("the tests are flaky", FLIP_CONFTEST)),
+        reply(answer("fix both", MEAN_FIX, TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project, "--max-iters", "2")
+    assert done.returncode == 0, done.stderr
+    assert [it["status"] for it in result["iterations"]] == ["no_change", "ok"]
+    assert (
+        "fixloop: [1/2] not applied: changes pinned test infrastructure conftest.py (its hooks "
+        "and fixtures decide how tests run and what they report)" in done.stderr.splitlines()
+    )
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your edits to conftest.py were NOT applied" in second_prompt
+    assert "conftest.py" not in git.Repo(project).commit(result["branch"]).tree
+    assert_trail_agrees(result)
+
+
+def test_a_conftest_let_through_that_fakes_green_is_a_suspicious_pass_exit_4(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(answer("the tests are flaky", FLIP_CONFTEST)))
+    done, result = fixloop(model_server, project, "--allow-test-edits")
+    assert done.returncode == 4, done.stderr
+    assert result["status"] == "suspicious_pass"
+    assert "test infrastructure conftest.py was added since the baseline" in result["reason"]
+    assert "pytest_runtest_makereport in conftest.py:4" in result["reason"]
+    assert model_server.count == 1
+    assert_trail_agrees(result)
+
+
 def test_a_test_file_repeated_unchanged_is_ignored_without_comment(
     model_server: ScriptedModelServer, project: Path
 ) -> None:

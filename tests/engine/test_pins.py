@@ -236,6 +236,7 @@ def test_pins_from_a_commit_hash_each_test_file(project: git.Repo) -> None:
     pins = TestPins.from_commit(root_of(project))
     assert pins.rev == project.head.commit.hexsha
     assert pins.files == {
+        "pyproject.toml": sha256('{"ini_options": {"testpaths": ["tests"]}}'),
         "tests/__init__.py": sha256(""),
         "tests/conftest.py": sha256(""),
         "tests/test_stats.py": sha256(TEST_STATS),
@@ -268,6 +269,7 @@ def test_pins_from_the_tree_skip_venvs_caches_and_fixloops_own_dir(project: git.
         },
     )
     assert set(TestPins.from_tree(root).files) == {
+        "pyproject.toml",
         "tests/__init__.py",
         "tests/conftest.py",
         "tests/test_stats.py",

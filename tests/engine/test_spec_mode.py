@@ -146,6 +146,26 @@ def test_after_the_draft_a_test_edit_is_refused_and_the_rest_applies(
     )
 
 
+def test_a_conftest_in_the_draft_is_refused_as_test_infrastructure(
+    mode: tuple[SpecMode, Recorder],
+) -> None:
+    spec_mode, recorder = mode
+    spec_mode.start()
+    code, tests = Edit(path=MODULE, content=CODE), Edit(path=TESTS, content=OWN_TESTS)
+    flip = Edit(path="conftest.py", content="def pytest_runtest_makereport(item, call): pass\n")
+    kept, held = screened(spec_mode, [code, tests, flip], Review(decision="approve"))
+    assert kept.edits == [code, tests]
+    assert held == ["conftest.py"]
+    refused = [e for e in recorder.events if isinstance(e, TestEditsRefused)]
+    assert [(e.files, e.reason.split(":")[0]) for e in refused] == [
+        (["conftest.py"], "test infrastructure")
+    ]
+    assert spec_mode.held_back_note(held) == (
+        "Note: your edit to conftest.py was refused: it is test infrastructure (its hooks and "
+        f"fixtures decide how tests run and what they report). Change only {MODULE}."
+    )
+
+
 def test_nothing_but_refused_test_edits_is_a_format_error(mode: tuple[SpecMode, Recorder]) -> None:
     spec_mode, _ = mode
     spec_mode.start()

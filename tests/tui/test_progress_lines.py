@@ -102,6 +102,15 @@ def test_an_answer_that_changed_no_file_says_so() -> None:
     assert empty_diff_note(view.iterations[2]) == "the proposal changed no file"
 
 
+def test_held_back_files_are_named_with_why_they_are_pinned() -> None:
+    event = EditsApplied(n=1, files=["pkg/stats.py"], held_back=["conftest.py", "tests/test_a.py"])
+    assert printed(event) == [
+        "fixloop: [1/4] not applied: changes pinned test infrastructure conftest.py (its hooks "
+        "and fixtures decide how tests run and what they report); pinned test file "
+        "tests/test_a.py"
+    ]
+
+
 def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:
     lines = printed(
         CandidateVerified(

@@ -12,7 +12,8 @@ Its helpers are sibling modules in the same directory, mounted with it on PYTHON
 copied beside it into a built image's site-packages): `fixloop_pytest_source` (text, frames,
 statements), `fixloop_pytest_describe` (an exception, a failure and a test's entry as
 JSON), `fixloop_pytest_runtime` (the first failure's local variables), `fixloop_pytest_fit`
-(fitting the report into its byte budget) and `fixloop_pytest_timeout` (per-test limits).
+(fitting the report into its byte budget), `fixloop_pytest_timeout` (per-test limits) and
+`fixloop_pytest_rewrites` (reports the project's hooks rewrote from failed to passed).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fixloop_pytest_describe import (
     collection_skip,
 )
 from fixloop_pytest_fit import fit_report
+from fixloop_pytest_rewrites import RewriteWatch
 from fixloop_pytest_source import asserting_frame, clip, describe_error, safe_repr
 from fixloop_pytest_timeout import (
     MARKER,
@@ -95,6 +97,7 @@ class SessionRecorder:
 
     def __init__(self, config: pytest.Config) -> None:
         self.describe = Describer(Path(str(config.rootpath)).resolve())
+        self.rewrites = RewriteWatch(config, Path(str(config.rootpath)).resolve())
         self.session: pytest.Session | None = None
         self.counts = dict.fromkeys(COUNT_NAMES, 0)
         self.nodeids: list[str] = []
@@ -171,7 +174,10 @@ class SessionRecorder:
                 marked=item.get_closest_marker("timeout") is not None,
             )
         with time_limit(limit, self.where_it_hung, why), self.watchdog.watch(item, limit, why):
-            yield
+            outcome = yield
+        # Seen here, before any report hook can hide it: a failure the report must show.
+        with self.guard("runtest_call"):
+            self.rewrites.failed(item.nodeid, "call", outcome.excinfo and outcome.excinfo[1])
 
     def overran(self, item: pytest.Item, message: str) -> None:
         """The watchdog's word that `item` outlived its limit though the alarm fired: it
@@ -244,7 +250,12 @@ class SessionRecorder:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, Any, None]:
+        raised = call.excinfo  # before inner hooks run: one of them may clear it
         outcome = yield  # tryfirst: outermost, so xfail handling has already run
+        with self.guard("runtest_makereport"):
+            for info in (raised, call.excinfo):  # unittest's failures are set by a hook
+                if info is not None:
+                    self.rewrites.failed(item.nodeid, call.when, info.value)
         if call.excinfo is None or isinstance(call.excinfo.value, NOT_FAILURES):
             return
         if isinstance(call.excinfo.value, TestTimeout):
@@ -259,8 +270,10 @@ class SessionRecorder:
                 if runtime is not None:
                     details["runtime"] = runtime
 
+    @pytest.hookimpl(trylast=True)  # the report as every other hook left it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         with self.guard("runtest_logreport"):
+            self.rewrites.logged(report)
             details = self.details.pop((report.nodeid, report.when), {})
             count, outcome = classify(report)
             if count is not None:
@@ -298,6 +311,7 @@ class SessionRecorder:
                 "collection_errors": [],
                 "truncated": False,
                 **({"not_run": self.not_run, "stopped": self.stopped} if self.stopped else {}),
+                **self.rewrites.report(),
             },
             tests=tests,
             nodeids=self.nodeids,

@@ -205,6 +205,7 @@ class Lab:
             "XDG_STATE_HOME": str(self.tmp / "state"),
             "OPENAI_API_KEY": self.key,
             "LANG": "C.UTF-8",
+            "PYTHONPATH": str(REPO),  # this checkout's fixloop, run from the user's project
         }
         for name in ("FIXLOOP_DOCKER_URL", "DOCKER_HOST", "XDG_RUNTIME_DIR"):
             if os.environ.get(name):
@@ -218,16 +219,18 @@ class Lab:
             (where / "config.toml").write_text(self.fill(text))
 
     def cli(
-        self, *args: str, timeout: float = 300
+        self, *args: str, cwd: Path | None = None, timeout: float = 300
     ) -> tuple[subprocess.CompletedProcess[str], float]:
-        """`fixloop-tui ARGS` as the user runs it; its output and how long it took."""
+        """`fixloop-tui ARGS` as the user runs it, from `cwd` (the project: where a user
+        starts it, and where a relative path in its config would point); its output and how
+        long it took."""
         started = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "tui.cli", *args],
             capture_output=True,
             text=True,
             errors="replace",
-            cwd=REPO,
+            cwd=cwd or REPO,
             env=self.env(),
             timeout=timeout,
             check=False,
@@ -308,7 +311,7 @@ def run_probe(lab: Lab, probe: Probe, backend: Backend) -> Seen:
     """Build the probe's repository, script both servers, run its command, collect."""
     root = build_repo(lab, probe)
     lab.server.script(*(reply(lab.fill(text)) for text in probe.answers))
-    done, seconds = lab.cli(*command_line(lab, probe, root, backend))
+    done, seconds = lab.cli(*command_line(lab, probe, root, backend), cwd=root)
     return collect(lab, root, done, seconds)
 
 

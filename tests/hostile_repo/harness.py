@@ -33,7 +33,6 @@ import pytest
 
 from tests.conftest import open_backend
 from tests.model_server import RecordedRequest, ScriptedModelServer, reply
-from tests.projects import readable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -258,6 +257,14 @@ def backend_ready(backend: Backend) -> None:
     """Fail (CI) or skip (elsewhere) when the backend a probe names cannot run here."""
     sandbox = open_backend("gvisor" if backend == "gvisor" else "docker-podman", pool_size=0)
     asyncio.run(sandbox.close())
+
+
+def readable(top: Path) -> None:
+    """The sandbox runs as nobody: every directory on the way must be searchable. Symlinks
+    are left alone: chmod would follow a hostile one out of the project."""
+    for path in [top, *top.rglob("*")]:
+        if ".git" not in path.parts and not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def build_repo(lab: Lab, probe: Probe) -> Path:

@@ -56,6 +56,7 @@ FLIP_REPORTS = (
     "        report.outcome = 'passed'\n"
 )
 FIXED = answer("add, not subtract", FIX)
+REWRITTEN = answer("add, nothing else", whole_file("calc.py", "def add(a, b):\n    return a + b\n"))
 # Model code under test that fills the sandbox's disk, or tries the network, then returns
 # the wrong answer; the second answer fixes the bug.
 FILL_DISK = (
@@ -304,8 +305,8 @@ PROBES: list[Probe] = [
     ),
     Probe(
         "lone-surrogate-in-path",
-        answers=(answer("a new module", whole_file("calc\ud800.py", "x = 1\n")), FIXED),
-        flags=("--max-iters", "2"),
+        answers=(answer("a new module", whole_file("calc\ud800.py", "x = 1\n")),),
+        flags=("--max-iters", "1"),
         expect=Outcome(json=True, never=("aborted",)),
     ),
     Probe(
@@ -417,7 +418,7 @@ PROBES: list[Probe] = [
     # 11. The model's code cannot end the run: told what it did, the model fixes it.
     Probe(
         "answer-fills-the-disk",
-        answers=(answer("cache the sum", whole_file("calc.py", FILL_DISK)), FIXED),
+        answers=(answer("cache the sum", whole_file("calc.py", FILL_DISK)), REWRITTEN),
         flags=("--max-iters", "2"),
         config="exec_timeout = 60",
         backends=BOTH,
@@ -425,7 +426,7 @@ PROBES: list[Probe] = [
     ),
     Probe(
         "answer-dials-out",
-        answers=(answer("check the network first", whole_file("calc.py", DIAL_OUT)), FIXED),
+        answers=(answer("check the network first", whole_file("calc.py", DIAL_OUT)), REWRITTEN),
         flags=("--max-iters", "2"),
         config="exec_timeout = 60",
         backends=BOTH,

@@ -91,7 +91,8 @@ class Probe:
     project (`base`); `config` lines go under its `[tool.fixloop]`; `git_config` is appended to
     .git/config after the commit; `user_config` is the user's own config.toml (trusted);
     `answers` are the scripted model's, in order; `model`: the user names the scripted server
-    with --model/--api-base; `sandbox`: the user names the backend with --sandbox."""
+    with --model/--api-base; `sandbox`: the user names the backend with --sandbox; `env`: more
+    variables in the user's environment."""
 
     name: str
     expect: Outcome
@@ -106,6 +107,7 @@ class Probe:
     sandbox: bool = True
     backends: tuple[Backend, ...] = ONE
     base: Mapping[str, FileSpec] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # more of the user's environment
 
 
 # The base project: one bug, one test; the answer FIX repairs it.
@@ -194,9 +196,9 @@ class Lab:
             .replace(KEY, self.key)
         )
 
-    def env(self) -> dict[str, str]:
+    def env(self, more: Mapping[str, str] | None = None) -> dict[str, str]:
         """A clean environment: the user's key, a private home and config; the docker
-        backend's engine passed on when the test run names one."""
+        backend's engine passed on when the test run names one; then `more`."""
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(self.home),
@@ -209,7 +211,7 @@ class Lab:
         for name in ("FIXLOOP_DOCKER_URL", "DOCKER_HOST", "XDG_RUNTIME_DIR"):
             if os.environ.get(name):
                 env[name] = os.environ[name]
-        return env
+        return {**env, **{key: self.fill(value) for key, value in (more or {}).items()}}
 
     def write_user_config(self, text: str) -> None:
         if text:
@@ -218,7 +220,11 @@ class Lab:
             (where / "config.toml").write_text(self.fill(text))
 
     def cli(
-        self, *args: str, cwd: Path | None = None, timeout: float = 300
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 300,
     ) -> tuple[subprocess.CompletedProcess[str], float]:
         """`fixloop-tui ARGS` as the user runs it, from `cwd` (the project: where a user
         starts it, and where a relative path in its config would point); its output and how
@@ -230,7 +236,7 @@ class Lab:
             text=True,
             errors="replace",
             cwd=cwd or REPO,
-            env=self.env(),
+            env=self.env(env),
             timeout=timeout,
             check=False,
         )
@@ -318,7 +324,7 @@ def run_probe(lab: Lab, probe: Probe, backend: Backend) -> Seen:
     """Build the probe's repository, script both servers, run its command, collect."""
     root = build_repo(lab, probe)
     lab.server.script(*(reply(lab.fill(text)) for text in probe.answers))
-    done, seconds = lab.cli(*command_line(lab, probe, root, backend), cwd=root)
+    done, seconds = lab.cli(*command_line(lab, probe, root, backend), cwd=root, env=probe.env)
     return collect(lab, root, done, seconds)
 
 

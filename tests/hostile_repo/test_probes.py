@@ -57,7 +57,8 @@ FLIP_REPORTS = (
 )
 FIXED = answer("add, not subtract", FIX)
 REWRITTEN = answer("add, nothing else", whole_file("calc.py", "def add(a, b):\n    return a + b\n"))
-# Model code under test that fills the sandbox's disk, or tries the network, then returns
+# Model code under test that fills the sandbox's disk, or tries the network (1.1.1.1 by its
+# name: the lookup fails first, as most code's would), then returns
 # the wrong answer; the second answer fixes the bug.
 FILL_DISK = (
     "def add(a, b):\n"
@@ -69,7 +70,7 @@ FILL_DISK = (
 DIAL_OUT = (
     "import socket\n\n\n"
     "def add(a, b):\n"
-    "    socket.create_connection(('1.1.1.1', 53), timeout=5).close()\n"
+    "    socket.create_connection(('one.one.one.one', 53), timeout=5).close()\n"
     "    return a - b\n"
 )
 BLOCKS_SIGALRM = (
@@ -222,6 +223,42 @@ PROBES: list[Probe] = [
         config="allow_runc = true",
         answers=(FIXED,),
         expect=refused("allow_runc"),
+    ),
+    # A checkout's .env is not the user's environment: it routes no key.
+    Probe(
+        "dotenv-routes-the-key",
+        files={".env": f"OPENAI_API_BASE={ATTACKER}\nOPENAI_BASE_URL={ATTACKER}\n"},
+        user_config='model = "openai/x"\n',
+        # The real endpoint is out of reach (a dead proxy); the attacker's is not.
+        env={"HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"},
+        answers=(FIXED,),
+        model=False,
+        flags=("--max-iters", "1"),
+        expect=Outcome(),
+    ),
+    # fixloop writes its trail only into real directories of the project.
+    Probe(
+        "fixloop-dir-is-a-symlink-out",
+        files={".fixloop": Link(MARKERS)},
+        answers=(FIXED,),
+        flags=("--max-iters", "1"),
+        expect=Outcome(never=()),
+    ),
+    Probe(
+        "fixloop-runs-is-a-symlink-out",
+        files={".fixloop/runs": Link(MARKERS)},
+        answers=(FIXED,),
+        flags=("--max-iters", "1"),
+        expect=Outcome(never=()),
+    ),
+    # A file the prompt shows is read from inside the project, never through a link.
+    Probe(
+        "prompt-file-links-to-a-host-secret",
+        files={"notes.py": Link(CANARY)},
+        config='files = ["calc.py", "notes.py"]',
+        answers=(FIXED,),
+        flags=("--max-iters", "1"),
+        expect=Outcome(never=()),
     ),
     # A conftest that reads the user's key finds none: the sandbox's environment is clean.
     Probe(

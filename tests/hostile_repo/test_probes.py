@@ -11,6 +11,8 @@ file, commit or prompt, and never `ok` unless the row expects it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.hostile_repo.harness import (
@@ -23,6 +25,7 @@ from tests.hostile_repo.harness import (
     MARKERS,
     MODEL,
     UP_TO_ROOT,
+    Backend,
     Lab,
     Link,
     Outcome,
@@ -472,7 +475,8 @@ PROBES: list[Probe] = [
 ]
 
 
-def cases() -> list[pytest.param]:
+def cases() -> list[Any]:
+    """Each probe on each backend it names."""
     return [
         pytest.param(probe, backend, id=f"{probe.name}-{backend}")
         for probe in PROBES
@@ -481,9 +485,9 @@ def cases() -> list[pytest.param]:
 
 
 @pytest.mark.parametrize(("probe", "backend"), cases())
-def test_hostile_repository(lab: Lab, probe: Probe, backend: str) -> None:
-    backend_ready(backend)  # type: ignore[arg-type]
-    seen = run_probe(lab, probe, backend)  # type: ignore[arg-type]
+def test_hostile_repository(lab: Lab, probe: Probe, backend: Backend) -> None:
+    backend_ready(backend)
+    seen = run_probe(lab, probe, backend)
     check(lab, probe, seen)
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -434,11 +432,3 @@ def second_prompt(seen: Seen) -> str:
     found = [name for name in seen.trail if name.endswith("iterations/02/prompt.json")]
     assert found, f"no iterations/02/prompt.json in the trail: {sorted(seen.trail)[:40]}"
     return seen.trail[found[0]].decode(errors="replace")
-
-
-def executable(path: Path) -> None:
-    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

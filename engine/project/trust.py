@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 # either here or in REPOSITORY_MAY_SET).
 RESTRICTED: dict[str, str] = {
     "python": "it names a program fixloop runs on the host",
-    "sandbox": "it can switch the sandbox off (unsafe-local)",
+    "sandbox": "it can turn the sandbox off: unsafe-local",
     "allow_runc": "it can take the sandbox out of gVisor",
     "docker_url": "it chooses the engine your code is sent to",
     "image": "it chooses the image the sandbox starts from",

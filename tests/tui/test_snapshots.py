@@ -22,6 +22,7 @@ from engine.feedback.distill import distill
 from engine.project.paths import run_path
 from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
+from engine.project.trust import refusal
 from engine.run.artifacts import CodeFile, IterationArtifacts
 from engine.run.events import (
     AnswerReasked,
@@ -907,18 +908,14 @@ def test_task_screen_says_the_projects_security_settings_were_not_obeyed_at_80x2
     snap_compare: SnapCompare,
 ) -> None:
     app = app_in("dark")
-    refusal = (
-        f"{PROJECT}/pyproject.toml [tool.fixloop] sets sandbox (it can switch the sandbox off "
-        "(unsafe-local)): a repository may not set this on its own; if you wrote it, trust the "
-        f"file as it is now: fixloop-tui trust {PROJECT}"
-    )
+    refused = refusal(PROJECT / "pyproject.toml", ["sandbox"], f"fixloop-tui trust {PROJECT}")
 
     def task_screen() -> TaskScreen:
         screen = TaskScreen(
             project=str(PROJECT),
             model="openai/gpt-4o-mini",
             sandbox="gvisor",
-            config_refused=refusal,
+            config_refused=refused,
         )
         screen.call_after_refresh(screen.show_check, check_result())
         return screen

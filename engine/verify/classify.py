@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.verify.results import StageKind, StageResult
+from engine.verify.results import StageKind, StageResult, TestReport
 from engine.verify.stage_failures import Failure, first_line, read_failures, stage_failed
 from sandbox.pack import REFUSED_LINK
 
@@ -131,6 +131,33 @@ def _missing_module(text: str, known: frozenset[str]) -> _EnvFinding | None:
     return None
 
 
+@dataclass(frozen=True)
+class OwnPackage:
+    """Before any edit, the project's own top-level packages and where they should import
+    from: a test that cannot import one of them then points at the dev setup (the package is
+    not installed in the interpreter the tests run with), never at the code. `python` and
+    `project` are host paths, only quoted in the fix; nothing here runs."""
+
+    modules: frozenset[str]
+    python: str | None = None
+    project: str | None = None
+
+    def missing(self, text: str) -> _EnvFinding | None:
+        for match in _NO_MODULE.finditer(text):
+            # Only the top level itself: 'pkg.sub' missing while 'pkg' imports is the code's.
+            if match.group(2) or match.group(1) not in self.modules:
+                continue
+            python = self.python or "the interpreter given by --python"
+            install = f"{self.python or 'python'} -m pip install -e {self.project or '.'}"
+            return _EnvFinding(
+                f"the project's own package '{match.group(1)}' does not import in the sandbox: "
+                f"it is not installed in {python}; run `{install}` (or put its directory on "
+                "pytest's `pythonpath`)",
+                match.group(0),
+            )
+        return None
+
+
 def _scannable(text: str) -> str:
     """Output lines that can carry an error, not the echoed source of a failing test.
 
@@ -140,9 +167,13 @@ def _scannable(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if line[:1] not in {" ", "\t", ">"})
 
 
-def _env_in_text(text: str, known: frozenset[str]) -> _EnvFinding | None:
+def _env_in_text(
+    text: str, known: frozenset[str], own: OwnPackage | None = None
+) -> _EnvFinding | None:
     if not text:
         return None
+    if own is not None and (finding := own.missing(text)):
+        return finding
     # A missing library also exits 127, so it is asked before "command not found".
     if match := _SHARED_LIB.search(text):
         library = match.group(1) or match.group(2)
@@ -199,7 +230,9 @@ def _line_of(text: str, match: re.Match[str]) -> str:
     return text[start : end if end >= 0 else len(text)].strip().removeprefix("E").strip()
 
 
-def _env_failure(stage: StageResult, known: frozenset[str]) -> tuple[_EnvFinding, str] | None:
+def _env_failure(
+    stage: StageResult, known: frozenset[str], own: OwnPackage | None = None
+) -> tuple[_EnvFinding, str] | None:
     """What in the job's own output says the environment failed, and where."""
     failures = read_failures(stage)
     evidence: list[tuple[str, str]] = [
@@ -211,7 +244,7 @@ def _env_failure(stage: StageResult, known: frozenset[str]) -> tuple[_EnvFinding
     elif failures.text:
         evidence.append((f"stage '{stage.name}'", _scannable(failures.text)))
     for where, text in evidence:
-        if finding := _env_in_text(text, known):
+        if finding := _env_in_text(text, known, own):
             return finding, where
     if stage.exit_code == 127:
         command = stage.cmd.split()[0] if stage.cmd.split() else stage.name
@@ -277,6 +310,22 @@ def _is_mechanical(failure: Failure, known: frozenset[str]) -> bool:
     return bool(_FIXTURE_NOT_FOUND.search(message))
 
 
+_STOPPED_AT_LIMIT = "TestTimeout"  # the plugin's exception for a test stopped at its limit
+
+
+def _stopped_at_limit(failures: Sequence[Failure]) -> bool:
+    """Every failing test was stopped by its time limit: the verification timed out; the
+    packet names each as a timeout too."""
+    return bool(failures) and all(f.short_type == _STOPPED_AT_LIMIT for f in failures)
+
+
+def _names_a_failure(report: TestReport) -> bool:
+    """The report names a failing test or a collection error."""
+    return bool(report.collection_errors) or any(
+        t.outcome in {"failed", "error"} for t in report.tests
+    )
+
+
 def _code_failure(failure: Failure, known: frozenset[str]) -> Classification:
     error_class = ErrorClass.MECHANICAL if _is_mechanical(failure, known) else ErrorClass.LOGIC
     return Classification(
@@ -304,6 +353,8 @@ def classify(
     touched_modules: frozenset[str] = frozenset(),
     after_baseline: bool = False,
     tmpfs_mb: int | None = None,
+    python: str | None = None,
+    project: str | None = None,
 ) -> Classification:
     """The root failure of one verifier run, most fundamental cause first.
 
@@ -316,8 +367,13 @@ def classify(
     disk's size is `tmpfs_mb`), never an environment failure that would end the run: model
     code could otherwise end any run. What the sandbox itself failed at
     (`infrastructure_error`, raised outside the job) stays an environment failure.
+
+    Without `after_baseline` no edit has been made: a test that cannot import one of
+    `project_modules` itself (not a submodule of it) is the dev setup's failure, an
+    environment failure whose cause names the fix with `python` and `project` (host paths).
     """
     known = project_modules | touched_modules | _PROJECT_ALWAYS
+    own = None if after_baseline else OwnPackage(project_modules, python, project)
     failed = [s for s in stages if stage_failed(s)]
     for stage in failed:
         if stage.infrastructure_error:
@@ -341,7 +397,7 @@ def classify(
             primary = f"stage '{stage.name}' timed out after {stage.duration_ms / 1000:.0f}s"
             return Classification(error_class=ErrorClass.TIMEOUT, primary=primary)
     for stage in failed:
-        if env := _env_failure(stage, known):
+        if env := _env_failure(stage, known, own):
             finding, where = env
             if after_baseline and finding.kind in _YOURS:
                 size = f" ({tmpfs_mb} MiB tmpfs)" if tmpfs_mb else ""
@@ -362,9 +418,16 @@ def classify(
             exit_note = f" (exit {stage.exit_code})" if stage.exit_code else ""
             primary = f"stage '{stage.name}' collected no tests{exit_note}"
             return Classification(error_class=ErrorClass.NO_TESTS, primary=primary)
-    for _, failures in found:
-        if failures.tests:
-            return _code_failure(failures.tests[0], known)
+    failing = [f for _, failures in found for f in failures.tests]
+    if _stopped_at_limit(failing):
+        primary = f"{failing[0].where}: {failing[0].headline}"
+        return Classification(error_class=ErrorClass.TIMEOUT, primary=_one_line(primary))
+    for stage in code_stages:  # out of time with nothing failing but the tests not run
+        report = stage.report
+        if report is not None and report.stopped and not _names_a_failure(report):
+            return Classification(error_class=ErrorClass.TIMEOUT, primary=_one_line(report.stopped))
+    if failing:
+        return _code_failure(failing[0], known)
     # A tests stage can also say "no tests" with exit 0 (a swallowed exit 5).
     for stage in stages:
         report = stage.report
@@ -427,7 +490,8 @@ def signature_text(stages: Sequence[StageResult], classification: Classification
     lines = [f"class: {classification.error_class.value}"]
     failed = [s for s in stages if stage_failed(s)]
     cls = classification.error_class
-    if cls in {ErrorClass.ENV_FAILURE, ErrorClass.TIMEOUT, ErrorClass.OOM}:
+    stage_wide = {ErrorClass.ENV_FAILURE, ErrorClass.OOM}
+    if cls in stage_wide or (cls is ErrorClass.TIMEOUT and any(s.timed_out for s in failed)):
         lines.append("stages: " + ", ".join(sorted({s.name for s in failed})))
         if classification.env_cause:
             lines.append(f"cause: {normalise(classification.env_cause)}")

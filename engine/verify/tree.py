@@ -104,6 +104,8 @@ async def examine_tree(
         touched_modules=modules_of(touched),
         after_baseline=after_baseline,
         tmpfs_mb=verifier.limits.tmpfs_mb,
+        python=str(verifier.python) if verifier.python else None,
+        project=str(verifier.project) if verifier.project else None,
     )
     changes: list[TestChange] = []
     skips: list[AddedSkip] = []

@@ -308,6 +308,19 @@ def test_a_missing_module_is_env_failure_without_asking_the_model(
     assert_trail_agrees(result)
 
 
+def test_the_projects_own_package_not_importing_at_the_baseline_is_env_failure(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    root = committed_copy(PROJECTS / "src_not_installed", tmp_path)
+    done, result = fixloop(model_server, root)
+    assert done.returncode == 3, done.stderr
+    assert result["status"] == "env_failure"
+    assert "own package 'tallies' does not import" in result["reason"]
+    assert f"-m pip install -e {root}`" in result["reason"]
+    assert model_server.count == 0
+    assert_trail_agrees(result)
+
+
 def core_edit(search: str, replace: str) -> dict[str, str]:
     """One search/replace edit of the example's textstats/core.py."""
     return {"path": "textstats/core.py", "search": search, "replace": replace}

@@ -745,6 +745,14 @@ def test_a_different_failing_test_changes_the_signature() -> None:
     assert signed(reported_stage(ASSERTION)) != signed(reported_stage(other))
 
 
+def test_a_different_test_timing_out_changes_the_signature() -> None:
+    # Tests stopped by their limit are a timeout; which test hangs still tells two apart.
+    hang = failed_test("tests/test_stats.py::test_mean", "TestTimeout", "did not finish in 1 s")
+    other = hang.model_copy(update={"nodeid": "tests/test_stats.py::test_median"})
+    assert run(reported_stage(hang)).error_class is ErrorClass.TIMEOUT
+    assert signed(reported_stage(hang)) != signed(reported_stage(other))
+
+
 def test_a_different_exception_changes_the_signature() -> None:
     other = ASSERTION.model_copy(
         update={"exception_type": "ZeroDivisionError", "exception_message": "division by zero"}

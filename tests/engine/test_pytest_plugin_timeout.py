@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.feedback.distill import distill, summarise
-from engine.verify.classify import Classification, ErrorClass
+from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.execute import PLUGIN_DIR, per_test_limit, stage_env
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stages import Stage
@@ -171,6 +171,26 @@ def test_after_one_timeout_later_tests_get_a_shorter_limit(tmp_path: Path) -> No
     assert report.not_run == 0
 
 
+def test_a_verification_whose_failures_are_all_timeouts_is_classified_timeout(
+    tmp_path: Path,
+) -> None:
+    root = write_project(tmp_path, {"bits.py": HANGS, "test_bits.py": HANGING_TESTS})
+    session = run_pytest(root, extra_env={"FIXLOOP_TEST_TIMEOUT": "1"})
+    stage = StageResult(
+        name="tests",
+        kind=StageKind.TESTS,
+        cmd="pytest",
+        exit_code=session.exit_code,
+        duration_ms=1,
+        report=session.report,
+    )
+    result = classify([stage], project_modules=frozenset({"bits"}), after_baseline=True)
+    assert result.error_class is ErrorClass.TIMEOUT
+    assert result.primary.startswith(
+        "test_bits.py::test_bitcount[127-7]: TestTimeout: did not finish in 1 s; it was at line"
+    )
+
+
 def test_tests_the_budget_has_no_time_for_are_not_run_and_the_session_fails(
     tmp_path: Path,
 ) -> None:
@@ -190,6 +210,9 @@ def test_tests_the_budget_has_no_time_for_are_not_run_and_the_session_fails(
     )
     stage = StageResult(
         name="tests", kind=StageKind.TESTS, cmd="pytest", exit_code=1, duration_ms=1, report=report
+    )
+    assert classify([stage], project_modules=frozenset()) == Classification(
+        error_class=ErrorClass.TIMEOUT, primary=report.stopped
     )
     judgement = judge([stage], Classification(error_class=ErrorClass.LOGIC, primary="x"))
     assert judgement.verdict is Verdict.FAILING

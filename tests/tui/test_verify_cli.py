@@ -70,6 +70,23 @@ def test_a_missing_third_party_module_exits_3_with_the_fix(tmp_path: Path) -> No
 
 
 @pytest.mark.usefixtures("needs_gvisor")
+def test_the_projects_own_package_not_importing_exits_3_naming_the_install(
+    tmp_path: Path,
+) -> None:
+    root = committed_copy(PROJECTS / "src_not_installed", tmp_path)
+    done = verify(str(root), "--json")
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "env_failure"
+    assert result["env_cause"].startswith(
+        "the project's own package 'tallies' does not import in the sandbox: it is not "
+        "installed in "
+    )
+    assert f"-m pip install -e {root}`" in result["env_cause"]
+    assert result["packet"] is None
+
+
+@pytest.mark.usefixtures("needs_gvisor")
 def test_an_edited_test_file_exits_4(tmp_path: Path) -> None:
     root = committed_copy(PROJECTS / "test_pinning", tmp_path)
     tests = root / "tests" / "test_slugs.py"

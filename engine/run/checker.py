@@ -23,6 +23,7 @@ from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix
 from engine.verify.results import StageResult
+from engine.verify.time_needs import time_needs
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 
@@ -74,6 +75,7 @@ class IterationChecker:
         self.baseline_tests = BaselineTests.of(current.stages)
         if self.baseline_tests is not None:  # for a resume
             self.journal.json(0, BASELINE_TESTS, self.baseline_tests)
+        self.allow_baseline_times()
         self.guards.start(judgement.signature, tests.passed if tests else None)
         return current
 
@@ -83,6 +85,15 @@ class IterationChecker:
         path = self.journal.run_dir.path / self.journal.run_dir.iteration(0) / BASELINE_TESTS
         if path.is_file():
             self.baseline_tests = BaselineTests.model_validate_json(path.read_bytes())
+        self.allow_baseline_times()
+
+    def allow_baseline_times(self) -> None:
+        """Every later verification gives each test at least what the baseline saw it take,
+        with a margin (`engine/verify/time_needs.py`)."""
+        durations = self.baseline_tests.durations if self.baseline_tests else {}
+        self.verifier.time_needs = time_needs(
+            durations, self.verifier.test_timeout, self.verifier.limits.timeout_s
+        )
 
     async def after_edit(
         self,

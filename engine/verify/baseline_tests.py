@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.verify.results import StageKind, StageResult, TestReport
+from engine.verify.time_needs import baseline_durations
 
 if TYPE_CHECKING:
     from engine.verify.tree import Verification  # which imports this module
@@ -54,12 +55,14 @@ def _counted(report: TestReport) -> bool:
 
 
 class BaselineTests(BaseModel):
-    """The test ids the baseline collected, and those it already skipped or xfailed."""
+    """The test ids the baseline collected, those it already skipped or xfailed, and the call
+    times of its slow tests (what each later limit must allow, `time_needs`)."""
 
     model_config = ConfigDict(frozen=True)
 
     ids: list[str] = Field(default_factory=list)
     not_run: list[str] = Field(default_factory=list)
+    durations: dict[str, float] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, stages: Sequence[StageResult]) -> BaselineTests | None:
@@ -67,7 +70,11 @@ class BaselineTests(BaseModel):
         outcomes = _outcomes(stages)
         if outcomes is None:
             return None
-        return cls(ids=list(outcomes), not_run=[i for i, o in outcomes.items() if o in NOT_RUN])
+        return cls(
+            ids=list(outcomes),
+            not_run=[i for i, o in outcomes.items() if o in NOT_RUN],
+            durations=baseline_durations(stages),
+        )
 
 
 class TestsCheck(BaseModel):

@@ -8,9 +8,10 @@ mypy are asked for JSON. Anything else gets the generic excerpt.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from engine.verify.go_report import go_module_path, parse_go_test
@@ -68,6 +69,9 @@ class Verifier:
         # never what is verified.
         self.project = project
         self.test_timeout = test_timeout  # one pytest test's limit; None: only the stage's
+        # Seconds the baseline's slow tests need (`time_needs.time_needs`): floors under
+        # their limits. Empty until a run's baseline has been verified.
+        self.time_needs: dict[str, float] = {}
         # `fix_cmd`: run before the stages by the run's checker (engine/verify/fix.py)
         self.fix = fix
 
@@ -115,7 +119,9 @@ class Verifier:
             argv=stage_argv(stage),
             workdir=workdir,
             env={
-                **stage_env(stage, nonce, self.limits.timeout_s, self.test_timeout),
+                **stage_env(
+                    stage, nonce, self.limits.timeout_s, self.test_timeout, self.time_needs
+                ),
                 **toolchain_env(toolchain, mounts),
             },
             limits=toolchain_limits(toolchain, self.limits),
@@ -149,7 +155,11 @@ def _has_option(args: list[str], option: str) -> bool:
 
 
 def stage_env(
-    stage: Stage, nonce: str, timeout_s: float, test_timeout: float | None = None
+    stage: Stage,
+    nonce: str,
+    timeout_s: float,
+    test_timeout: float | None = None,
+    time_needs: Mapping[str, float] | None = None,
 ) -> dict[str, str]:
     if not stage.runs_pytest:
         return {}
@@ -169,6 +179,9 @@ def stage_env(
         env["FIXLOOP_TEST_TIMEOUT"] = f"{limit:g}"
         # The session's budget: several hangs still end in a report, not in a kill.
         env["FIXLOOP_STAGE_TIMEOUT"] = f"{timeout_s:g}"
+        if time_needs:
+            # Data for the plugin, never code: it only raises limits the budget still bounds.
+            env["FIXLOOP_TEST_NEEDS"] = json.dumps(time_needs, separators=(",", ":"))
     return env
 
 

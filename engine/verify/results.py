@@ -151,6 +151,9 @@ class TestReport(BaseModel):
     # Reports the project's hooks rewrote from failed to passed (the first few, and how many).
     rewritten: list[RewrittenReport] = Field(default_factory=list)
     rewritten_count: int = 0
+    # Call times (seconds) of the tests that took half a second or more, the slowest few
+    # hundred: the baseline's record of what each test needs (`engine/verify/time_needs.py`).
+    durations: dict[str, float] = Field(default_factory=dict)
 
 
 class Diagnostic(BaseModel):

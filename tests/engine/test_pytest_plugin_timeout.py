@@ -13,6 +13,7 @@ from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.execute import PLUGIN_DIR, per_test_limit, stage_env
 from engine.verify.results import StageKind, StageResult
 from engine.verify.stages import Stage
+from engine.verify.time_needs import time_needs
 from engine.verify.verdict import Verdict, judge
 from tests.engine.test_pytest_plugin import Session, run_pytest, write_project
 
@@ -112,6 +113,20 @@ def test_the_timeout_is_the_packets_first_failure_named_so(tmp_path: Path) -> No
     first = packet.failures[0]
     assert first.kind == "timeout"
     assert first.test.endswith("::test_loops")
+
+
+def test_a_slow_tests_need_is_three_times_its_baseline_time_and_a_second() -> None:
+    durations = {"a": 1.2, "quick": 0.5, "huge": 1e9, "nan": float("nan"), "x" * 501: 9.0}
+    # 0.5 s needs 2.5 s, under the 4 s a fifth of 20 s leaves: the plain limit covers it.
+    assert time_needs(durations, 20, 300) == {"huge": 150.0, "a": 4.6}
+    assert time_needs(durations, None, 300) == {}
+
+
+def test_needs_reach_the_plugin_as_json_in_its_environment() -> None:
+    stage = Stage(name="tests", kind=StageKind.TESTS, cmd="python -m pytest -q")
+    env = stage_env(stage, "n:", 300, 20, {"tests/test_a.py::test_x": 4.6})
+    assert env["FIXLOOP_TEST_NEEDS"] == '{"tests/test_a.py::test_x":4.6}'
+    assert "FIXLOOP_TEST_NEEDS" not in stage_env(stage, "n:", 300, None, {"t": 4.6})
 
 
 def test_the_limit_is_never_more_than_half_the_stage() -> None:
@@ -372,3 +387,60 @@ def test_a_test_spinning_in_c_is_ended_with_its_stack_dumped(tmp_path: Path) -> 
     assert session.exit_code != 0
     assert "Timeout (" in session.stderr
     assert 'test_deaf.py", line 6 in test_spins_in_c' in session.stderr
+
+
+# --- limits from the suite's own times ----------------------------------------------------------
+
+TIMED_TESTS = """\
+import time
+
+
+def test_quick():
+    assert True
+
+
+def test_takes_a_while():
+    time.sleep(0.8)
+"""
+
+
+def test_the_report_records_the_call_time_of_each_slow_test(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"test_timed.py": TIMED_TESTS})
+    report = run_pytest(root, extra_env={"FIXLOOP_TEST_TIMEOUT": "20"}).report
+    assert report.durations["test_timed.py::test_takes_a_while"] >= 0.8
+
+
+SLOWER_THAN_THE_LIMIT = """\
+import time
+
+
+def test_slow_but_fine():
+    time.sleep(1.5)
+"""
+
+
+def test_a_test_given_its_baseline_need_runs_past_the_plain_limit(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"test_slow.py": SLOWER_THAN_THE_LIMIT})
+    needs = '{"test_slow.py::test_slow_but_fine": 5}'
+    env = {"FIXLOOP_TEST_TIMEOUT": "1", "FIXLOOP_TEST_NEEDS": needs}
+    session = run_pytest(root, extra_env=env)
+    assert session.exit_code == 0, session.stderr
+    assert session.report.counts.passed == 1
+
+
+HANG_THEN_SLOW = {
+    "bits.py": HANGS,
+    "test_a_hangs.py": "from bits import bitcount\n\n\ndef test_hangs():\n"
+    "    assert bitcount(3) == 2\n",
+    "test_b_slow.py": SLOWER_THAN_THE_LIMIT,
+}
+
+
+def test_after_a_timeout_a_later_test_keeps_its_baseline_need(tmp_path: Path) -> None:
+    # The hang shortens later limits to 1 s; the slow test's need of 4 s stands.
+    root = write_project(tmp_path, HANG_THEN_SLOW)
+    needs = '{"test_b_slow.py::test_slow_but_fine": 4}'
+    env = {"FIXLOOP_TEST_TIMEOUT": "2", "FIXLOOP_TEST_NEEDS": needs}
+    report = run_pytest(root, extra_env=env).report
+    assert (report.counts.passed, report.counts.failed) == (1, 1)
+    assert [case.nodeid for case in report.tests] == ["test_a_hangs.py::test_hangs"]

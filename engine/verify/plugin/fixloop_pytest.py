@@ -42,13 +42,16 @@ from fixloop_pytest_rewrites import RewriteWatch
 from fixloop_pytest_source import asserting_frame, clip, describe_error, safe_repr
 from fixloop_pytest_timeout import (
     MARKER,
+    RECORD_S,
     TestTimeout,
     TimeBudget,
     Watchdog,
     configured_limit,
+    configured_needs,
     describe_hang,
     limit_for_test,
     limit_of,
+    slowest,
     time_limit,
 )
 
@@ -115,6 +118,8 @@ class SessionRecorder:
         self.test_timeout = None if external else configured_limit()
         self.limits_tests = not external
         self.budget = TimeBudget.from_env() if self.limits_tests else TimeBudget(None)
+        self.needs = configured_needs() if self.limits_tests else {}
+        self.durations: dict[str, float] = {}  # call times of RECORD_S or more, not timeouts
         self.timeouts = 0  # tests stopped at their limit so far
         self.finished = 0  # tests whose run (setup, call, teardown) is over
         self.not_run = 0
@@ -172,6 +177,7 @@ class SessionRecorder:
                 self.budget,
                 self.timeouts,
                 marked=item.get_closest_marker("timeout") is not None,
+                need=self.needs.get(item.nodeid),
             )
         with time_limit(limit, self.where_it_hung, why), self.watchdog.watch(item, limit, why):
             outcome = yield
@@ -252,6 +258,9 @@ class SessionRecorder:
     ) -> Generator[None, Any, None]:
         raised = call.excinfo  # before inner hooks run: one of them may clear it
         outcome = yield  # tryfirst: outermost, so xfail handling has already run
+        stopped = call.excinfo is not None and isinstance(call.excinfo.value, TestTimeout)
+        if call.when == "call" and call.duration >= RECORD_S and not stopped:
+            self.durations[item.nodeid] = call.duration  # what a later limit must allow
         with self.guard("runtest_makereport"):
             for info in (raised, call.excinfo):  # unittest's failures are set by a hook
                 if info is not None:
@@ -311,6 +320,7 @@ class SessionRecorder:
                 "collection_errors": [],
                 "truncated": False,
                 **({"not_run": self.not_run, "stopped": self.stopped} if self.stopped else {}),
+                **({"durations": slowest(self.durations)} if self.durations else {}),
                 **self.rewrites.report(),
             },
             tests=tests,

@@ -12,12 +12,16 @@ the process (`HARD_STOP_S` later). The stage's timeout stays the outer bound. A 
 gains nothing from any of this: each path ends the session as failed, never as a pass.
 
 The limit comes from FIXLOOP_TEST_TIMEOUT (seconds); a test marked `@pytest.mark.timeout(N)`
-(pytest-timeout's marker, registered here when that plugin is absent) gets N. When
-pytest-timeout itself is loaded, its own limits apply and this module stands aside.
+(pytest-timeout's marker, registered here when that plugin is absent) gets N. A test the
+baseline saw take long gets more: FIXLOOP_TEST_NEEDS (JSON, test id to seconds, the host's
+multiple of its baseline time) raises its limit to that need and keeps any shortening above
+it (`limit_for_test`). When pytest-timeout itself is loaded, its own limits apply and this
+module stands aside.
 
 Two things keep a session with several hanging tests inside the stage's time, so that it
 still reports instead of being killed with nothing said: once a test has timed out, later
-tests get a shorter limit (`after_a_timeout`: the same bug usually hangs them too), and the
+tests get a shorter limit (`after_a_timeout`: the same bug usually hangs them too; never
+below a test's own need), and the
 session keeps to a budget, FIXLOOP_STAGE_TIMEOUT less a reserve for writing the report
 (`TimeBudget`): no test's limit runs past it, and when it is nearly spent the rest of the
 tests are not run and the session fails, saying so (never a pass on fewer tests).
@@ -30,6 +34,8 @@ import ast
 import contextlib
 import faulthandler
 import functools
+import json
+import math
 import os
 import signal
 import sys
@@ -42,6 +48,9 @@ import pytest
 
 TIMEOUT_VARIABLE = "FIXLOOP_TEST_TIMEOUT"
 STAGE_VARIABLE = "FIXLOOP_STAGE_TIMEOUT"
+NEEDS_VARIABLE = "FIXLOOP_TEST_NEEDS"
+RECORD_S = 0.5  # a test whose call took this long has its time in the report's `durations`
+MAX_RECORDED = 300  # the slowest this many, at most
 MIN_TEST_S = 1.0  # a test is not started with less time than this left in the budget
 GRACE_S = 2.0  # how long past its limit a test may run before the watchdog ends the session
 HARD_STOP_S = 3.0  # after that, how long before faulthandler ends the process without a report
@@ -62,6 +71,33 @@ def configured_limit(variable: str = TIMEOUT_VARIABLE) -> float | None:
     except ValueError:
         return None
     return seconds if seconds > 0 else None
+
+
+def configured_needs(variable: str = NEEDS_VARIABLE) -> dict[str, float]:
+    """Each listed test's time need, from the environment's JSON object; what is not a
+    positive finite number of seconds for a string id is left out, and so is a value that is
+    not an object: a need only ever widens a limit the stage's budget still bounds."""
+    try:
+        data = json.loads(os.environ.get(variable, "") or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        nodeid: float(seconds)
+        for nodeid, seconds in data.items()
+        if isinstance(nodeid, str)
+        and isinstance(seconds, int | float)
+        and not isinstance(seconds, bool)
+        and math.isfinite(seconds)
+        and seconds > 0
+    }
+
+
+def slowest(durations: dict[str, float], count: int = MAX_RECORDED) -> dict[str, float]:
+    """The `count` longest of the recorded call times, rounded to 10 ms."""
+    ranked = sorted(durations.items(), key=lambda item: item[1], reverse=True)[:count]
+    return {nodeid: round(seconds, 2) for nodeid, seconds in ranked}
 
 
 def after_a_timeout(limit: float) -> float:
@@ -92,13 +128,23 @@ class TimeBudget:
 
 
 def limit_for_test(
-    own: float | None, budget: TimeBudget, timeouts: int, *, marked: bool = False
+    own: float | None,
+    budget: TimeBudget,
+    timeouts: int,
+    *,
+    marked: bool = False,
+    need: float | None = None,
 ) -> tuple[float | None, str]:
     """One test's limit and why it is less than its own: `own` (its marker or the default),
-    shortened after a timeout unless a marker set it, and never past the budget."""
+    raised to `need` (what the baseline saw it take, with a margin) unless a marker set it,
+    shortened after a timeout but never below that need, and never past the budget."""
     limit, why = own, ""
-    if limit is not None and timeouts and not marked and after_a_timeout(limit) < limit:
-        limit, why = after_a_timeout(limit), "shortened after an earlier test timed out"
+    if limit is not None and not marked:
+        floor = need or 0.0
+        shortened = max(after_a_timeout(limit), floor)
+        limit = max(limit, floor)
+        if timeouts and shortened < limit:
+            limit, why = shortened, "shortened after an earlier test timed out"
     left = budget.remaining()
     if left is not None and (limit is None or left < limit):
         limit, why = max(left, MIN_TEST_S), "the stage's time was nearly up"

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from engine.model import preflight
 from engine.project.detect import detected_test_cmd
+from engine.project.modules import project_modules
 from engine.project.paths import project_python
 from engine.project.settings import (
     ConfigError,
@@ -137,6 +138,50 @@ async def check_gvisor_sandbox(python: Path) -> Check:
         name="gvisor sandbox",
         ok=True,
         detail=f"hello world ran as uid 65534 in {result.duration_ms} ms ({how}job time)",
+    )
+
+
+async def check_project_package(project: Path, python: Path) -> Check | None:
+    """The project's own packages under src/ imported inside the gvisor sandbox, over a copy
+    of the project, as a verification's tests import them: a src layout the interpreter has
+    not installed (or whose editable install points where the sandbox cannot see) fails here,
+    before a run would end at its baseline. None: no package under src/, or no sandbox (its
+    own check says why).
+
+    The project's code runs only inside the sandbox, as in any verification; its package
+    names come from directory names that are Python identifiers (`project_modules`), passed
+    as an argument to `importlib`, so no name can become code on either side.
+    """
+    names = sorted(n for n in project_modules(project) if (project / "src" / n).is_dir())[:5]
+    if not names:
+        return None
+    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)"
+    try:
+        backend = open_sandbox("gvisor")
+    except SandboxError:
+        return None
+    try:
+        result = await backend.run(
+            ExecRequest(
+                argv=["python", "-c", script, *names],
+                workdir=project,
+                python=python,
+                limits=Limits(timeout_s=60),
+            )
+        )
+    except SandboxError as exc:
+        return Check(name="project package", ok=False, detail=str(exc), fix=_fix_of(exc))
+    finally:
+        await backend.close()
+    shown = ", ".join(names)
+    if result.exit_code == 0:
+        return Check(name="project package", ok=True, detail=f"{shown} imports in the sandbox")
+    lines = result.stderr.strip().splitlines()
+    return Check(
+        name="project package",
+        ok=False,
+        detail=f"{shown} does not import in the sandbox: {lines[-1] if lines else 'no output'}",
+        fix=f"{python} -m pip install -e {project}",
     )
 
 
@@ -400,4 +445,6 @@ async def diagnose(project: Path) -> Diagnosis:
     )
     if (config := check_project_config(project)) is not None:
         checks.append(config)
+    if (package := await check_project_package(project, sandboxed)) is not None:
+        checks.append(package)
     return Diagnosis(checks=checks)

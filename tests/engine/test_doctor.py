@@ -10,6 +10,7 @@ from engine.doctor import (
     Diagnosis,
     check_model,
     check_project_config,
+    check_project_package,
     check_python,
     check_toolchain,
     look_up_python,
@@ -17,6 +18,7 @@ from engine.doctor import (
 )
 from engine.project.settings import ConfigError, read_project_config
 from engine.project.trust import TrustStore
+from tests.projects import PROJECTS, committed_copy
 
 
 def fake_python(project: Path, script: str) -> Path:
@@ -278,3 +280,17 @@ def test_the_doctor_reports_a_committed_node_modules_leading_out_of_the_project(
         "node_modules resolves to /, outside the project, and git tracks node_modules"
     )
     assert check.fix == "remove the committed link and run `npm ci`"
+
+
+@pytest.mark.sandbox
+@pytest.mark.usefixtures("needs_gvisor")
+async def test_a_src_package_the_interpreter_has_not_installed_fails_with_the_install(
+    tmp_path: Path,
+) -> None:
+    root = committed_copy(PROJECTS / "src_not_installed", tmp_path)
+    check = await check_project_package(root, Path(sys.executable))
+    assert check is not None
+    assert not check.ok
+    assert check.detail.startswith("tallies does not import in the sandbox: ")
+    assert check.detail.endswith("No module named 'tallies'")
+    assert check.fix == f"{sys.executable} -m pip install -e {root}"

@@ -22,12 +22,17 @@ START_TIMEOUT_S = 60.0
 DRAIN_GRACE_S = 2.0
 
 
+def workspace_of(request: ExecRequest) -> str:
+    """Where the job's workspace is inside its sandbox."""
+    return str(request.workspace_path or SANDBOX_WORKDIR)
+
+
 def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: bool) -> bytes:
     """The job's first line to the zygote: argv, environment, cwd, whether a tar follows."""
     header = {
         "argv": request.argv,
-        "env": {**base_environment(interpreter), **request.env},
-        "cwd": SANDBOX_WORKDIR,
+        "env": {**base_environment(interpreter, workspace_of(request)), **request.env},
+        "cwd": workspace_of(request),
         "has_files": has_files,
         "links": request.links,
         "return_changes": request.return_changes,

@@ -9,11 +9,13 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import git
 import pytest
 
+from sandbox.contract import ExecRequest
+from sandbox.gvisor import GvisorSandbox
 from tests.e2e.test_headless import REPO
 from tests.projects import readable
 
@@ -149,3 +151,21 @@ def test_an_edit_to_the_package_is_what_the_editable_install_imports(editable: P
     assert "tests/test_threadly.py::test_square" in packet
     # Paths in the packet are the project's, relative: not where the sandbox keeps its copy.
     assert str(editable) not in packet
+
+
+async def test_a_warm_sandbox_imports_the_editable_install_from_its_workspace(
+    editable: Path, gvisor_pool: GvisorSandbox
+) -> None:
+    # A pooled sandbox's interpreter started (and read the venv's .pth files) before the
+    # workspace, and so the project's src/, existed.
+    result = await gvisor_pool.run(
+        ExecRequest(
+            argv=["python", "-c", "import threadly; print(threadly.__file__)"],
+            workdir=editable,
+            workspace_path=PurePosixPath(editable),
+            python=editable / ".venv" / "bin" / "python",
+        )
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == str(editable / "src" / "threadly" / "__init__.py")

@@ -8,6 +8,7 @@ import pytest
 from engine.doctor import (
     Check,
     Diagnosis,
+    check_job_limits,
     check_model,
     check_project_config,
     check_python,
@@ -17,6 +18,7 @@ from engine.doctor import (
 )
 from engine.project.settings import ConfigError, read_project_config
 from engine.project.trust import TrustStore
+from sandbox.contract import Limits
 
 
 def fake_python(project: Path, script: str) -> Path:
@@ -278,3 +280,10 @@ def test_the_doctor_reports_a_committed_node_modules_leading_out_of_the_project(
         "node_modules resolves to /, outside the project, and git tracks node_modules"
     )
     assert check.fix == "remove the committed link and run `npm ci`"
+
+
+def test_the_doctor_says_how_many_threads_a_job_may_start() -> None:
+    check = check_job_limits()
+    assert check.ok
+    assert f"{Limits().pids} processes and threads" in check.detail
+    assert Limits().pids >= 256  # a real suite's thread pool of a few hundred

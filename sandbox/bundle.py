@@ -276,6 +276,18 @@ def write_bundle(
     os.chmod(directory, 0o700)
 
 
+def mounted_in_workspace(profile: Profile) -> frozenset[str]:
+    """Workspace-relative paths where the interpreter's read-only trees sit inside the
+    workspace (a project's own venv, whatever its name): never copied there, the mount is."""
+    workspace = PurePosixPath(profile.workspace)
+    inside = set()
+    for mount in profile.interpreter.mounts:
+        path = PurePosixPath(mount)
+        if workspace in path.parents:
+            inside.add(path.relative_to(workspace).as_posix())
+    return frozenset(inside)
+
+
 def mount_points(profile: Profile) -> list[str]:
     points = ["/proc", "/tmp", "/dev/shm", "/usr", SANDBOX_LIB, profile.workspace]
     points += [str(p) for p in profile.interpreter.mounts]

@@ -317,7 +317,7 @@ class GvisorSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = await job_files(request)
+        payload = await job_files(request, profile)
         container = await self.pool.take(profile)
         try:
             return await container.execute(request, payload)

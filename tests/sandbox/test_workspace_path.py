@@ -4,6 +4,8 @@ sandbox's own trees or the system's."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -62,3 +64,34 @@ async def test_the_workspace_appears_at_the_path_asked_for(
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == [str(project), "the copy"]
     assert result.workdir == str(project)
+
+
+@pytest.fixture
+def with_env(tmp_path: Path) -> Path:
+    """A checkout whose venv is `env/` (not one of the names never copied: .venv, venv)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("import sys\nprint(sys.prefix)\n")
+    # Before the venv exists: chmod follows its symlinks to the interpreter it was made from.
+    readable(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(project / "env")], check=True
+    )
+    return project
+
+
+@pytest.mark.sandbox
+async def test_a_venv_in_the_checkout_is_mounted_there_whatever_its_name(
+    isolating: Isolating, with_env: Path
+) -> None:
+    result = await isolating.run(
+        ExecRequest(
+            argv=["python", "app.py"],
+            workdir=with_env,
+            workspace_path=PurePosixPath(with_env),
+            python=with_env / "env" / "bin" / "python",
+        )
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == str(with_env / "env")

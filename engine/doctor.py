@@ -32,6 +32,7 @@ from engine.project.trust import RESTRICTED
 from engine.verify.toolchains import project_node_modules, runner_of
 from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
+from sandbox.bundle import HOST_PIDS_LIMIT, THREAD_ROOM_MB
 from sandbox.choose import check_engine, runsc_version
 from sandbox.docker.daemon_json import daemon_json_fix
 from sandbox.host_trees import MountRefused
@@ -101,6 +102,21 @@ def check_rootless_limits() -> Check:
         "from outside; no cpu limit",
         fix="for a cpu limit and the kernel's own memory limit, run fixloop as root",
         needed=False,
+    )
+
+
+def check_job_limits(limits: Limits | None = None) -> Check:
+    """What one verification job may use, each in its own sandbox (never shared between jobs
+    running at once): the numbers a real suite meets first."""
+    limits = limits or Limits()
+    memory = limits.memory_mb
+    return Check(
+        name="job limits",
+        ok=True,
+        detail=f"per job, in its own sandbox: {limits.pids} processes and threads"
+        f" (RLIMIT_NPROC; as root a pids cgroup of {HOST_PIDS_LIMIT} host threads behind it),"
+        f" {memory} MiB memory, address space {memory} MiB + {THREAD_ROOM_MB} MiB for thread"
+        f" stacks, a {limits.tmpfs_mb} MiB workspace, {limits.cpus:g} cpu (as root)",
     )
 
 
@@ -429,7 +445,7 @@ def _fix_of(exc: Exception) -> str:
 
 async def diagnose(project: Path) -> Diagnosis:
     python = look_up_python(project)
-    checks = [check_runsc(), check_cgroups()]
+    checks = [check_runsc(), check_cgroups(), check_job_limits()]
     # An interpreter that cannot be used is check_python's to report: the sandbox is checked
     # with ours.
     sandboxed = python if isinstance(python, Path) else Path(sys.executable)

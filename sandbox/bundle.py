@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandbox.contract import BASE_ENV, ExecRequest, Limits
@@ -21,10 +21,17 @@ INSIDE_DIR = Path(__file__).parent / "inside"
 SANDBOX_LIB = "/fixloop/lib"
 SANDBOX_WORKDIR = "/fixloop/work"
 NOBODY = 65534
-# Host threads of gVisor's own processes count against the pids cgroup; a low
-# value panics the sandbox, so guest processes are limited by RLIMIT_NPROC.
-HOST_PIDS_LIMIT = 1024
+# Host threads of gVisor's own processes count against the pids cgroup (each guest thread
+# is carried by a host thread, plus the sentry's own); a low value panics the sandbox, so
+# guest processes are limited by RLIMIT_NPROC (Limits.pids) and this is room above it for a
+# job at its limit, still a bound on what a fork bomb costs the host.
+HOST_PIDS_LIMIT = 2048
 MIB = 2**20
+# Address space each process may reserve beyond its memory limit, for threads: each reserves
+# its 8 MiB stack and glibc up to 8 malloc arenas of 64 MiB per core, all untouched (at 1 GiB
+# a Python suite could start about 16 threads; a pool of 200 needs some 3 GiB). Memory used
+# stays bounded by the cgroup, or rootless by the memory watch.
+THREAD_ROOM_MB = 4096
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class Profile:
     # Extra read-only directories: (destination, host source), sorted.
     mounts: tuple[tuple[str, str], ...] = ()
     address_space_mb: int | None = None  # None: from memory_mb (`address_space_bytes`)
+    # Where the workspace copy appears inside (ExecRequest.workspace_path): its own tmpfs.
+    workspace: str = SANDBOX_WORKDIR
 
     @classmethod
     def of(
@@ -51,6 +60,7 @@ class Profile:
         *,
         preload: bool = False,
         mounts: dict[str, Path] | None = None,
+        workspace: PurePosixPath | None = None,
     ) -> Profile:
         extra = tuple(sorted((dest, str(src)) for dest, src in (mounts or {}).items()))
         return cls(
@@ -62,6 +72,7 @@ class Profile:
             preload,
             extra,
             limits.address_space_mb,
+            str(workspace or SANDBOX_WORKDIR),
         )
 
 
@@ -78,6 +89,7 @@ def profile_for(
         request.limits,
         preload=pooled and python_job,
         mounts=request.mounts,
+        workspace=request.workspace_path,
     )
 
 
@@ -86,12 +98,13 @@ def sandbox_path(interpreter: Interpreter) -> str:
     return ":".join(dict.fromkeys(dirs))
 
 
-def base_environment(interpreter: Interpreter) -> dict[str, str]:
-    """The whole environment of a job before the request's own variables."""
+def base_environment(interpreter: Interpreter, workspace: str) -> dict[str, str]:
+    """The whole environment of a job before the request's own variables; HOME is its
+    workspace."""
     return {
         **BASE_ENV,
         "PATH": sandbox_path(interpreter),
-        "HOME": SANDBOX_WORKDIR,
+        "HOME": workspace,
         "TMPDIR": "/tmp",
         "USER": "nobody",
     }
@@ -153,11 +166,12 @@ def _tmpfs(path: str, size_mb: int) -> dict[str, Any]:
 
 
 def address_space_bytes(memory_mb: int, *, rootless: bool) -> int:
-    """RLIMIT_AS of each process. As root the cgroup is the memory limit and this a second
-    one; rootless, the memory watch is, so a process gets room to pass the limit and be
-    killed as out of memory by it (a MemoryError would hide that) while still bounded."""
+    """RLIMIT_AS of each process: the memory limit plus THREAD_ROOM_MB for threads. As root
+    the cgroup is the memory limit and this a second one; rootless, the memory watch is, so a
+    process gets room to pass the limit and be killed as out of memory by it (a MemoryError
+    would hide that) while still bounded."""
     limit = max(memory_mb, 256)
-    return (2 * limit if rootless else limit) * MIB
+    return ((2 * limit if rootless else limit) + THREAD_ROOM_MB) * MIB
 
 
 def sandbox_rlimits(profile: Profile, *, rootless: bool) -> list[tuple[str, int]]:
@@ -189,7 +203,7 @@ def write_bundle(
     for `runsc --rootless --ignore-cgroups`, which enforces no cgroup limit, so none is
     written (see `address_space_bytes`)."""
     interpreter = profile.interpreter
-    env = base_environment(interpreter)
+    env = base_environment(interpreter, profile.workspace)
     binds = ["/usr", *(str(p) for p in interpreter.mounts)]
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
@@ -211,8 +225,11 @@ def write_bundle(
             }
             for destination, source in profile.mounts
         ),
-        _tmpfs(SANDBOX_WORKDIR, profile.tmpfs_mb),
+        _tmpfs(profile.workspace, profile.tmpfs_mb),
     ]
+    # Parents before what sits in them: the project's own `.venv`, mounted read-only as the
+    # interpreter's tree, lies inside the workspace at the project's path and must come after it.
+    mounts.sort(key=lambda mount: len(PurePosixPath(mount["destination"]).parts))
     rlimits = sandbox_rlimits(profile, rootless=rootless)
     period = 100_000
     linux: dict[str, Any] = {
@@ -243,7 +260,7 @@ def write_bundle(
                 *([] if profile.preload else ["--no-preload"]),
             ],
             "env": [f"{k}={v}" for k, v in env.items()],
-            "cwd": SANDBOX_WORKDIR,
+            "cwd": profile.workspace,
             "capabilities": {
                 k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")
             },
@@ -259,8 +276,20 @@ def write_bundle(
     os.chmod(directory, 0o700)
 
 
+def mounted_in_workspace(profile: Profile) -> frozenset[str]:
+    """Workspace-relative paths where the interpreter's read-only trees sit inside the
+    workspace (a project's own venv, whatever its name): never copied there, the mount is."""
+    workspace = PurePosixPath(profile.workspace)
+    inside = set()
+    for mount in profile.interpreter.mounts:
+        path = PurePosixPath(mount)
+        if workspace in path.parents:
+            inside.add(path.relative_to(workspace).as_posix())
+    return frozenset(inside)
+
+
 def mount_points(profile: Profile) -> list[str]:
-    points = ["/proc", "/tmp", "/dev/shm", "/usr", SANDBOX_LIB, SANDBOX_WORKDIR]
+    points = ["/proc", "/tmp", "/dev/shm", "/usr", SANDBOX_LIB, profile.workspace]
     points += [str(p) for p in profile.interpreter.mounts]
     points += [destination for destination, _ in profile.mounts]
     return points

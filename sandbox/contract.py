@@ -7,6 +7,7 @@ crosses the seam, so a job never depends on where or how it ran.
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path, PurePosixPath
 from typing import Literal, Protocol
 
@@ -45,6 +46,33 @@ DEFAULT_EXCLUDES: frozenset[str] = frozenset(
 # Paths under /fixloop/ that the sandbox itself uses.
 RESERVED_MOUNTS: frozenset[str] = frozenset({"lib", "work"})
 
+# Where a workspace may never appear: the sandbox's own trees (the interpreter's /usr, its
+# /proc, /dev, /tmp, fixloop's /fixloop) and the system's, which a workspace would shadow.
+# Below /tmp is allowed (a project there is common), /tmp itself is not.
+SYSTEM_DIRS: tuple[str, ...] = (
+    "/bin", "/boot", "/dev", "/etc", "/fixloop", "/lib", "/lib32", "/lib64", "/libx32",
+    "/proc", "/run", "/sbin", "/sys", "/usr",
+)  # fmt: skip
+
+
+# Threads and processes of one job: a real suite's thread pools (a few hundred threads) and
+# multiprocessing pools fit; a fork bomb still stops here, inside its own gVisor kernel, and
+# memory and the host's pids cgroup (bundle.HOST_PIDS_LIMIT) stand behind it.
+DEFAULT_PIDS = 512
+
+
+def refused_workspace_path(path: PurePosixPath) -> str | None:
+    """Why `path` cannot be where a workspace appears inside a sandbox, or None."""
+    text = str(path)
+    if not path.is_absolute() or posixpath.normpath(text) != text or ".." in path.parts:
+        return "must be an absolute, normalized path"
+    if text in ("/", "/tmp"):
+        return f"would hide the sandbox's own {text}"
+    for system in SYSTEM_DIRS:
+        if text == system or text.startswith(system + "/"):
+            return f"is in {system}, which the sandbox keeps for itself"
+    return None
+
 
 class Limits(BaseModel):
     """Resource limits of one job. Time is enforced from outside the sandbox."""
@@ -54,7 +82,12 @@ class Limits(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     memory_mb: int = Field(default=1024, ge=64)
     cpus: float = Field(default=1.0, gt=0)
-    pids: int = Field(default=64, ge=8, description="processes the job may run at once")
+    pids: int = Field(
+        default=DEFAULT_PIDS,
+        ge=8,
+        description="processes and threads the job may run at once (RLIMIT_NPROC in its own"
+        " sandbox's kernel: per job, never shared)",
+    )
     tmpfs_mb: int = Field(default=256, ge=8, description="size of the writable workspace")
     output_bytes: int = Field(default=1_000_000, ge=1024, description="cap per stream")
     address_space_mb: int | None = Field(
@@ -78,6 +111,16 @@ class ExecRequest(BaseModel):
     argv: list[str] = Field(min_length=1)
     workdir: Path | None = Field(
         default=None, description="copied into the sandbox's writable workspace; never mounted"
+    )
+    workspace_path: PurePosixPath | None = Field(
+        default=None,
+        description="where the workspace copy appears inside the sandbox (default"
+        " /fixloop/work). The engine passes the person's own checkout path, so every path its"
+        " dev setup recorded (an editable install's .pth, absolute paths in config) names the"
+        " copy. Only a name: nothing of the host is mounted there (the workspace is a fresh"
+        " tmpfs holding the copy), and it must be absolute, normalized, never / or /tmp, never"
+        " in the system's or the sandbox's own trees (SYSTEM_DIRS), so a hostile repository"
+        " that chose it could at most hide its own copy",
     )
     env: dict[str, str] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
@@ -106,6 +149,13 @@ class ExecRequest(BaseModel):
         description="with return_changes: only files whose workspace-relative path matches one"
         " of these globs (a runner's report files, say, not its build output)",
     )
+
+    @field_validator("workspace_path")
+    @classmethod
+    def _workspace_path_shadows_nothing(cls, path: PurePosixPath | None) -> PurePosixPath | None:
+        if path is not None and (reason := refused_workspace_path(path)) is not None:
+            raise ValueError(f"workspace path {path} {reason}")
+        return path
 
     @field_validator("mounts")
     @classmethod

@@ -22,7 +22,6 @@ from sandbox import cgroups
 from sandbox.bundle import (
     HOST_PIDS_LIMIT,
     MIB,
-    SANDBOX_WORKDIR,
     Profile,
     mount_points,
     profile_for,
@@ -225,7 +224,7 @@ class Container:
             oom_killed=oom,
             truncated=stdout.truncated or self._stderr.truncated,
             backend="gvisor",
-            workdir=SANDBOX_WORKDIR,
+            workdir=self.profile.workspace,
             changes=changes,
             changes_truncated=changes_truncated,
         )
@@ -318,7 +317,7 @@ class GvisorSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = await job_files(request)
+        payload = await job_files(request, profile)
         container = await self.pool.take(profile)
         try:
             return await container.execute(request, payload)

@@ -6,9 +6,10 @@ JSON header line and, when the job has a work dir, the tar of it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
-from sandbox.bundle import MIB, SANDBOX_WORKDIR, base_environment
+from sandbox.bundle import MIB, SANDBOX_WORKDIR, Profile, base_environment, mounted_in_workspace
 from sandbox.changes import StdoutWithChanges, read_changes
 from sandbox.contract import ExecRequest, FileChange
 from sandbox.interpreter import Interpreter
@@ -22,12 +23,17 @@ START_TIMEOUT_S = 60.0
 DRAIN_GRACE_S = 2.0
 
 
+def workspace_of(request: ExecRequest) -> str:
+    """Where the job's workspace is inside its sandbox."""
+    return str(request.workspace_path or SANDBOX_WORKDIR)
+
+
 def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: bool) -> bytes:
     """The job's first line to the zygote: argv, environment, cwd, whether a tar follows."""
     header = {
         "argv": request.argv,
-        "env": {**base_environment(interpreter), **request.env},
-        "cwd": SANDBOX_WORKDIR,
+        "env": {**base_environment(interpreter, workspace_of(request)), **request.env},
+        "cwd": workspace_of(request),
         "has_files": has_files,
         "links": request.links,
         "return_changes": request.return_changes,
@@ -38,12 +44,19 @@ def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: boo
     return json.dumps(header).encode() + b"\n"
 
 
-async def job_files(request: ExecRequest) -> bytes | None:
-    """The tar of the job's work dir (None: it has none), packed off the event loop."""
+async def job_files(request: ExecRequest, profile: Profile) -> bytes | None:
+    """The tar of the job's work dir (None: it has none), packed off the event loop, without
+    what the sandbox mounts inside the workspace (the project's own venv, read-only)."""
     if request.workdir is None:
         return None
     return await asyncio.to_thread(
-        pack_directory, request.workdir, request.excludes, request.limits.tmpfs_mb * MIB
+        functools.partial(
+            pack_directory,
+            request.workdir,
+            request.excludes,
+            request.limits.tmpfs_mb * MIB,
+            skip_paths=mounted_in_workspace(profile),
+        )
     )
 
 

@@ -22,18 +22,27 @@ from sandbox.errors import SandboxError, WorkspaceRefused
 REFUSED_LINK = "workspace link "  # how a refused link's message starts, for the engine to tell
 
 
-def pack_directory(root: Path, excludes: Iterable[str], max_bytes: int) -> bytes:
-    """A tar of `root` without excluded names (at any depth), refused past `max_bytes`."""
+def pack_directory(
+    root: Path, excludes: Iterable[str], max_bytes: int, *, skip_paths: Iterable[str] = ()
+) -> bytes:
+    """A tar of `root` without excluded names (at any depth) nor the directories at
+    `skip_paths` (root-relative, posix: what the sandbox mounts there), refused past
+    `max_bytes`."""
     if not root.is_dir():
         raise SandboxError(f"workspace {root} is not a directory")
     skip = frozenset(excludes)
+    skipped = frozenset(skip_paths)
     buffer = io.BytesIO()
     size = 0
     links: list[Path] = []
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in skip)
             base = Path(dirpath)
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in skip and (base / d).relative_to(root).as_posix() not in skipped
+            )
             for name in [*dirnames, *sorted(f for f in filenames if f not in skip)]:
                 path = base / name
                 info = archive.gettarinfo(str(path), arcname=str(path.relative_to(root)))

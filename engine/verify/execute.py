@@ -8,11 +8,19 @@ mypy are asked for JSON. Anything else gets the generic excerpt.
 
 from __future__ import annotations
 
+<<<<<<< HEAD
 import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+=======
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path, PurePosixPath
+>>>>>>> own-path
 
 from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests
@@ -35,6 +43,7 @@ from engine.verify.toolchains import (
     toolchain_of,
 )
 from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
+from sandbox.contract import refused_workspace_path
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 PLUGIN_MOUNT = "/fixloop/plugins"
@@ -118,6 +127,9 @@ class Verifier:
         return ExecRequest(
             argv=stage_argv(stage),
             workdir=workdir,
+            # At the checkout's own path: what its dev setup recorded (an editable install's
+            # .pth, absolute paths in config) names the copy being verified.
+            workspace_path=workspace_path(self.project),
             env={
                 **stage_env(
                     stage, nonce, self.limits.timeout_s, self.test_timeout, self.time_needs
@@ -132,6 +144,16 @@ class Verifier:
             return_changes=stage.report is not None,
             changes_only=(stage.report,) if stage.report else (),
         )
+
+
+def workspace_path(project: Path | None) -> PurePosixPath | None:
+    """Where the workspace appears in the sandbox: the checkout's absolute path, or the
+    sandbox's default when there is none or the sandbox refuses that path (a checkout in a
+    system directory keeps the default; its recorded paths then miss, as before)."""
+    if project is None:
+        return None
+    path = PurePosixPath(os.path.abspath(project))
+    return None if refused_workspace_path(path) is not None else path
 
 
 def stage_argv(stage: Stage) -> list[str]:

@@ -136,7 +136,7 @@ class DockerSandbox:
 
     async def run(self, request: ExecRequest) -> ExecResult:
         profile = await asyncio.to_thread(self.profile, request)
-        payload = await job_files(request)
+        payload = await job_files(request, profile)
         container = await self.pool.take(profile)
         try:
             if not container.kernel.gvisor:

@@ -27,7 +27,6 @@ from sandbox.bundle import (
     MIB,
     NOBODY,
     SANDBOX_LIB,
-    SANDBOX_WORKDIR,
     Profile,
     base_environment,
     sandbox_rlimits,
@@ -137,7 +136,7 @@ class Container:
         tmpfs = {
             "/tmp": f"size={profile.tmpfs_mb}m,mode=1777",
             "/dev/shm": "size=64m,mode=1777",
-            SANDBOX_WORKDIR: f"size={profile.tmpfs_mb}m,mode=1777",
+            profile.workspace: f"size={profile.tmpfs_mb}m,mode=1777",
         }
         ulimits = [
             docker.types.Ulimit(name=name, soft=value, hard=value)
@@ -180,14 +179,16 @@ class Container:
         # Exactly the environment the gvisor backend's zygote gets: the engine adds its own
         # variables (container=podman, HOSTNAME ...), and a warm-up that read a variable
         # the job then lacks could not be used (the zygote would start a fresh interpreter).
-        environment = [f"{k}={v}" for k, v in base_environment(interpreter).items()]
+        environment = [
+            f"{k}={v}" for k, v in base_environment(interpreter, profile.workspace).items()
+        ]
         return {
             "image": self.image,
             "command": ["/bin/sh", INIT_SCRIPT, "/usr/bin/env", "-i", *environment, *zygote],
             "name": self.name,
             "user": f"{NOBODY}:{NOBODY}",
-            "working_dir": SANDBOX_WORKDIR,
-            "environment": base_environment(interpreter),
+            "working_dir": profile.workspace,
+            "environment": base_environment(interpreter, profile.workspace),
             "hostname": "fixloop-sandbox",
             "stdin_open": True,
             "labels": {OWNER_LABEL: str(os.getpid())},
@@ -329,7 +330,7 @@ class Container:
             oom_killed=oom,
             truncated=stdout.truncated or stderr.truncated,
             backend="docker",
-            workdir=SANDBOX_WORKDIR,
+            workdir=self.profile.workspace,
             changes=changes,
             changes_truncated=changes_truncated,
         )

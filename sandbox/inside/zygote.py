@@ -191,6 +191,28 @@ def read_job() -> dict[str, Any]:
     return header
 
 
+def add_workspace_pth_paths() -> None:
+    """The path lines of site-packages' .pth files that name directories which exist only
+    now the workspace is here (an editable install's `src/`, at the project's own path):
+    site.py skipped them when this interpreter started, a fresh one would not."""
+    import site
+
+    for sitedir in site.getsitepackages():
+        with contextlib.suppress(OSError):
+            names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
+            for name in names:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    with open(os.path.join(sitedir, name), encoding="utf-8") as pth:
+                        lines = pth.read().splitlines()
+                    for line in lines:
+                        line = line.rstrip()
+                        if not line or line.startswith(("#", "import ", "import\t")):
+                            continue
+                        path = os.path.abspath(os.path.join(sitedir, line))
+                        if os.path.isdir(path) and path not in sys.path:
+                            sys.path.append(path)
+
+
 def detach_stdin() -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -358,6 +380,7 @@ def main() -> None:
         run_returning_changes(job)
     # Finders cached directory listings before the workspace existed.
     importlib.invalidate_caches()
+    add_workspace_pth_paths()
     detach_stdin()
     os.chdir(job["cwd"])
     warm = warm_fits(job["env"], job["cwd"])

@@ -8,6 +8,7 @@ import pytest
 from engine.doctor import (
     Check,
     Diagnosis,
+    check_job_limits,
     check_model,
     check_project_config,
     check_project_package,
@@ -18,6 +19,7 @@ from engine.doctor import (
 )
 from engine.project.settings import ConfigError, read_project_config
 from engine.project.trust import TrustStore
+from sandbox.contract import Limits
 from tests.projects import PROJECTS, committed_copy
 
 
@@ -294,3 +296,10 @@ async def test_a_src_package_the_interpreter_has_not_installed_fails_with_the_in
     assert check.detail.startswith("tallies does not import in the sandbox: ")
     assert check.detail.endswith("No module named 'tallies'")
     assert check.fix == f"{sys.executable} -m pip install -e {root}"
+
+
+def test_the_doctor_says_how_many_threads_a_job_may_start() -> None:
+    check = check_job_limits()
+    assert check.ok
+    assert f"{Limits().pids} processes and threads" in check.detail
+    assert Limits().pids >= 256  # a real suite's thread pool of a few hundred

@@ -24,7 +24,7 @@ import pytest
 
 from engine.doctor import check_docker
 from sandbox import choose_backend, open_sandbox
-from sandbox.bundle import MIB, Profile, write_bundle
+from sandbox.bundle import MIB, THREAD_ROOM_MB, Profile, write_bundle
 from sandbox.contract import Limits
 from sandbox.docker.backend import DockerSandbox
 from sandbox.errors import SandboxUnavailable
@@ -98,7 +98,8 @@ def test_a_rootless_bundle_claims_no_cgroup_limit_and_leaves_the_watch_room(
     config = json.loads((tmp_path / "config.json").read_text())
     assert "resources" not in config["linux"]  # runsc --ignore-cgroups would not enforce it
     rlimits = {r["type"]: r["hard"] for r in config["process"]["rlimits"]}
-    assert rlimits["RLIMIT_AS"] == 600 * MIB  # over the limit: the watch kills first
+    # Over the limit, plus room for threads' stacks: the watch kills first.
+    assert rlimits["RLIMIT_AS"] == (600 + THREAD_ROOM_MB) * MIB
     assert rlimits["RLIMIT_NPROC"] == 32
     assert rlimits["RLIMIT_FSIZE"] == profile.tmpfs_mb * MIB
     assert config["process"]["user"] == {"uid": 65534, "gid": 65534}
@@ -322,8 +323,9 @@ async def test_a_rootless_engines_jobs_get_the_rlimits_its_api_would_drop(
     assert rootless_engine.rootless
     assert rootless_engine.description.endswith("rootless: rlimits and a memory watch)")
     tmpfs = Limits().tmpfs_mb * MIB
+    space = (600 + THREAD_ROOM_MB) * MIB  # over the limit, and threads: the watch kills first
     assert result.stdout == (
-        f"RLIMIT_AS {600 * MIB} {600 * MIB}\n"  # over the limit: the watch kills first
+        f"RLIMIT_AS {space} {space}\n"
         f"RLIMIT_NPROC {Limits().pids} {Limits().pids}\n"
         f"RLIMIT_FSIZE {tmpfs} {tmpfs}\n"
         "RLIMIT_NOFILE 1024 1024\n"

@@ -8,19 +8,12 @@ mypy are asked for JSON. Anything else gets the generic excerpt.
 
 from __future__ import annotations
 
-<<<<<<< HEAD
 import json
-import secrets
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
-=======
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
->>>>>>> own-path
 
 from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests

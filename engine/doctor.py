@@ -29,6 +29,7 @@ from engine.project.settings import (
     from_user_config,
 )
 from engine.project.trust import RESTRICTED
+from engine.verify.execute import workspace_path
 from engine.verify.toolchains import project_node_modules, runner_of
 from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
@@ -181,6 +182,9 @@ async def check_project_package(project: Path, python: Path) -> Check | None:
             ExecRequest(
                 argv=["python", "-c", script, *names],
                 workdir=project,
+                # where a verification puts it: the checkout's own path, which an editable
+                # install's .pth names
+                workspace_path=workspace_path(project),
                 python=python,
                 limits=Limits(timeout_s=60),
             )

@@ -169,3 +169,14 @@ async def test_a_warm_sandbox_imports_the_editable_install_from_its_workspace(
 
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == str(editable / "src" / "threadly" / "__init__.py")
+
+
+async def test_the_doctor_imports_the_editable_install_as_a_verification_would(
+    editable: Path,
+) -> None:
+    from engine.doctor import check_project_package
+
+    check = await check_project_package(editable, editable / ".venv" / "bin" / "python")
+    assert check is not None
+    assert check.ok, check
+    assert check.detail == "threadly imports in the sandbox"

@@ -7,7 +7,7 @@ import io
 import json
 import tarfile
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,9 +55,29 @@ class TaskOutcome(BaseModel):
         where.mkdir(parents=True, exist_ok=True)
         if self.archive:
             with tarfile.open(fileobj=io.BytesIO(self.archive), mode="r:gz") as tar:
-                tar.extractall(where, filter="data")
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(where, filter="data")
+                else:  # a Python before 3.11.4 (Debian 12's 3.11.2) has no filters
+                    tar.extractall(where, members=plain_members(tar))
         (where / "result.json").write_text(self.model_dump_json(indent=2) + "\n")
         return where
+
+
+def plain_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's directories and regular files under relative paths that stay inside,
+    without set-id bits: what the "data" extraction filter lets through, for a Python that
+    has none. An archive comes from a worker, so nothing in it may write outside `out/<id>/`
+    or leave a link there."""
+    kept = []
+    for member in tar.getmembers():
+        parts = PurePosixPath(member.name).parts
+        if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
+            continue
+        # as the data filter: a directory gets the default mode, a file loses set-id bits and
+        # group or other write
+        member.mode = 0o755 if member.isdir() else member.mode & 0o755
+        kept.append(member)
+    return kept
 
 
 def pack(directory: Path) -> bytes:

@@ -50,6 +50,7 @@ RUN_FLAGS = (
     "max_iters",
     "exec_timeout",
     "test_timeout",
+    "failing_first",
     "max_cost",
     "max_tokens",
     "wall_clock",
@@ -202,6 +203,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--test-timeout",
         type=float,
         help=f"seconds per pytest test, 0 for none (default {DEFAULTS.test_timeout:g})",
+    )
+    parser.add_argument(
+        "--failing-first",
+        action=argparse.BooleanOptionalAction,
+        help="after a failed check, run the tests that failed first, alone, and the whole "
+        "command once they pass (default on; green always comes from the whole command)",
     )
     parser.add_argument("--max-cost", type=float, help="USD")
     parser.add_argument("--max-tokens", type=int)

@@ -103,6 +103,10 @@ class Settings(BaseModel):
     # One pytest test's limit (0: none): a hang costs this, not the stage's timeout, and the
     # rest of the suite still reports. Never more than half the stage's (`per_test_limit`).
     test_timeout: float = Field(default=20.0, ge=0)
+    # After a failed verification its failing tests run first, alone, and the whole command
+    # only once they pass: a red iteration costs the failing tests, not the suite. A green
+    # verdict always comes from the whole command (engine/verify/focus.py).
+    failing_first: bool = True
     max_cost: float | None = Field(default=None, ge=0)
     max_tokens: int | None = Field(default=None, ge=1)
     wall_clock: float | None = Field(default=None, gt=0)

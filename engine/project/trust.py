@@ -75,6 +75,7 @@ REPOSITORY_MAY_SET = frozenset(
         "no_progress",
         "exec_timeout",
         "test_timeout",
+        "failing_first",
         "max_cost",
         "max_tokens",
         "wall_clock",

@@ -39,6 +39,7 @@ def configured_verifier(
         project=project,
         test_timeout=settings.test_timeout or None,
         fix=fix_stage(settings),
+        failing_first=settings.failing_first,
     )
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from engine.verify.focus import NARROWED_SUFFIX, Plan
 from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests
 from engine.verify.junit_report import parse_junit
@@ -25,7 +26,7 @@ from engine.verify.parsers import (
     parse_ruff,
     parse_ruff_format,
 )
-from engine.verify.results import StageKind, StageResult, TestCounts, TestReport
+from engine.verify.results import StageFocus, StageKind, StageResult, TestCounts, TestReport
 from engine.verify.stages import Stage
 from engine.verify.toolchains import (
     runner_argv,
@@ -41,6 +42,8 @@ from sandbox.contract import refused_workspace_path
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 PLUGIN_MOUNT = "/fixloop/plugins"
 PLUGIN_MODULE = "fixloop_pytest"
+# The test ids a narrowed run keeps (JSON list), read by the plugin.
+FOCUS_VARIABLE = "FIXLOOP_ONLY_TESTS"
 # The plugin and its sibling helpers; `sandbox build-image` bakes them into an image's
 # site-packages too, so a job there can import them.
 PLUGIN_FILES = tuple(sorted(PLUGIN_DIR.glob("fixloop_pytest*.py")))
@@ -62,6 +65,7 @@ class Verifier:
         project: Path | None = None,
         test_timeout: float | None = None,
         fix: Stage | None = None,
+        failing_first: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.stages = list(stages)
@@ -76,23 +80,48 @@ class Verifier:
         self.time_needs: dict[str, float] = {}
         # `fix_cmd`: run before the stages by the run's checker (engine/verify/fix.py)
         self.fix = fix
+        # After a failed verification, its failing tests run first (engine/verify/focus.py).
+        self.failing_first = failing_first
 
-    async def run(self, workdir: Path, on_stage: StageCallback | None = None) -> list[StageResult]:
-        """Verify `workdir` (copied, never modified). `on_stage` hears each start and end."""
+    async def run(
+        self,
+        workdir: Path,
+        on_stage: StageCallback | None = None,
+        *,
+        plan: Plan | None = None,
+        done: Sequence[StageResult] = (),
+    ) -> list[StageResult]:
+        """Verify `workdir` (copied, never modified). `on_stage` hears each start and end.
+
+        `plan`: a narrowed run (`engine/verify/focus.py`): only the plan's stages, its test
+        stages narrowed to their failing tests, heard under the name `<stage>.failing-first`.
+        `done`: stages that already ran whole over this same tree, kept, not run again."""
         results = []
+        kept = {result.name: result for result in done if result.focus is None}
         for stage in self.stages:
+            if plan is not None and stage.name not in plan:
+                continue
+            if plan is None and stage.name in kept:
+                results.append(kept[stage.name])
+                continue
+            focus = plan.get(stage.name) if plan is not None else None
+            heard = stage
+            if focus is not None:
+                heard = stage.model_copy(update={"name": stage.name + NARROWED_SUFFIX})
             if on_stage is not None:
-                await on_stage(stage, None)
-            result = await self.run_stage(stage, workdir)
+                await on_stage(heard, None)
+            result = await self.run_stage(stage, workdir, focus)
             if on_stage is not None:
-                await on_stage(stage, result)
+                await on_stage(heard, result)
             results.append(result)
         return results
 
-    async def run_stage(self, stage: Stage, workdir: Path) -> StageResult:
+    async def run_stage(
+        self, stage: Stage, workdir: Path, focus: StageFocus | None = None
+    ) -> StageResult:
         started = time.monotonic()
         try:
-            result, nonce = await self.execute(stage, workdir)
+            result, nonce = await self.execute(stage, workdir, focus)
         except SandboxError as exc:
             return StageResult(
                 name=stage.name,
@@ -101,19 +130,25 @@ class Verifier:
                 exit_code=-1,
                 duration_ms=int((time.monotonic() - started) * 1000),
                 infrastructure_error=str(exc),
+                focus=focus,
             )
         go_module = go_module_of(workdir) if stage.runner == "go" else None
-        return parse_stage(stage, result, nonce, go_module=go_module)
+        parsed = parse_stage(stage, result, nonce, go_module=go_module)
+        return parsed if focus is None else parsed.model_copy(update={"focus": focus})
 
-    async def execute(self, stage: Stage, workdir: Path) -> tuple[ExecResult, str]:
+    async def execute(
+        self, stage: Stage, workdir: Path, focus: StageFocus | None = None
+    ) -> tuple[ExecResult, str]:
         """The stage's raw result and the nonce its pytest report is marked with."""
         nonce = f"FIXLOOP-REPORT-{secrets.token_hex(8)}:"
-        return await self.sandbox.run(self.request(stage, workdir, nonce)), nonce
+        return await self.sandbox.run(self.request(stage, workdir, nonce, focus)), nonce
 
-    def request(self, stage: Stage, workdir: Path, nonce: str) -> ExecRequest:
+    def request(
+        self, stage: Stage, workdir: Path, nonce: str, focus: StageFocus | None = None
+    ) -> ExecRequest:
         """The sandbox job that runs `stage` over a copy of `workdir` (the fix pass's too): its
         runner's report switched on, its environment, read-only trees and limits
-        (`engine/verify/toolchains.py`)."""
+        (`engine/verify/toolchains.py`); with `focus`, only those tests."""
         toolchain = toolchain_of(stage.cmd)
         mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {}
         mounts |= toolchain_mounts(toolchain, self.project)
@@ -127,6 +162,7 @@ class Verifier:
                 **stage_env(
                     stage, nonce, self.limits.timeout_s, self.test_timeout, self.time_needs
                 ),
+                **focus_env(stage, focus),
                 **toolchain_env(toolchain, mounts),
             },
             limits=toolchain_limits(toolchain, self.limits),
@@ -198,6 +234,14 @@ def stage_env(
             # Data for the plugin, never code: it only raises limits the budget still bounds.
             env["FIXLOOP_TEST_NEEDS"] = json.dumps(time_needs, separators=(",", ":"))
     return env
+
+
+def focus_env(stage: Stage, focus: StageFocus | None) -> dict[str, str]:
+    """The narrowed pytest run's test ids, for the plugin to keep only those (data it compares
+    node ids with, never arguments: a test id cannot become an option)."""
+    if focus is None or not stage.runs_pytest:
+        return {}
+    return {FOCUS_VARIABLE: json.dumps(focus.tests, separators=(",", ":"))}
 
 
 def per_test_limit(test_timeout: float | None, stage_timeout_s: float) -> float | None:

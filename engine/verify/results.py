@@ -170,6 +170,18 @@ class Diagnostic(BaseModel):
     severity: str = "error"
 
 
+class StageFocus(BaseModel):
+    """A test stage narrowed to the tests that failed at the last verification (failing tests
+    first, `engine/verify/focus.py`): the test ids it was asked to run, and how many tests
+    passed at the last verification and did not run now (counted as they were then, so a
+    narrowed run's totals compare with a whole one's)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tests: list[str]
+    carried_passed: int = 0
+
+
 class StageResult(BaseModel):
     """One verifier stage: the command, how its process ended, and what was parsed from it."""
 
@@ -189,6 +201,7 @@ class StageResult(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     excerpt: str = ""  # generic parser: the first error block, head + tail, capped
     infrastructure_error: str | None = None  # the sandbox itself failed
+    focus: StageFocus | None = None  # only the tests that failed last time ran
 
     @property
     def succeeded(self) -> bool:

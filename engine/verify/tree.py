@@ -7,6 +7,7 @@ baseline's pinned tests, and builds the repair packet.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no
 from engine.verify.classify import classify, signature
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun
+from engine.verify.focus import narrowed_note, narrowing
 from engine.verify.pins import (
     AddedSkip,
     TestChange,
@@ -30,7 +32,7 @@ from engine.verify.pins import (
     config_changes,
 )
 from engine.verify.results import StageResult
-from engine.verify.verdict import Judgement, judge, pass_doubts
+from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 
 
 class Baseline(BaseModel):
@@ -94,8 +96,63 @@ async def examine_tree(
 
     `fixed`: the fix pass that already ran on `root`; a failed one is a failing stage of
     this verification (a passing one is not: only the check pass's status counts), and
-    what it held back is in the packet's notes."""
-    stages = await verifier.run(root, on_stage)
+    what it held back is in the packet's notes.
+
+    Failing tests first (`Verifier.failing_first`, `engine/verify/focus.py`): after a
+    verification that failed (`previous`), the tests that failed then run first, alone; when
+    they still fail, that is the verification (its packet says so), else the whole command
+    runs, and only it can be ok."""
+    judged = functools.partial(
+        _judged,
+        root,
+        verifier,
+        baseline=baseline,
+        touched=touched,
+        last_diff=last_diff,
+        previous=previous,
+        iteration=iteration,
+        max_iterations=max_iterations,
+        fixed=fixed,
+        after_baseline=after_baseline,
+    )
+    plan = narrowing(verifier.stages, previous) if verifier.failing_first else None
+    done: list[StageResult] = []
+    if plan is not None:
+        done = await verifier.run(root, on_stage, plan=plan)
+        narrowed = judged(done)
+        if stands(narrowed):
+            return narrowed
+    return judged(await verifier.run(root, on_stage, done=done))
+
+
+def stands(narrowed: Verification) -> bool:
+    """Whether a narrowed run is the verification: it failed on its own merits, and each
+    narrowed stage ran no more tests than it was given (a plugin that could not narrow ran
+    them all, and its counts would add what it carried twice)."""
+    if narrowed.judgement.verdict is not Verdict.FAILING:
+        return False
+    return all(
+        stage.report is None or stage.report.counts.collected <= len(stage.focus.tests)
+        for stage in narrowed.stages
+        if stage.focus is not None
+    )
+
+
+def _judged(
+    root: Path,
+    verifier: Verifier,
+    stages: list[StageResult],
+    *,
+    baseline: Baseline | None,
+    touched: Sequence[str],
+    last_diff: str | None,
+    previous: Sequence[StageResult] | None,
+    iteration: int | None,
+    max_iterations: int | None,
+    fixed: FixRun | None,
+    after_baseline: bool,
+) -> Verification:
+    """`stages`, run over `root`, classified, judged and distilled."""
     if fixed is not None and fixed.failed:
         stages = [fixed.stage, *stages]
     classification = classify(
@@ -139,7 +196,10 @@ async def examine_tree(
             max_iterations=max_iterations,
             previous=previous,
             last_diff=last_diff,
-            notes=fixed.notes() if fixed is not None else (),
+            notes=[
+                *(fixed.notes() if fixed is not None else ()),
+                *filter(None, [narrowed_note(stages)]),
+            ],
         )
     return Verification(
         judgement=judgement,

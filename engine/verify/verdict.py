@@ -42,9 +42,23 @@ class Judgement(BaseModel):
 
 
 def test_counts(stages: Sequence[StageResult]) -> TestCounts | None:
-    """The summed counts of every pytest report, or None when no report came back."""
-    reports = [stage.report for stage in stages if stage.report is not None]
-    return TestCounts.total([report.counts for report in reports]) if reports else None
+    """The summed counts of every test report, or None when no report came back. A stage
+    narrowed to the tests that failed last time counts the tests that passed then as passed
+    and collected, so the passed count compares across verifications (the progress guard,
+    the candidates' ranking); such a run never makes a verdict ok."""
+    counts = [
+        stage.report.counts.model_copy(
+            update={
+                "collected": stage.report.counts.collected + stage.focus.carried_passed,
+                "passed": stage.report.counts.passed + stage.focus.carried_passed,
+            }
+        )
+        if stage.focus is not None
+        else stage.report.counts
+        for stage in stages
+        if stage.report is not None
+    ]
+    return TestCounts.total(counts) if counts else None
 
 
 def pass_doubts(

@@ -43,7 +43,9 @@ def test_a_looping_candidate_costs_seconds_and_the_loop_goes_on(
     first = result["iterations"][0]["tests"]
     assert (first["collected"], first["passed"], first["failed"]) == (5, 3, 2)
     stage = json.loads(
-        (Path(result["run_dir"]) / "iterations" / "01" / "stage-tests.json").read_text()
+        (
+            Path(result["run_dir"]) / "iterations" / "01" / "stage-tests.failing-first.json"
+        ).read_text()
     )
     assert not stage["timed_out"]  # the test's limit fired, not the stage's 300 s
     assert stage["duration_ms"] < 30_000

@@ -92,6 +92,40 @@ def pytest_configure(config: pytest.Config) -> None:
         _write_line({"internal_error": f"configure: {describe_error(exc)}"})
 
 
+FOCUS_VARIABLE = "FIXLOOP_ONLY_TESTS"
+
+
+def _only_tests() -> frozenset[str] | None:
+    """The node ids a narrowed run keeps (JSON list in FIXLOOP_ONLY_TESTS), None: all."""
+    raw = os.environ.get(FOCUS_VARIABLE)
+    if not _NONCE or raw is None:
+        return None
+    try:
+        ids = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(ids, list):
+        return None
+    return frozenset(nodeid for nodeid in ids if isinstance(nodeid, str))
+
+
+@pytest.hookimpl(trylast=True)  # after -k, -m and the project's own selection
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A narrowed run: every test but the ones asked for is deselected, as `--deselect`
+    would (in each xdist worker too: they collect, the controller does not)."""
+    try:
+        wanted = _only_tests()
+        if wanted is None:
+            return
+        kept = [item for item in items if item.nodeid in wanted]
+        dropped = [item for item in items if item.nodeid not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+    except Exception:  # never break the session: it runs whole, and the host sees it did
+        pass
+
+
 # --- the recorder -----------------------------------------------------------------------
 
 

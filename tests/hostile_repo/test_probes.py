@@ -95,6 +95,13 @@ LEAK_JS = (
     "console.log('read: ' + secret);\n"
     "process.exit(1);\n"
 )
+# Model code that is right only in a narrowed run (failing tests first): it sees the list.
+RIGHT_WHEN_NARROWED = (
+    "import os\n\n\n"
+    "def add(a, b):\n"
+    "    return a + b if os.environ.get('FIXLOOP_ONLY_TESTS') else a - b\n"
+)
+ZERO_TEST = "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
 REFUSED = Outcome(exit=2)
 
 
@@ -459,6 +466,14 @@ PROBES: list[Probe] = [
         config="exec_timeout = 60",
         backends=BOTH,
         expect=Outcome(exit=0, status="ok", never=("env_failure",), prompt_says=("network",)),
+    ),
+    # 12. A pass of the narrowed run (failing tests first) is never green: the whole suite is.
+    Probe(
+        "answer-passes-only-narrowed",
+        files={"test_more.py": ZERO_TEST},
+        answers=(answer("add", whole_file("calc.py", RIGHT_WHEN_NARROWED)),),
+        flags=("--max-iters", "1"),
+        expect=Outcome(exit=1),
     ),
 ]
 

@@ -198,6 +198,7 @@ def unpack_seed(archive: str, directory: str) -> None:
     `directory`, regular files and directories only. A seed that is missing or broken leaves
     `directory` empty: the job then runs as it would without one."""
     try:
+        os.makedirs(directory, exist_ok=True)
         with tarfile.open(archive, mode="r:") as seed:
             members = [m for m in seed.getmembers() if m.isfile() or m.isdir()]
             if hasattr(tarfile, "data_filter"):

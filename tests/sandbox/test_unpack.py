@@ -91,7 +91,7 @@ async def test_a_broken_seed_leaves_an_empty_directory_and_the_job_runs(
 async def test_a_seed_member_that_leaves_its_directory_is_not_unpacked(
     gvisor: GvisorSandbox, seed: Path
 ) -> None:
-    (seed / "seed.tar").write_bytes(tar_of({"../escaped": b"x", "ab/entry": b"kept"}))
+    (seed / "seed.tar").write_bytes(tar_of({"ab/entry": b"kept", "../escaped": b"x"}))
     result = await gvisor.run(
         unpacking(["python", "-c", LIST + "print(sorted(os.listdir('/tmp')))"], seed)
     )

@@ -117,13 +117,15 @@ async def test_a_go_job_cannot_change_the_seed_or_the_next_jobs_cache(
     assert where is not None
     before = hashlib.sha256((where / SEED_ARCHIVE).read_bytes()).hexdigest()
     poison = go_stage(
-        "sh -c 'echo poison > /fixloop/goseed/seed.tar || echo seed refused; "
+        "sh -c 'test -f /fixloop/goseed/seed.tar && echo seed mounted; "
+        "echo poison > /fixloop/goseed/seed.tar || echo seed refused; "
         "GOCACHE=/fixloop/goseed go vet ./... || echo cache refused; "
         'find /tmp/go-build -type f -name "*-d" -exec sh -c "echo poison > {}" \\; ; '
         "echo poisoned > /tmp/go-build/poisoned'"
     )
     verifier = Verifier(isolating, [poison], project=checkout)
     result, _ = await verifier.execute(poison, checkout)
+    assert "seed mounted" in result.stdout, result.stderr
     assert "seed refused" in result.stdout, result.stderr
     assert "cache refused" in result.stdout, result.stderr
     assert hashlib.sha256((where / SEED_ARCHIVE).read_bytes()).hexdigest() == before

@@ -30,6 +30,7 @@ from engine.project.settings import (
 )
 from engine.project.trust import RESTRICTED
 from engine.verify.execute import workspace_path
+from engine.verify.go_seed import SEED_ARCHIVE, seed_dir, usable_seed
 from engine.verify.toolchains import project_node_modules, runner_of
 from sandbox import ExecRequest, Limits, SandboxError, SandboxUnavailable, open_sandbox
 from sandbox import cgroups as sandbox_cgroups
@@ -377,6 +378,30 @@ def check_toolchain(project: Path) -> Check | None:
     return None
 
 
+def check_go_build_cache(project: Path) -> Check | None:
+    """Whether Go verifications start from fixloop's build-cache seed
+    (`engine/verify/go_seed.py`), for a Go project; never needed (without one they run cold)."""
+    cmd = configured(project, "test_cmd") or detected_test_cmd(project)
+    if not cmd or runner_of(cmd) != "go" or (where := seed_dir()) is None:
+        return None
+    if usable_seed(project) is not None:
+        return Check(name="go build cache", ok=True, detail=f"seeded ({where})", needed=False)
+    if (where / SEED_ARCHIVE).exists():
+        return Check(
+            name="go build cache",
+            ok=False,
+            detail=f"the seed in {where} is refused (not yours, or others may write to it)",
+            fix=f"rm -r {where}: the next Go verification builds a new one",
+            needed=False,
+        )
+    return Check(
+        name="go build cache",
+        ok=True,
+        detail="not seeded yet: the first Go verification builds the seed beside it",
+        needed=False,
+    )
+
+
 def check_project_config(project: Path) -> Check | None:
     """The project's own `[tool.fixloop]`, read as a run reads it: a security setting nobody
     trusted is named with the command that trusts it; nothing in the file is run or used by
@@ -465,6 +490,8 @@ async def diagnose(project: Path) -> Diagnosis:
     )
     if (config := check_project_config(project)) is not None:
         checks.append(config)
+    if (go_cache := await asyncio.to_thread(check_go_build_cache, project)) is not None:
+        checks.append(go_cache)
     if (package := await check_project_package(project, sandboxed)) is not None:
         checks.append(package)
     return Diagnosis(checks=checks)

@@ -139,6 +139,15 @@ class ExecRequest(BaseModel):
         description="symlinks made in the workspace after the copy: name -> a mount's destination"
         " (a project's node_modules, read-only, where its tools look for it)",
     )
+    unpack: dict[str, str] = Field(
+        default_factory=dict,
+        description="writable copies of read-only seeds, made before the command starts: a"
+        " directory under /tmp -> a tar archive inside one of the mounts (a build cache's seed:"
+        " the job writes to its own copy on its tmpfs, never to the seed). The archive is"
+        " unpacked inside the sandbox, as data (regular files and directories only); one that"
+        " is missing or broken leaves the directory empty, as if there were no seed. The"
+        " unsafe-local backend has no /tmp of its own and ignores it",
+    )
     network: Literal[False] = False
     return_changes: bool = Field(
         default=False,
@@ -175,6 +184,22 @@ class ExecRequest(BaseModel):
             if reason is not None:
                 raise ValueError(f"mount source {source} {reason}: it is never mounted")
         return mounts
+
+    @model_validator(mode="after")
+    def _unpack_from_mounts_into_tmp(self) -> ExecRequest:
+        for directory, archive in self.unpack.items():
+            path = PurePosixPath(directory)
+            if (
+                posixpath.normpath(directory) != directory
+                or path.parts[:2] != ("/", "tmp")
+                or len(path.parts) < 3
+            ):
+                raise ValueError(f"unpack into {directory!r}: it must be a directory under /tmp")
+            if posixpath.normpath(archive) != archive or not any(
+                archive.startswith(destination + "/") for destination in self.mounts
+            ):
+                raise ValueError(f"unpack {archive!r}: the archive must be inside a mount")
+        return self
 
     @model_validator(mode="after")
     def _links_point_at_mounts(self) -> ExecRequest:

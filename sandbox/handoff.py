@@ -36,6 +36,7 @@ def job_header(request: ExecRequest, interpreter: Interpreter, *, has_files: boo
         "cwd": workspace_of(request),
         "has_files": has_files,
         "links": request.links,
+        "unpack": request.unpack,
         "return_changes": request.return_changes,
         "excludes": sorted(request.excludes),
         "changes_bytes": request.limits.changes_bytes,

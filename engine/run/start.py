@@ -31,6 +31,7 @@ from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeError, ResumeState, resume_state
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.checkout import configured_verifier, open_configured_sandbox
+from engine.verify.go_seed_job import start_seeding
 from engine.verify.stages import Stage, configured_stages
 from sandbox import BackendName, Sandbox, SandboxUnavailable, choose_backend
 from sandbox import choose as sandbox_choice
@@ -303,11 +304,14 @@ async def _execute(
     preload = (
         asyncio.create_task(load_litellm()) if isinstance(parts.model, LiteLLMClient) else None
     )
+    # Go's build-cache seed, built beside the baseline: the iterations after it start from it.
+    seeding = start_seeding(sandbox, [stage.cmd for stage in stages])
     try:
         return await FixLoop(config, parts, resume).run()
     finally:
-        if preload is not None and not preload.done():
-            preload.cancel()
+        for task in (preload, seeding):
+            if task is not None and not task.done():
+                task.cancel()
         if owned:
             await sandbox.close()
         parts.workspace.keep()

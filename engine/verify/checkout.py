@@ -11,6 +11,7 @@ from engine.project.git_plumbing import open_repo
 from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
+from engine.verify.go_seed_job import start_seeding
 from engine.verify.stages import Stage, configured_stages, fix_stage
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
@@ -52,6 +53,8 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
     baseline, diff, touched = _baseline(project)
     sandbox = open_configured_sandbox(settings, backend)
     python = settings.python or project_python(project)
+    # Go's build-cache seed, for the next verification: finished before the sandbox closes.
+    seeding = start_seeding(sandbox, [stage.cmd for stage in stages])
     try:
         examined = await examine_tree(
             project,
@@ -61,6 +64,8 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
             last_diff=diff or None,
         )
     finally:
+        if seeding is not None:
+            await seeding
         await sandbox.close()
     return rendered(examined)
 

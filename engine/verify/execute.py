@@ -35,6 +35,7 @@ from engine.verify.toolchains import (
     toolchain_links,
     toolchain_mounts,
     toolchain_of,
+    toolchain_unpack,
 )
 from sandbox import ExecRequest, ExecResult, Limits, Sandbox, SandboxError
 from sandbox.contract import refused_workspace_path
@@ -169,6 +170,7 @@ class Verifier:
             python=self.python,
             mounts=mounts,
             links=toolchain_links(mounts),
+            unpack=toolchain_unpack(mounts),
             # A JUnit report is a file the runner writes: it comes back as a change.
             return_changes=stage.report is not None,
             changes_only=(stage.report,) if stage.report else (),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.project.paths import in_repository, tracked_path
+from engine.verify.go_seed import JOB_GOFLAGS, SEED_ARCHIVE, usable_seed
 from sandbox import Limits
 from sandbox.host_trees import MountRefused, is_within, owned_by_user, refuse_broad
 
@@ -25,6 +26,8 @@ Runner = Literal["pytest", "go", "jest", "vitest"]
 Toolchain = Literal["go", "node"]
 
 GO_MODCACHE_MOUNT = "/fixloop/gomodcache"
+GO_SEED_MOUNT = "/fixloop/goseed"
+GO_CACHE = "/tmp/go-build"
 NODE_MODULES_MOUNT = "/fixloop/node_modules"
 # The Go tool, a compile and a test binary each run a dozen threads, Node's libuv and V8 as
 # many; the sandbox counts threads against its process limit (measured: `go test` under 64
@@ -88,10 +91,10 @@ def toolchain_env(toolchain: Toolchain | None, mounts: dict[str, Path]) -> dict[
     the workspace and /tmp."""
     if toolchain == "go":
         return {
-            "GOCACHE": "/tmp/go-build",
+            "GOCACHE": GO_CACHE,
             "GOPATH": "/tmp/go",
             "GOMODCACHE": GO_MODCACHE_MOUNT if GO_MODCACHE_MOUNT in mounts else "/tmp/go/pkg/mod",
-            "GOFLAGS": "-mod=mod",
+            "GOFLAGS": JOB_GOFLAGS,
             "GOPROXY": "off",
             "GOSUMDB": "off",
             "GOTOOLCHAIN": "local",
@@ -105,12 +108,17 @@ def toolchain_env(toolchain: Toolchain | None, mounts: dict[str, Path]) -> dict[
 
 def toolchain_mounts(toolchain: Toolchain | None, project: Path | None) -> dict[str, Path]:
     """Read-only trees from the host: Go's module cache (the modules `go.sum` names, already
-    downloaded by the person: `user_module_cache`), the project's own `node_modules` (never
+    downloaded by the person: `user_module_cache`) and its build-cache seed when fixloop has
+    built one (`engine/verify/go_seed.py`), the project's own `node_modules` (never
     copied: it is large and excluded from the workspace; `project_node_modules`). MountRefused
     (a SandboxError: the verification's environment failure) when one may not be mounted."""
     if toolchain == "go":
         cache = user_module_cache(project)
-        return {GO_MODCACHE_MOUNT: cache} if cache is not None else {}
+        seed = usable_seed(project)
+        return {
+            **({GO_MODCACHE_MOUNT: cache} if cache is not None else {}),
+            **({GO_SEED_MOUNT: seed} if seed is not None else {}),
+        }
     if toolchain == "node" and project is not None:
         modules = project_node_modules(project)
         return {NODE_MODULES_MOUNT: modules} if modules is not None else {}
@@ -170,6 +178,14 @@ def user_module_cache(project: Path | None, environ: dict[str, str] | None = Non
             "to it: set GOMODCACHE to your own cache"
         )
     return resolved
+
+
+def toolchain_unpack(mounts: dict[str, Path]) -> dict[str, str]:
+    """Go's GOCACHE starts as a copy of the mounted seed, on the job's own tmpfs: Go writes to
+    its cache, and the seed stays read-only (measured in gVisor: unpacking its tar takes
+    0.2 s, copying the tree file by file 0.9 s; a verification of examples/gostats falls from
+    10.6 s to 4.8 s)."""
+    return {GO_CACHE: f"{GO_SEED_MOUNT}/{SEED_ARCHIVE}"} if GO_SEED_MOUNT in mounts else {}
 
 
 def toolchain_links(mounts: dict[str, Path]) -> dict[str, str]:

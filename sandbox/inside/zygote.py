@@ -188,7 +188,35 @@ def read_job() -> dict[str, Any]:
     for name, target in header.get("links", {}).items():
         if not os.path.lexists(os.path.join(workdir, name)):
             os.symlink(target, os.path.join(workdir, name))
+    for directory, archive in header.get("unpack", {}).items():
+        unpack_seed(archive, directory)
     return header
+
+
+def unpack_seed(archive: str, directory: str) -> None:
+    """A writable copy of a read-only seed (a build cache): the tar at `archive` unpacked into
+    `directory`, regular files and directories only. A seed that is missing or broken leaves
+    `directory` empty: the job then runs as it would without one."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tarfile.open(archive, mode="r:") as seed:
+            members = [m for m in seed.getmembers() if m.isfile() or m.isdir()]
+            if hasattr(tarfile, "data_filter"):
+                seed.extractall(directory, members=members, filter="data")
+            else:
+                for member in members:
+                    _refuse_outside(directory, member.name)
+                seed.extractall(directory, members=members)
+    except (OSError, tarfile.TarError, ValueError):
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory, exist_ok=True)
+
+
+def _refuse_outside(directory: str, name: str) -> None:
+    """Pythons without extraction filters (Debian 12's 3.11.2): no member leaves `directory`."""
+    target = os.path.realpath(os.path.join(directory, name))
+    if os.path.commonpath([target, os.path.realpath(directory)]) != os.path.realpath(directory):
+        raise ValueError(f"{name} leaves {directory}")
 
 
 def add_workspace_pth_paths() -> None:

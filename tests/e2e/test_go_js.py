@@ -117,6 +117,17 @@ def test_a_go_skip_added_to_a_pinned_test_is_suspicious(go_project: Path) -> Non
     assert any("stats_test.go" in reason for reason in result["reasons"]), result["reasons"]
 
 
+def test_verify_of_a_go_module_leaves_the_seed_the_next_verification_starts_from(
+    go_project: Path,
+) -> None:
+    seeds = go_project.parent / ".cache" / "fixloop" / "go-build"  # HOME is the parent
+    code, first = verify(go_project)
+    assert (code, first["tests"]["passed"]) == (1, 3), first
+    assert [seed.name for seed in seeds.glob("*/seed.tar")] == ["seed.tar"]
+    code, again = verify(go_project)
+    assert (code, again["tests"]["passed"]) == (1, 3), again
+
+
 def test_a_go_compile_error_is_mechanical(go_project: Path) -> None:
     edit(
         go_project,

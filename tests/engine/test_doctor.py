@@ -8,6 +8,7 @@ import pytest
 from engine.doctor import (
     Check,
     Diagnosis,
+    check_go_build_cache,
     check_job_limits,
     check_model,
     check_project_config,
@@ -19,6 +20,7 @@ from engine.doctor import (
 )
 from engine.project.settings import ConfigError, read_project_config
 from engine.project.trust import TrustStore
+from engine.verify.go_seed import SEED_ARCHIVE, seed_dir
 from sandbox.contract import Limits
 from tests.projects import PROJECTS, committed_copy
 
@@ -249,6 +251,27 @@ def test_a_go_module_needs_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert missing is not None
     assert not missing.ok
     assert missing.fix == "apt-get install -y golang-go"
+
+
+def test_the_doctor_says_whether_go_verifications_start_from_a_seed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "go.mod").write_text("module example.com/x\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    missing = check_go_build_cache(project)
+    assert missing is not None
+    assert missing.detail.startswith("not seeded yet")
+    where = seed_dir()
+    assert where is not None  # CI installs golang-go
+    where.mkdir(parents=True, mode=0o755)
+    (where / SEED_ARCHIVE).write_bytes(b"seed")
+    seeded = check_go_build_cache(project)
+    assert seeded is not None
+    assert seeded.ok
+    assert seeded.detail == f"seeded ({where})"
+    assert check_go_build_cache(tmp_path / "elsewhere") is None  # no Go there
 
 
 def test_a_jest_package_needs_jest_installed_in_it(tmp_path: Path) -> None:

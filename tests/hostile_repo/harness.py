@@ -14,6 +14,7 @@ no output, no file, no commit and no prompt, never `ok` unless the row says so) 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -29,6 +30,8 @@ from typing import Any, Literal
 import git
 import pytest
 
+from engine.verify.go_seed import SEED_ARCHIVE
+from engine.verify.go_seed_job import build_seed
 from tests.conftest import open_backend
 from tests.model_server import RecordedRequest, ScriptedModelServer, reply
 
@@ -90,7 +93,8 @@ class Probe:
     .git/config after the commit; `user_config` is the user's own config.toml (trusted);
     `answers` are the scripted model's, in order; `model`: the user names the scripted server
     with --model/--api-base; `sandbox`: the user names the backend with --sandbox; `env`: more
-    variables in the user's environment."""
+    variables in the user's environment; `go_seed`: fixloop built Go's build-cache seed in the
+    user's cache before the command (it must be byte for byte the same after)."""
 
     name: str
     expect: Outcome
@@ -106,6 +110,7 @@ class Probe:
     backends: tuple[Backend, ...] = ONE
     base: Mapping[str, FileSpec] | None = None
     env: Mapping[str, str] = field(default_factory=dict)  # more of the user's environment
+    go_seed: bool = False  # the user's cache holds Go's build-cache seed, made by fixloop
 
 
 # The base project: one bug, one test; the answer FIX repairs it.
@@ -144,6 +149,7 @@ class Seen:
     attacker: list[RecordedRequest]  # what the attacker server was asked
     trail: dict[str, bytes]  # every file under the project's .fixloop/
     git_log: str  # every branch's log with patches
+    go_seed: tuple[str, str] | None = None  # the seed's digest before and after the command
 
     @property
     def output(self) -> str:
@@ -322,8 +328,32 @@ def run_probe(lab: Lab, probe: Probe, backend: Backend) -> Seen:
     """Build the probe's repository, script both servers, run its command, collect."""
     root = build_repo(lab, probe)
     lab.server.script(*(reply(lab.fill(text)) for text in probe.answers))
+    seed = go_seed(lab, backend) if probe.go_seed else None
+    before = digest(seed)
     done, seconds = lab.cli(*command_line(lab, probe, root, backend), cwd=root, env=probe.env)
-    return collect(lab, root, done, seconds)
+    seen = collect(lab, root, done, seconds)
+    seen.go_seed = None if seed is None else (before, digest(seed))
+    return seen
+
+
+def go_seed(lab: Lab, backend: Backend) -> Path:
+    """Go's build-cache seed in the user's cache (~/.cache: HOME is the lab's), built the way
+    fixloop builds it: its archive."""
+
+    async def build() -> Path | None:
+        sandbox = open_backend("gvisor" if backend == "gvisor" else "docker-podman", pool_size=0)
+        try:
+            return await build_seed(sandbox, environ={"XDG_CACHE_HOME": str(lab.home / ".cache")})
+        finally:
+            await sandbox.close()
+
+    where = asyncio.run(build())
+    assert where is not None, "fixloop could not build Go's build-cache seed"
+    return where / SEED_ARCHIVE
+
+
+def digest(path: Path | None) -> str:
+    return "" if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def collect(lab: Lab, root: Path, done: subprocess.CompletedProcess[str], seconds: float) -> Seen:
@@ -394,6 +424,8 @@ def check(lab: Lab, probe: Probe, seen: Seen) -> None:
     expect = probe.expect
     where = f"[{probe.name}] exit {seen.done.returncode}, stderr: {seen.done.stderr[-1500:]}"
     assert seen.markers == [], f"hostile code ran on the host: {seen.markers}; {where}"
+    if seen.go_seed is not None:
+        assert seen.go_seed[0] == seen.go_seed[1], f"Go's build-cache seed changed; {where}"
     assert seen.attacker == [], f"the attacker's endpoint was called; {where}"
     assert_no_secret(lab.key, "the user's key", seen)
     assert_no_secret(lab.canary_secret, "a host file's secret", seen)

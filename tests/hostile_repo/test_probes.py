@@ -58,6 +58,30 @@ FLIP_REPORTS = (
     "    if report.failed:\n"
     "        report.outcome = 'passed'\n"
 )
+# A Go module with the same bug, whose test also attacks Go's build-cache seed: it writes to
+# the mounted seed (and fails saying "seed refused" when that is refused, not missing), and
+# poisons every entry of its own GOCACHE (the seed's unpacked copy) and leaves a file there,
+# as if the next job would start from it.
+GO_CALC = {
+    "go.mod": "module example.com/calc\n\ngo 1.19\n",
+    "calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+    "calc_test.go": (
+        'package calc\n\nimport (\n\t"io/fs"\n\t"os"\n\t"path/filepath"\n\t"testing"\n)\n\n'
+        "func TestAdd(t *testing.T) {\n"
+        "\tif Add(2, 3) != 5 {\n\t\tt.Fatal(Add(2, 3))\n\t}\n}\n\n"
+        "func TestPoisonTheSeed(t *testing.T) {\n"
+        '\terr := os.WriteFile("/fixloop/goseed/seed.tar", []byte("x"), 0o644)\n'
+        "\tif err != nil && !os.IsNotExist(err) {\n"
+        '\t\tt.Error("seed refused")\n\t}\n'
+        '\tcache := os.Getenv("GOCACHE")\n'
+        "\tfilepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {\n"
+        "\t\tif err == nil && !d.IsDir() {\n"
+        '\t\t\tos.WriteFile(p, []byte("poison"), 0o644)\n\t\t}\n\t\treturn nil\n\t})\n'
+        '\tos.WriteFile(filepath.Join(cache, "planted"), []byte("x"), 0o644)\n}\n'
+    ),
+    # Go reads $HOME/.config/go/env, and HOME is the workspace: it names the seed as GOCACHE.
+    ".config/go/env": "GOCACHE=/fixloop/goseed\nGOFLAGS=-mod=mod\n",
+}
 FIXED = answer("add, not subtract", FIX)
 REWRITTEN = answer("add, nothing else", whole_file("calc.py", "def add(a, b):\n    return a + b\n"))
 # Model code under test that fills the sandbox's disk, or tries the network (1.1.1.1 by its
@@ -450,7 +474,25 @@ PROBES: list[Probe] = [
         command="verify",
         expect=Outcome(within=10, says=("loop",)),
     ),
-    # 11. The model's code cannot end the run: told what it did, the model fixes it.
+    # 11. Go's build-cache seed is read-only to every job, whatever the repository plants.
+    Probe(
+        "go-test-poisons-the-build-cache",
+        base=GO_CALC,
+        command="verify",
+        go_seed=True,
+        backends=BOTH,
+        expect=Outcome(exit=1, status="failing", says=("TestAdd", "seed refused")),
+    ),
+    Probe(
+        "go-cache-redirected-to-the-seed",
+        base=GO_CALC,
+        config="test_cmd = \"sh -c 'GOCACHE=/fixloop/goseed go test -json ./...'\"",
+        command="verify",
+        go_seed=True,
+        backends=BOTH,
+        expect=Outcome(exit=1, status="failing"),
+    ),
+    # 12. The model's code cannot end the run: told what it did, the model fixes it.
     Probe(
         "answer-fills-the-disk",
         answers=(answer("cache the sum", whole_file("calc.py", FILL_DISK)), REWRITTEN),

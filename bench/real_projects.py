@@ -1,0 +1,407 @@
+"""Do real projects, in their ordinary dev setup, stay green in fixloop, and how much slower
+is `fixloop-tui verify` than the project's own `pytest`?
+
+Each project is a pinned sdist from PyPI (exact version and sha256 below, fetched at bench
+time, never vendored) set up the way its developer has it: unpacked into
+`$XDG_CACHE_HOME/fixloop/bench-projects/<name>-<version>` (re-used when present), a git
+repository with one commit, its own `.venv` made with the interpreter given by `--python`
+(default: the one running this script, which is fixloop's) holding the project installed
+editable and its pinned test dependencies. No `[tool.fixloop]`: the test command and the
+interpreter are passed on the command line, as a person would.
+
+Per project it prints: tests collected, the bare suite time (`.venv/bin/python -m pytest -q
+-p no:cacheprovider` on the host, the command fixloop runs), `fixloop-tui verify` cold (the
+first run) and warm (the second), warm/bare, and whether the verdict matches bare (green bare
+must be `verify` ok; anything else is a fixloop bug). The red-iteration column waits for
+failing-tests-first (`red_iteration_times`).
+
+    python -m bench.real_projects [--backend gvisor|docker] [--projects a,b] [--runs N]
+                                  [--python PATH] [--json]
+
+Run it from the repository, as root or as a normal user (then `--python /usr/bin/python3`
+or another interpreter that user can read); the docker backend needs an engine
+(FIXLOOP_DOCKER_URL=unix:///run/fixloop/podman.sock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BARE_CMD = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
+TEST_CMD = "python -m pytest -q"  # fixloop adds -p no:cacheprovider and its plugin
+BACKENDS = ("gvisor", "docker")
+SETUP_TIMEOUT_S = 900
+SUITE_TIMEOUT_S = 1800
+# Set-up files never committed: the developer's .gitignore has them (sdists rarely ship it).
+IGNORED = ".venv/\n*.egg-info/\n__pycache__/\n.pytest_cache/\n.hypothesis/\nbuild/\n"
+
+
+@dataclass(frozen=True)
+class RealProject:
+    """One project: where its sdist is, what it is pinned to, what it covers."""
+
+    name: str
+    version: str
+    url: str  # the sdist on files.pythonhosted.org, as PyPI's simple index names it
+    sha256: str
+    licence: str
+    covers: str
+    test_deps: tuple[str, ...]  # pinned, installed next to `pip install -e .`
+
+    @property
+    def slug(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+PYTEST = "pytest==9.2.0"
+
+PROJECTS: dict[str, RealProject] = {
+    p.name: p
+    for p in (
+        RealProject(
+            name="cachetools",
+            version="8.0.3",
+            url="https://files.pythonhosted.org/packages/de/4a/"
+            "e1204e16df86b6381abdba73cde2e59cda5fbedb110400f335c5dd86fade/cachetools-8.0.3.tar.gz",
+            sha256="79245d0d90464e29355f13658cd769e57d98ed06242d3c6fbd71796ca0938ef9",
+            licence="MIT",
+            covers="src layout installed editable; threaded tests (Barrier of 10 threads)",
+            test_deps=(PYTEST,),
+        ),
+        RealProject(
+            name="more-itertools",
+            version="11.2.1",
+            url="https://files.pythonhosted.org/packages/52/b8/"
+            "c63995bebbb9ac9c059350e0fb8c82c2420c85aeca7d34e40aecf3df9281/"
+            "more_itertools-11.2.1.tar.gz",
+            sha256="cbf08fd0af284dc69718b9b76a8e6203df624d70209ea511e4219d350c856f63",
+            licence="MIT",
+            covers="a module of 5,644 lines (more.py); flat layout installed editable",
+            test_deps=(PYTEST,),
+        ),
+        RealProject(
+            name="boltons",
+            version="26.2.0",
+            url="https://files.pythonhosted.org/packages/71/56/"
+            "14c4a4931910a81ddeccfbe227925ea738e3c445d3e2af960f0bcbba1616/boltons-26.2.0.tar.gz",
+            sha256="d39cfd15c1a1c3bd4d705c82252fa9edb8e4f5e8cc039f8e39afac7b1b47e92c",
+            licence="BSD-3-Clause",
+            covers="threads serving sockets on localhost; many small modules",
+            test_deps=(PYTEST,),
+        ),
+    )
+}
+
+
+class BenchFailed(Exception):
+    """A step of the set-up failed: the bench stops with what to look at."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fixloop" / "bench-projects"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The caller's environment without what would leak this script's own imports or venv
+    into the project's processes."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(extra)
+    return env
+
+
+def run(
+    argv: list[str], cwd: Path, timeout: float, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=clean_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def must(done: subprocess.CompletedProcess[str], what: str) -> None:
+    if done.returncode != 0:
+        raise BenchFailed(
+            f"{what} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+
+
+def fetch_sdist(project: RealProject, downloads: Path) -> Path:
+    """The sdist, downloaded once and checked against its pinned sha256 every time."""
+    downloads.mkdir(parents=True, exist_ok=True)
+    path = downloads / project.url.rsplit("/", 1)[1]
+    if not path.exists():
+        partial = path.with_suffix(".part")
+        with urllib.request.urlopen(project.url, timeout=120) as response:
+            partial.write_bytes(response.read())
+        partial.rename(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != project.sha256:
+        path.unlink()
+        raise BenchFailed(f"{path.name}: sha256 {digest}, expected {project.sha256}; run again")
+    return path
+
+
+def unpack(sdist: Path, into: Path) -> None:
+    """The sdist's one top directory becomes `into`: regular files and directories only."""
+    scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=into.parent))
+    try:
+        with tarfile.open(sdist) as archive:
+            members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]
+            for member in members:
+                if member.name.startswith("/") or ".." in Path(member.name).parts:
+                    raise BenchFailed(f"{sdist.name}: member outside the archive: {member.name}")
+                # Owned by whoever runs the bench (git refuses a repository another user owns),
+                # never set-id.
+                member.uid, member.gid, member.uname, member.gname = (
+                    os.getuid(),
+                    os.getgid(),
+                    "",
+                    "",
+                )
+                member.mode &= 0o755
+            archive.extractall(scratch, members=members)
+        (top,) = scratch.iterdir()
+        top.rename(into)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def set_up(project: RealProject, python: Path, root: Path) -> Path:
+    """The project's checkout, committed, with `.venv` holding it editable and its test
+    dependencies; made once, a `.fixloop-bench-ready` stamp in `.git` marks it done."""
+    checkout = root / project.slug
+    stamp = checkout / ".git" / "fixloop-bench-ready"
+    if stamp.exists():
+        return checkout
+    if checkout.exists():
+        shutil.rmtree(checkout)  # an earlier set-up that did not finish
+    root.mkdir(parents=True, exist_ok=True)
+    unpack(fetch_sdist(project, root / "downloads"), checkout)
+    gitignore = checkout / ".gitignore"
+    gitignore.write_text((gitignore.read_text() if gitignore.exists() else "") + IGNORED)
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@fixloop.invalid"]
+    must(run(["git", "init", "-q", "-b", "main"], checkout, 60), "git init")
+    must(run(["git", "add", "-A"], checkout, 60), "git add")
+    must(run([*git, "commit", "-q", "-m", project.slug], checkout, 60), "git commit")
+    must(run([str(python), "-m", "venv", ".venv"], checkout, 300), f"{python} -m venv .venv")
+    pip = [str(checkout / ".venv" / "bin" / "python"), "-m", "pip", "install", "-q"]
+    must(
+        run([*pip, "-e", ".", *project.test_deps], checkout, SETUP_TIMEOUT_S),
+        f"{project.slug}: pip install -e . {' '.join(project.test_deps)}",
+    )
+    status = run(["git", "status", "--porcelain"], checkout, 60)
+    if status.stdout.strip():
+        raise BenchFailed(f"{project.slug}: the set-up left changes in the tree:\n{status.stdout}")
+    stamp.write_text(f"{python}\n")
+    return checkout
+
+
+@dataclass
+class Row:
+    project: str
+    covers: str
+    collected: int | None = None
+    bare_summary: str = ""
+    bare_ok: bool = False
+    bare_s: float = 0.0
+    verify_status: list[str] = field(default_factory=list)  # one per verify run
+    verify_s: list[float] = field(default_factory=list)  # cold first, then warm
+    red_iteration_s: tuple[float, float] | None = None
+    problem: str = ""  # the first not-ok verify's output, when bare was green
+
+    @property
+    def cold_s(self) -> float:
+        return self.verify_s[0]
+
+    @property
+    def warm_s(self) -> float:
+        return statistics.median(self.verify_s[1:]) if len(self.verify_s) > 1 else self.cold_s
+
+    @property
+    def ratio(self) -> float:
+        return self.warm_s / self.bare_s if self.bare_s else 0.0
+
+    @property
+    def matches(self) -> bool:
+        ok = all(status == "ok" for status in self.verify_status)
+        return ok if self.bare_ok else not ok
+
+
+SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed|error).*?)\s*=*$")
+
+
+def bare(checkout: Path, runs: int) -> tuple[bool, str, float]:
+    """The suite on the host, as its developer runs it: one untimed run (bytecode, page
+    cache), then the median of `runs`."""
+    argv = [str(checkout / ".venv" / "bin" / "python"), *BARE_CMD]
+    times: list[float] = []
+    done = run(argv, checkout, SUITE_TIMEOUT_S)
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = run(argv, checkout, SUITE_TIMEOUT_S)
+        times.append(time.perf_counter() - started)
+    lines = [m.group(1) for line in done.stdout.splitlines() if (m := SUMMARY.match(line))]
+    return (
+        done.returncode == 0,
+        lines[-1] if lines else done.stdout[-200:],
+        statistics.median(times),
+    )
+
+
+def verify(checkout: Path, backend: str) -> tuple[float, dict[str, object], str]:
+    """`fixloop-tui verify` as a person runs it on the checkout: wall time, its JSON, output."""
+    argv = [
+        sys.executable, "-m", "tui.cli", "verify", str(checkout), "--json",
+        "--sandbox", backend,
+        "--python", str(checkout / ".venv" / "bin" / "python"),
+        "--test-cmd", TEST_CMD,
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = run(argv, REPO, SUITE_TIMEOUT_S)
+    elapsed = time.perf_counter() - started
+    try:
+        result = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        result = {"status": f"no JSON (exit {done.returncode})"}
+    return elapsed, result, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def red_iteration_times(project_dir: Path, backend: str) -> tuple[float, float] | None:
+    """The time of an iteration that is still failing on one test, with and without
+    failing-tests-first: (with, without), seconds. None until that lands; then this breaks
+    one test of the project, verifies once for the baseline, and times the next verification
+    both ways."""
+    return None
+
+
+def bench_project(project: RealProject, python: Path, backend: str, runs: int) -> Row:
+    checkout = set_up(project, python, cache_root())
+    row = Row(project=project.slug, covers=project.covers)
+    row.bare_ok, row.bare_summary, row.bare_s = bare(checkout, runs)
+    for _ in range(1 + runs):
+        elapsed, result, output = verify(checkout, backend)
+        status = str(result.get("status"))
+        row.verify_s.append(elapsed)
+        row.verify_status.append(status)
+        tests = result.get("tests")
+        if isinstance(tests, dict) and row.collected is None:
+            row.collected = tests.get("collected")
+        if status != "ok" and row.bare_ok and not row.problem:
+            row.problem = output
+    row.red_iteration_s = red_iteration_times(checkout, backend)
+    return row
+
+
+def environment(backend: str, python: Path) -> dict[str, str]:
+    runsc = shutil.which("runsc")
+    version = (
+        subprocess.run([runsc, "--version"], capture_output=True, text=True, check=False).stdout
+        if runsc
+        else ""
+    )
+    return {
+        "cpus": str(os.cpu_count()),
+        "load_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "user": f"uid {os.getuid()}",
+        "backend": backend,
+        "runsc": version.splitlines()[0] if version else "not found",
+        "venv python": f"{python} ({platform.python_version()} runs fixloop)",
+        "kernel": platform.release(),
+    }
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
+    print()
+    for key, value in env.items():
+        print(f"{key + ':':<15}{value}")
+    print(f"{'runs:':<15}bare: 1 untimed, then the median of {runs}; verify: cold = the first,")
+    print(f"{'':<15}warm = the median of the next {runs}; wall time of the whole command")
+    print()
+    header = (
+        f"{'project':<22} {'tests':>6} {'bare s':>7} {'cold s':>7} {'warm s':>7} "
+        f"{'warm/bare':>9} {'verdict':<14} {'red iter s':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        verdict = ("ok" if row.bare_ok else "red") + (" = " if row.matches else " != ")
+        verdict += "/".join(dict.fromkeys(row.verify_status))
+        red = "n/a" if row.red_iteration_s is None else "/".join(map(seconds, row.red_iteration_s))
+        print(
+            f"{row.project:<22} {row.collected if row.collected is not None else '?':>6} "
+            f"{seconds(row.bare_s):>7} {seconds(row.cold_s):>7} {seconds(row.warm_s):>7} "
+            f"{row.ratio:>8.2f}x {verdict:<14} {red:>10}"
+        )
+    print()
+    for row in rows:
+        print(f"{row.project}: bare: {row.bare_summary}; covers: {row.covers}")
+    for row in rows:
+        if not row.matches:
+            print(f"\n{row.project}: MISMATCH: bare {row.bare_summary}, verify {row.verify_status}")
+            print(row.problem)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=BACKENDS, default="gvisor")
+    parser.add_argument(
+        "--projects", default=",".join(PROJECTS), help=f"of {','.join(PROJECTS)} (default all)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="timed warm runs (default 1)")
+    parser.add_argument(
+        "--python",
+        type=Path,
+        default=Path(sys.executable),
+        help="interpreter the projects' .venv are made with (default: this one)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+    names = [name for name in args.projects.split(",") if name]
+    unknown = set(names) - set(PROJECTS)
+    if not names or unknown:
+        parser.error(f"--projects: choose from {', '.join(PROJECTS)}")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    env = environment(args.backend, args.python)
+    rows: list[Row] = []
+    try:
+        for name in names:
+            print(f"real-projects: {name} ...", file=sys.stderr, flush=True)
+            rows.append(bench_project(PROJECTS[name], args.python, args.backend, args.runs))
+    except BenchFailed as exc:
+        sys.exit(f"real-projects: {exc}")
+    if args.json:
+        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows]}, indent=2))
+    else:
+        print_table(rows, env, args.runs)
+    sys.exit(0 if all(row.matches for row in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -214,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     resume.add_argument("--json", action="store_true", help="print one JSON object")
     resume.add_argument("--accept-suspicious", action="store_true")
+    resume.add_argument(
+        "--model", help="ask this model from here on (after an outage, or to switch)"
+    )
+    resume.add_argument(
+        "--api-base",
+        help="ask the model at this server from here on (yours: a repository cannot set it)",
+    )
 
     report = commands.add_parser("report", help="print a run's report.md")
     report.add_argument("run", help="run id (see `fixloop-tui runs`)")

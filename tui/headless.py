@@ -45,7 +45,7 @@ from engine.run.events import (
 )
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
-from engine.run.guards import SIGHUP_HUNG_UP, RunStopped, stop_message
+from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunStopped, stop_message
 from engine.run.headless import result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
@@ -179,9 +179,15 @@ def resume_headless(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     gate = PolicyGate(accept_suspicious=bool(args.accept_suspicious))
     printer = ProgressPrinter(sys.stderr, args.run)
-    return _complete(
-        args, project, printer, resume_run(project, args.run, gate=gate, sinks=[printer])
+    resumed = resume_run(
+        project,
+        args.run,
+        gate=gate,
+        sinks=[printer],
+        model=args.model,
+        api_base=args.api_base,
     )
+    return _complete(args, project, printer, resumed)
 
 
 def _complete(
@@ -204,6 +210,16 @@ def _complete(
         from tui.screens.quit import resume_command
 
         resume = resume_command(printer.run_id, str(project))
+        if args.json:  # one JSON object for every ending a caller can act on
+            stopped = {"run_id": printer.run_id, "status": "stopped", "reason": stop.reason}
+            say(json.dumps({**stopped, "resume": resume}), sys.stdout)
+        if isinstance(stop, ModelUnreachable):
+            say(
+                f"fixloop-tui: {stop.reason}; the run is kept: once the server is back, "
+                f"{resume} (or add --api-base URL / --model NAME to ask another)",
+                sys.stderr,
+            )
+            return EXIT_INFRA
         say(f"fixloop-tui: {stop.reason}; continue it: {resume}", sys.stderr)
         return EXIT_INTERRUPTED
     if args.json:

@@ -48,7 +48,7 @@ from engine.run.events import (
     ProposalReady,
 )
 from engine.run.gate import PolicyGate
-from engine.run.guards import RunStatus
+from engine.run.guards import ModelUnreachable, RunStatus
 from engine.run.start import start_run
 from sandbox import Sandbox
 from sandbox.errors import FixloopError
@@ -301,14 +301,17 @@ class BenchRunner:
         )
         watch = RunWatch(item.item_id, arm, self.emit)
         started = time.monotonic()
-        result = await start_run(
-            root,
-            settings,
-            gate=PolicyGate(),
-            sinks=[watch],
-            model_client=self.model,
-            sandbox=self.sandbox,
-        )
+        try:
+            result = await start_run(
+                root,
+                settings,
+                gate=PolicyGate(),
+                sinks=[watch],
+                model_client=self.model,
+                sandbox=self.sandbox,
+            )
+        except ModelUnreachable as exc:  # an outage is no task's failure: the rest would wait
+            raise BenchStopped(exc.reason) from None
         if result.status is RunStatus.ERROR and not self.model.heard:
             raise BenchStopped(result.reason)
         done = arm_result(arm, result, watch.spend, time.monotonic() - started)

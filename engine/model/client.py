@@ -279,6 +279,7 @@ class LiteLLMClient:
             attempts=self.max_attempts,
             cause=gave_up,
             answered=answered,
+            unreachable=not answered,
         )
 
     async def _try_once(

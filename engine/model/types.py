@@ -57,7 +57,13 @@ class ModelError(FixloopError):
     """A model call failed for good. The message names model, endpoint and cause, never a key."""
 
     def __init__(
-        self, message: str, *, attempts: int = 0, cause: str = "", answered: bool = False
+        self,
+        message: str,
+        *,
+        attempts: int = 0,
+        cause: str = "",
+        answered: bool = False,
+        unreachable: bool = False,
     ) -> None:
         super().__init__(redact(message))
         self.attempts = attempts
@@ -65,6 +71,10 @@ class ModelError(FixloopError):
         self.cause = redact(cause) if cause else str(self)
         # The server did answer, but not usably (truncated, empty): it is reachable.
         self.answered = answered
+        # Every attempt failed in a way another attempt later could mend (no connection, a
+        # timeout, HTTP 5xx or 429) and none was answered: an outage, which pauses a run
+        # (resumable) instead of ending it.
+        self.unreachable = unreachable
 
 
 class ModelClient(Protocol):

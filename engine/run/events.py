@@ -291,6 +291,17 @@ class RunStopped(BaseEvent):
     reason: str = ""
 
 
+class RunResumed(BaseEvent):
+    """`resume` took the run up again at iteration `n`, asking `model` (the one it started
+    with, or the one `resume --model` named); `endpoint_changed`: `resume --api-base` pointed
+    it at another server (its address is the person's own setting, not kept in the trail)."""
+
+    type: Literal["RunResumed"] = "RunResumed"
+    n: int = 0
+    model: str = ""
+    endpoint_changed: bool = False
+
+
 class RunFinished(BaseEvent):
     type: Literal["RunFinished"] = "RunFinished"
     status: str
@@ -331,6 +342,7 @@ Event = Annotated[
     | TestEditsRefused
     | ReferencesChecked
     | RunStopped
+    | RunResumed
     | RunFinished,
     Field(discriminator="type"),
 ]

@@ -48,6 +48,16 @@ class RunStopped(Exception):
         self.reason = reason
 
 
+class ModelUnreachable(RunStopped):
+    """The model could not be reached after every retry (an outage, not an answer): the run
+    stops resumable, as a stop by the person does, the cause in its trail; `resume` goes on
+    once the server is back, or with another endpoint."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"the model could not be reached: {cause}")
+        self.cause = cause
+
+
 IDLE_STALL = "answers in a row changed no code"  # a stall's reason: "2 answers in a row ..."
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a

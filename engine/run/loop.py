@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.edits.instructions import restart_note
-from engine.model.types import ModelClient
+from engine.model.types import ModelClient, ModelError
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
@@ -16,7 +16,15 @@ from engine.run.checker import IterationChecker
 from engine.run.events import Committed, EventSink, IterationStarted, RunStarted, StrategyChanged
 from engine.run.events import RunStopped as RunStoppedEvent
 from engine.run.gate import Gate
-from engine.run.guards import Guards, RunEnded, RunStatus, Spend, abort_reason, stop_of
+from engine.run.guards import (
+    Guards,
+    ModelUnreachable,
+    RunEnded,
+    RunStatus,
+    Spend,
+    abort_reason,
+    stop_of,
+)
 from engine.run.journal import Journal
 from engine.run.modes import run_mode
 from engine.run.outcome import IterationRecord, RunConfig, RunResult
@@ -92,7 +100,11 @@ class FixLoop:
             await self.iterate()
         except RunEnded as ended:
             return ended
-        except FixloopError as exc:  # the model or the sandbox failed for good
+        except ModelError as exc:
+            if exc.unreachable:  # an outage pauses the run: resumable, never `error`
+                raise ModelUnreachable(str(exc)) from None
+            return RunEnded(RunStatus.ERROR, str(exc))
+        except FixloopError as exc:  # the sandbox failed for good
             return RunEnded(RunStatus.ERROR, str(exc))
         return RunEnded(RunStatus.ERROR, "the run ended unexpectedly")
 

@@ -22,7 +22,7 @@ from engine.project.paths import project_python, run_path
 from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
-from engine.run.events import EventSink
+from engine.run.events import EventSink, RunResumed
 from engine.run.gate import Gate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
@@ -210,8 +210,13 @@ async def resume_run(
     on_model_text: Callable[[str], None] | None = None,
     model_client: ModelClient | None = None,
     sandbox: Sandbox | None = None,
+    model: str | None = None,
+    api_base: str | None = None,
 ) -> RunResult:
-    """Continue a run whose process died, with the settings it started with."""
+    """Continue a run whose process died or that stopped, with the settings it started with;
+    `model` and `api_base` (the person's own flags, never a repository's: a run record is
+    sealed with the person's key) ask another model or server from here on, after a model
+    outage."""
     run_dir = RunDirectory(run_path(project, run_id))
     if not run_dir.has_record():
         raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
@@ -221,6 +226,10 @@ async def resume_run(
         raise ResumeError(str(exc)) from None
     state = resume_state(run_dir.events())
     settings, config = record.settings, record.config
+    if api_base is not None:
+        settings = settings.model_copy(update={"api_base": api_base})
+    if model is not None:
+        config = config.model_copy(update={"model": model})
     if model_client is None:
         await require_usable_model(config.model, settings.api_base)
     stages = configured_stages(settings)
@@ -237,6 +246,9 @@ async def resume_run(
     escalation = await escalation_client(config, settings, model_client)
     deps = functools.partial(
         _wiring(client, workspace, gate, run_dir, sinks, on_model_text), escalation=escalation
+    )
+    run_dir.emit(
+        RunResumed(n=state.next_n, model=config.model, endpoint_changed=api_base is not None)
     )
     return await _execute(
         config, stages, record.python, settings, deps, backend, sandbox, state, project=project

@@ -159,20 +159,48 @@ def test_feedback_raw_tells_the_model_pytests_own_output(
     assert "FAILED tests/test_core.py::test_top_words_returns_n" in second
 
 
-def test_a_model_down_for_good_exits_6_with_the_run_directory_intact(
+def test_a_model_down_stops_the_run_resumable_and_resume_finishes_it(
     model_server: ScriptedModelServer,
     project: Path,
 ) -> None:
+    """An outage is a pause: after the retries the run stops (exit 6, resumable, the cause in
+    its trail), and `resume` once the server answers again ends it ok."""
     before = checkout_state(project)
-    model_server.script(*[status(500)] * 10)
+    model_server.script(*[status(500)] * 4)
     done, result = fixloop(model_server, project)
     assert done.returncode == 6, done.stderr
-    assert result["status"] == "error"
-    assert "HTTP 500" in result["reason"]
     assert model_server.count == 4  # the client's retry budget
-    assert (Path(result["run_dir"]) / "events.jsonl").is_file()
+    assert result["status"] == "stopped", result
+    assert "could not be reached" in result["reason"]
+    assert "HTTP 500" in result["reason"]
+    assert "fixloop-tui resume" in done.stderr
+    assert "--api-base" in done.stderr
+    run_dir = run_path(project, result["run_id"])
+    assert read_events(run_dir / "events.jsonl")[-1].type == "RunStopped"
+    listed = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "runs", str(project), "--json"],
+        capture_output=True, text=True, cwd=REPO, check=True,
+    )  # fmt: skip
+    assert [run["status"] for run in json.loads(listed.stdout)] == ["stopped"]
+
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    resumed = subprocess.run(
+        [
+            sys.executable, "-m", "tui.cli", "resume", result["run_id"], str(project), "--json",
+            "--api-base", model_server.base_url,
+        ],
+        capture_output=True, text=True, cwd=REPO, timeout=600, check=False,
+        env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": KEY, "HOME": str(project.parent)},
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "ok"
+    events = read_events(run_dir / "events.jsonl")
+    resumed_at = [event for event in events if event.type == "RunResumed"]
+    assert [(e.model, e.endpoint_changed) for e in resumed_at] == [("openai/scripted", True)]
     assert checkout_state(project) == before
-    assert_trail_agrees(result)
 
 
 def test_a_test_edit_is_held_back_and_the_next_packet_says_so(

@@ -16,7 +16,7 @@ FINISH_HELP: dict[Finish, str] = {
     "keep": "keep an undecided run's branch for yourself (fixloop forgets it)",
     "discard": "delete an undecided run's branch (says which); nothing is asked",
 }
-EXIT_REFUSED = 1  # an accept git refused (your changes in the way): nothing changed
+EXIT_REFUSED = 1  # not done, nothing changed: git refused an accept, or the record is not sealed
 
 
 def add_finish_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def finish_command(args: argparse.Namespace, choice: Finish) -> int:
     """Exit 0 done; 1 an accept git refused, nothing changed; 2 no such run, or one that is
     not undecided (decided already, still running or stopped, no branch), nothing changed."""
     from engine.project.run_directory import RunNotNamed
-    from engine.run.finish import NotUndecided, finish_run, newest_undecided
+    from engine.run.finish import FinishRefused, finish_run, newest_undecided
     from tui.trail import named_project, run_and_path
 
     given, path = run_and_path(args.run, args.path)
@@ -49,11 +49,12 @@ def finish_command(args: argparse.Namespace, choice: Finish) -> int:
         else:
             run_id = newest_undecided(project)
         finished = finish_run(project, run_id, choice, only_undecided=True)
-    except (RunNotNamed, NotUndecided) as exc:
+    except (RunNotNamed, FinishRefused) as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not finished.done:
-        print(f"fixloop-tui: error: run {run_id} not accepted: {finished.detail}", file=sys.stderr)
+        done = {"accept": "accepted", "keep": "kept", "discard": "discarded"}[choice]
+        print(f"fixloop-tui: error: run {run_id} not {done}: {finished.detail}", file=sys.stderr)
         return EXIT_REFUSED
     print(f"run {run_id}: {finished.detail}")
     return 0

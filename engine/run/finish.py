@@ -33,8 +33,9 @@ Finish = FinishChoice
 FINISH_LOCK = "finish.lock"  # held while a choice is carried out: two choices never interleave
 
 
-class NotUndecided(FixloopError):
-    """A run the shell may not finish: decided already, not ended, or with no branch."""
+class FinishRefused(FixloopError):
+    """A run the shell may not finish: decided already, not ended, or with no branch; or a
+    run directory whose finish lock is no file fixloop made."""
 
 
 class Finished(BaseModel):
@@ -55,7 +56,7 @@ def finish_run(
 
     A refused accept changes nothing and says why; keep and discard always succeed. What took
     effect is recorded in the run directory (`finish.json`, read back by `fixloop-tui runs`).
-    With `only_undecided` (the shell), a run that is not undecided raises NotUndecided, checked
+    With `only_undecided` (the shell), a run that is not undecided raises FinishRefused, checked
     under the run's finish lock so that two choices made at once cannot both take effect.
     The run's record must be sealed (fixloop wrote it for this user): a run directory a
     repository committed, naming a branch of its own, is never squashed onto the person's.
@@ -71,24 +72,38 @@ def finish_run(
 
 
 def undecided_runs(project: Path) -> list[RunSummary]:
-    """The runs that ended with a branch nobody has accepted, kept or discarded, newest first."""
-    return [run for run in list_runs(project) if _refusal(run, project) is None]
+    """The runs that ended with a branch nobody has accepted, kept or discarded, newest first;
+    only runs fixloop recorded for this user (a sealed `run.json`), never one a repository
+    committed under `.fixloop/runs/`."""
+    return [
+        run
+        for run in list_runs(project)
+        if _refusal(run, project) is None and _sealed(RunDirectory(Path(run.path)))
+    ]
+
+
+def _sealed(run: RunDirectory) -> bool:
+    try:
+        run.sealed_record()
+    except (UnsealedRecord, OSError, ValueError):
+        return False
+    return True
 
 
 def newest_undecided(project: Path) -> str:
-    """The id of the newest undecided run; NotUndecided, saying so, when there is none."""
+    """The id of the newest undecided run; FinishRefused, saying so, when there is none."""
     runs = undecided_runs(project)
     if not runs:
-        raise NotUndecided(f"no run in {project} waits for a decision (see `fixloop-tui runs`)")
+        raise FinishRefused(f"no run in {project} waits for a decision (see `fixloop-tui runs`)")
     return runs[0].id
 
 
 def require_undecided(project: Path, run_id: str) -> None:
-    """NotUndecided, in one line that says what to do, unless the run ended with a branch
+    """FinishRefused, in one line that says what to do, unless the run ended with a branch
     that nobody decided on yet."""
     refusal = _refusal(summarize(run_path(project, run_id)), project)
     if refusal is not None:
-        raise NotUndecided(refusal)
+        raise FinishRefused(refusal)
 
 
 def _refusal(run: RunSummary, project: Path) -> str | None:
@@ -115,7 +130,14 @@ def _finish_lock(run: RunDirectory) -> Iterator[None]:
     """An exclusive lock on the run directory's finish.lock while a choice is carried out.
     Opened without following a link and never written: a link a repository planted there
     names no file of the person's to create or change."""
-    fd = os.open(run.path / FINISH_LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    path = run.path / FINISH_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise FinishRefused(
+            f"{path} is not a file fixloop made ({exc.strerror}): nothing was changed; remove it "
+            "if the run is yours"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -442,7 +442,10 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also write the chart as a PNG")
     parser.add_argument(
-        "--sandbox", choices=["gvisor", "docker", "auto", "unsafe-local"], default="gvisor"
+        "--sandbox",
+        choices=["gvisor", "docker", "auto", "unsafe-local"],
+        default="gvisor",
+        help="where each task's tests run (default gvisor)",
     )
     parser.add_argument(
         "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"

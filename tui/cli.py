@@ -65,7 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status: the command's own; 124 on timeout; 137 when killed for memory.",
     )
     run.add_argument(
-        "--backend", "--sandbox", choices=["gvisor", "docker", "unsafe-local"], default="gvisor"
+        "--backend",
+        "--sandbox",
+        choices=["gvisor", "docker", "unsafe-local"],
+        default="gvisor",
+        help="where CMD runs (default gvisor; unsafe-local: on this machine, no sandbox)",
     )
     add_docker_arguments(run)
     run.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
@@ -90,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="interpreter whose environment is mounted read-only",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
-    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    run.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
+    )
 
     engine = sandbox_commands.add_parser(
         "engine",
@@ -341,7 +347,7 @@ def unknown_command(word: str) -> str | None:
         return None
     if "/" in word or word.startswith((".", "~")):
         return None  # a path: `run` says it is not a directory
-    near = difflib.get_close_matches(word, COMMANDS, n=3, cutoff=0.5)
+    near = difflib.get_close_matches(word, COMMANDS, n=3, cutoff=0.6)
     hint = f"did you mean: {', '.join(near)}?" if near else f"commands: {', '.join(COMMANDS)}"
     return f"unknown command or directory: {word} ({hint})"
 

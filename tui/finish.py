@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from engine.run.exit_codes import EXIT_USAGE
-from engine.run.finish import Finish
+
+# The parser is built on every start: git and the run's records load when a command runs.
+if TYPE_CHECKING:
+    from engine.run.finish import Finish
 
 # What each command does, for its help and the parser's.
 FINISH_HELP: dict[Finish, str] = {

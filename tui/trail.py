@@ -59,9 +59,14 @@ def report_command(args: argparse.Namespace) -> int:
     if summarize(run_dir).status in ("stopped", "unfinished"):
         print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
+    from engine.project.run_directory import UnsealedRecord
     from engine.run.report import report_from_trail
 
-    sys.stdout.write(report_from_trail(project, run_id))
+    try:
+        sys.stdout.write(report_from_trail(project, run_id))
+    except UnsealedRecord as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return 0
 
 

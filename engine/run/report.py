@@ -146,8 +146,9 @@ def report_text(
 def report_from_trail(project: Path, run_id: str) -> str:
     """The report of a run that ended, rebuilt from its run directory (`run.json` and
     `events.jsonl`): what `fixloop-tui report` prints for a run without report.md (an ok run
-    writes none). Read only: nothing from the trail runs, and git is asked only for diffs.
-    RunNotNamed when the run has not ended."""
+    writes none). Read only: nothing from the trail runs, and git is asked only for diffs, of
+    the commits a sealed `run.json` names (UnsealedRecord otherwise: a run directory a repository
+    committed names no revision git is given). RunNotNamed when the run has not ended."""
     from engine.project.paths import run_path
     from engine.project.run_directory import RunNotNamed, read_finish
     from engine.run.events import RunFinished
@@ -159,7 +160,7 @@ def report_from_trail(project: Path, run_id: str) -> str:
     finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     if finished is None:
         raise RunNotNamed(f"run {run_id} has not ended: no report until it does")
-    record = run_dir.record()
+    record = run_dir.sealed_record()
     try:  # the iterations as resume folds them, from the events before the ending
         ended = [e for e in events if not isinstance(e, RunFinished)]
         iterations = resume_state(ended).iteration_records()

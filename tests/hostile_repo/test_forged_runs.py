@@ -117,3 +117,12 @@ def test_a_finish_lock_planted_as_a_link_is_refused_and_its_target_never_made(
     assert len(done.stderr.strip().splitlines()) == 1
     assert not target.exists()
     assert f"fixloop/{RUN}" in [head.name for head in git.Repo(forged).heads]
+
+
+def test_the_report_of_an_unsealed_run_is_refused_before_git_is_given_its_revisions(
+    forged: Path, tmp_path: Path
+) -> None:
+    done = fixloop(tmp_path / "home", "report", RUN, str(forged))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"fixloop-tui: error: {run_path(forged, RUN) / 'run.json'} was")
+    assert done.stdout == ""

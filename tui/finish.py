@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # What each command does, for its help and the parser's.
 FINISH_HELP: dict[Finish, str] = {
     "accept": "squash an undecided run's branch onto your branch as one commit",
-    "keep": "keep an undecided run's branch for yourself (fixloop forgets it)",
+    "keep": "keep an undecided run's branch as it is, for you to merge yourself",
     "discard": "delete an undecided run's branch (says which); nothing is asked",
 }
 EXIT_REFUSED = 1  # not done, nothing changed: git refused an accept, or the record is not sealed

@@ -84,9 +84,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GLOB",
         help="JUnit XML files the test command writes, read as its report (any runner)",
     )
-    parser.add_argument("--lint-cmd")
-    parser.add_argument("--type-cmd")
-    parser.add_argument("--format-cmd")
+    parser.add_argument("--lint-cmd", metavar="CMD", help="a linter stage, e.g. 'ruff check .'")
+    parser.add_argument("--type-cmd", metavar="CMD", help="a type-checker stage, e.g. 'mypy .'")
+    parser.add_argument(
+        "--format-cmd", metavar="CMD", help="a format check stage, e.g. 'ruff format --check .'"
+    )
     parser.add_argument(
         "--fix-cmd",
         help="a formatter that writes, run before the checks, its changes committed on their "
@@ -95,7 +97,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="any litellm model name; default: the embedded one")
     parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
     parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
-    parser.add_argument("--edit-format", choices=["json", "whole"])
+    parser.add_argument(
+        "--edit-format",
+        choices=["json", "whole"],
+        help="how the model answers: json (search/replace edits, hosted models) or whole "
+        "(each file complete, small local models); default: per model",
+    )
     parser.add_argument(
         "--feedback",
         choices=["packet", "raw"],
@@ -211,7 +218,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "command once they pass (default on; green always comes from the whole command)",
     )
     parser.add_argument("--max-cost", type=float, help="USD")
-    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument(
+        "--max-tokens", type=int, metavar="N", help="the run's budget of model tokens, all calls"
+    )
     parser.add_argument("--wall-clock", type=float, help="seconds for the whole run")
     parser.add_argument(
         "--sandbox",
@@ -225,7 +234,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "interpreter mounted into a skeleton image)",
     )
     parser.add_argument("--python", type=Path, help="interpreter whose environment runs tests")
-    parser.add_argument("--approve", choices=["step", "auto"])
+    parser.add_argument(
+        "--approve",
+        choices=["step", "auto"],
+        help="step: you review each proposal before it applies (the app's default); auto: "
+        "every proposal applies (headless)",
+    )
     parser.add_argument(
         "--accept-suspicious",
         action="store_const",
@@ -240,7 +254,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--headless", action="store_true", help="no screen: for CI and scripts")
     parser.add_argument("--json", action="store_true", help="print one JSON object (headless)")
-    parser.add_argument("--theme")
+    add_theme_argument(parser)
+
+
+# The app's own themes (themes/: dark, light, high contrast), as `--theme` takes them.
+THEME_CHOICES = ("dark", "light", "high-contrast")
+
+
+def add_theme_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--theme",
+        choices=THEME_CHOICES,
+        help=f"the app's colours: {', '.join(THEME_CHOICES)} (default: the last one chosen, "
+        "else dark)",
+    )
 
 
 def add_docker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -415,7 +442,10 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also write the chart as a PNG")
     parser.add_argument(
-        "--sandbox", choices=["gvisor", "docker", "auto", "unsafe-local"], default="gvisor"
+        "--sandbox",
+        choices=["gvisor", "docker", "auto", "unsafe-local"],
+        default="gvisor",
+        help="where each task's tests run (default gvisor)",
     )
     parser.add_argument(
         "--exec-timeout", type=float, default=30.0, metavar="S", help="per test run (default 30)"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
+import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -26,10 +28,13 @@ from tui.arguments import (
     add_bench_arguments,
     add_docker_arguments,
     add_run_arguments,
+    add_theme_argument,
 )
 from tui.sandbox_warnings import show_runc_warnings
 
 DEFAULT_IMAGE_TAG = "localhost/fixloop-sandbox:latest"
+RUN_ID_HELP = "run id, or a unique prefix of it or of its last part (see `fixloop-tui runs`)"
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a reader that went away
 
 
 def _version() -> str:
@@ -60,7 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status: the command's own; 124 on timeout; 137 when killed for memory.",
     )
     run.add_argument(
-        "--backend", "--sandbox", choices=["gvisor", "docker", "unsafe-local"], default="gvisor"
+        "--backend",
+        "--sandbox",
+        choices=["gvisor", "docker", "unsafe-local"],
+        default="gvisor",
+        help="where CMD runs (default gvisor; unsafe-local: on this machine, no sandbox)",
     )
     add_docker_arguments(run)
     run.add_argument("--image", help="docker backend: an image from `sandbox build-image`")
@@ -85,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="interpreter whose environment is mounted read-only",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object with the result")
-    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    run.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments"
+    )
 
     engine = sandbox_commands.add_parser(
         "engine",
@@ -208,12 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(watch)
 
     resume = commands.add_parser(
-        "resume", help="continue a run whose process died, losing no committed iteration"
+        "resume",
+        help="continue a stopped run or one whose process died, losing no committed iteration",
     )
-    resume.add_argument("run", help="run id (see `fixloop-tui runs`)")
+    resume.add_argument("run", help=RUN_ID_HELP)
     resume.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     resume.add_argument("--json", action="store_true", help="print one JSON object")
-    resume.add_argument("--accept-suspicious", action="store_true")
+    resume.add_argument(
+        "--accept-suspicious",
+        action="store_true",
+        help="accept a suspicious pass if the run ends on one (recorded)",
+    )
     resume.add_argument(
         "--model", help="ask this model from here on (after an outage, or to switch)"
     )
@@ -222,9 +238,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask the model at this server from here on (yours: a repository cannot set it)",
     )
 
-    report = commands.add_parser("report", help="print a run's report.md")
-    report.add_argument("run", help="run id (see `fixloop-tui runs`)")
+    report = commands.add_parser(
+        "report", help="print a run's report (an ok run's too, read back from its trail)"
+    )
+    report.add_argument("run", help=RUN_ID_HELP)
     report.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
+
+    from tui.finish import FINISH_HELP, add_finish_arguments
+
+    for choice, said in FINISH_HELP.items():
+        finish = commands.add_parser(
+            choice,
+            help=said,
+            description=f"{said[0].upper()}{said[1:]}: what the app's end modal does, for a run "
+            "that ended undecided (`fixloop-tui runs` lists it so). A run decided already, still "
+            "running or stopped is refused, nothing changed. Exit: 0 done, 1 an accept git "
+            "refused (nothing changed), 2 usage or a run that is not undecided.",
+        )
+        add_finish_arguments(finish)
 
     demo = commands.add_parser(
         "demo", help="run the loop on a bundled buggy project, offline with the local model"
@@ -237,9 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="open past runs read-only in the app: pick one from the list, or name it",
     )
-    replay.add_argument("run", nargs="?", default="", help="run id (default: choose from a list)")
+    replay.add_argument(
+        "run", nargs="?", default="", help=RUN_ID_HELP + " (default: choose from a list)"
+    )
     replay.add_argument("path", nargs="?", type=Path, default=None, help="project directory")
-    replay.add_argument("--theme", help="dark, light or high-contrast")
+    add_theme_argument(replay)
 
     bench = commands.add_parser(
         "bench",
@@ -292,6 +325,9 @@ COMMANDS = (
     "replay",
     "report",
     "resume",
+    "accept",
+    "keep",
+    "discard",
     "demo",
     "bench",
     "batch",
@@ -300,8 +336,36 @@ COMMANDS = (
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The entry point. A reader that stops early (`fixloop-tui runs --json | head -1`) ends
+    the command quietly, exit 141 as a shell reports SIGPIPE, with no traceback."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe can only print a traceback
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def unknown_command(word: str) -> str | None:
+    """Why `fixloop-tui WORD` is refused, or None when WORD is a command, a flag or a path.
+    A bare word that is no directory is taken for a mistyped command, and the nearest named."""
+    if word in COMMANDS or word.startswith("-") or Path(word).is_dir():
+        return None
+    if "/" in word or word.startswith((".", "~")):
+        return None  # a path: `run` says it is not a directory
+    near = difflib.get_close_matches(word, COMMANDS, n=3, cutoff=0.6)
+    hint = f"did you mean: {', '.join(near)}?" if near else f"commands: {', '.join(COMMANDS)}"
+    return f"unknown command or directory: {word} ({hint})"
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and (unknown := unknown_command(argv[0])):
+        print(f"fixloop-tui: error: {unknown}", file=sys.stderr)
+        return EXIT_USAGE
     # `run` is the default command: `fixloop-tui [PATH] [flags]`.
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "run")
@@ -356,6 +420,10 @@ def main(argv: list[str] | None = None) -> int:
             from tui.trail import report_command
 
             return report_command(args)
+        if args.command in ("accept", "keep", "discard"):
+            from tui.finish import finish_command
+
+            return finish_command(args, args.command)
         if args.command == "runs":
             from tui.trail import runs_command
 

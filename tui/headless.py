@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -173,15 +174,17 @@ def run_headless_command(args: argparse.Namespace) -> int:
 
 
 def resume_headless(args: argparse.Namespace) -> int:
-    project: Path = args.path.resolve()
-    if not project.is_dir():
-        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+    from tui.trail import named_project, named_run
+
+    project = named_project(args.path)
+    run_id = named_run(project, args.run) if project else None
+    if project is None or run_id is None:
         return EXIT_USAGE
     gate = PolicyGate(accept_suspicious=bool(args.accept_suspicious))
-    printer = ProgressPrinter(sys.stderr, args.run)
+    printer = ProgressPrinter(sys.stderr, run_id)
     resumed = resume_run(
         project,
-        args.run,
+        run_id,
         gate=gate,
         sinks=[printer],
         model=args.model,
@@ -228,7 +231,27 @@ def _complete(
         say(f"report: {result.report}", sys.stderr)
     if result.status.value == "error":
         say(f"fixloop-tui: error: {result.reason}", sys.stderr)
+    if result.branch:
+        for line in next_commands(result.run_id, project):
+            say(line, sys.stderr)
     return RUN_EXIT_CODES[result.status]
+
+
+def next_commands(run_id: str, project: Path) -> list[str]:
+    """What to do with a run that ended with a branch, as the commands to type (stderr: a
+    `--json` stdout stays one object)."""
+    what = (
+        ("accept", "squash the branch onto yours"),
+        ("keep", "keep the branch, merge it yourself"),
+        ("discard", "delete the branch"),
+        ("report", "what the run did"),
+    )
+    commands = [shlex.join(["fixloop-tui", verb, run_id, str(project)]) for verb, _ in what]
+    width = max(len(command) for command in commands)
+    lines = [
+        f"{command:{width}}  # {why}" for command, (_, why) in zip(commands, what, strict=True)
+    ]
+    return ["next: " + lines[0], *("      " + line for line in lines[1:])]
 
 
 def say(line: str, stream: TextIO) -> None:

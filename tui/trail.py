@@ -11,18 +11,62 @@ from pathlib import Path
 from engine.run.exit_codes import EXIT_USAGE
 
 
+def run_and_path(run: str, path: str | Path | None) -> tuple[str, Path]:
+    """`[RUN] [PATH]` as typed: a lone argument that is a directory is the PATH."""
+    if path is not None:
+        return run, Path(path)
+    if run and Path(run).is_dir():
+        return "", Path(run)
+    return run, Path.cwd()
+
+
+def named_project(path: Path) -> Path | None:
+    """The project directory, resolved; None, said why, when it is none."""
+    if not path.is_dir():
+        print(f"fixloop-tui: error: {path} is not a directory", file=sys.stderr)
+        return None
+    return path.resolve()
+
+
+def named_run(project: Path, given: str) -> str | None:
+    """The id of the run `given` names (a unique prefix will do: `resolve_run`); None, said in
+    one line, when it names none or several."""
+    from engine.project.run_directory import RunNotNamed, resolve_run
+
+    try:
+        return resolve_run(project, given)
+    except RunNotNamed as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return None
+
+
 def report_command(args: argparse.Namespace) -> int:
+    """A run's report.md; for a run that ended without one (ok), the same report read back
+    from its trail."""
     from engine.project.paths import run_path
 
-    run_dir = run_path(args.path.resolve(), args.run)
-    if not run_dir.is_dir():
-        print(f"fixloop-tui: error: no run {args.run!r} in {args.path}", file=sys.stderr)
+    project = named_project(args.path)
+    run_id = named_run(project, args.run) if project else None
+    if project is None or run_id is None:
         return EXIT_USAGE
+    run_dir = run_path(project, run_id)
     report = run_dir / "report.md"
-    if not report.is_file():
+    if report.is_file():
+        sys.stdout.write(report.read_text(encoding="utf-8"))
+        return 0
+    from engine.project.run_directory import summarize
+
+    if summarize(run_dir).status in ("stopped", "unfinished"):
         print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
-    sys.stdout.write(report.read_text(encoding="utf-8"))
+    from engine.project.run_directory import UnsealedRecord
+    from engine.run.report import report_from_trail
+
+    try:
+        sys.stdout.write(report_from_trail(project, run_id))
+    except UnsealedRecord as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return 0
 
 
@@ -36,9 +80,7 @@ def no_report(run_dir: Path, project: Path) -> str:
     if run.status == "stopped":
         why = run.stopped_because or "stopped"
         return f"run {run.id} is stopped ({why}), no report until it ends; continue it: {resume}"
-    if run.status == "unfinished":
-        return f"run {run.id} has no ending (still running, or its process died): {resume}"
-    return f"run {run.id} ended {run.status_label}: it has no report.md (an ok run writes none)"
+    return f"run {run.id} has no ending (still running, or its process died): {resume}"
 
 
 def runs_command(args: argparse.Namespace) -> int:
@@ -73,20 +115,17 @@ def replay_command(args: argparse.Namespace) -> int:
     from engine.project.paths import runs_dir
     from engine.project.settings import ConfigError, load_settings
 
-    run, path = args.run, args.path
-    if path is None:
-        run, path = ("", Path(run)) if run and Path(run).is_dir() else (run, Path.cwd())
+    run, path = run_and_path(args.run, args.path)
     project = path.resolve()
     runs = runs_dir(project)
     if not runs.is_dir():
         print(f"fixloop-tui: error: no runs yet in {project}", file=sys.stderr)
         return EXIT_USAGE
-    if run and not (runs / run / "events.jsonl").is_file():
-        print(
-            f"fixloop-tui: error: no run {run!r} in {project} (see `fixloop-tui runs`)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+    if run:
+        named = named_run(project, run)
+        if named is None:
+            return EXIT_USAGE
+        run = named
     try:
         # A replay runs nothing: the project config's untrusted security settings do not matter.
         settings = load_settings(project, {"theme": args.theme}, drop_untrusted=True)

@@ -38,6 +38,10 @@ class UnsealedRecord(FixloopError):
     """A run record fixloop did not write for this user."""
 
 
+class RunNotNamed(FixloopError):
+    """A run id (or prefix) that names no run of the project, or more than one."""
+
+
 FINISH_RECORD = "finish.json"
 FinishChoice = Literal["accept", "keep", "discard"]
 
@@ -245,6 +249,39 @@ class RunSummary(BaseModel):
 def _unfinished(events: list[Event]) -> str:
     """A run with no ending: stopped by the person to resume (its last word), or cut off."""
     return "stopped" if events and isinstance(events[-1], RunStopped) else "unfinished"
+
+
+def run_ids(project: Path) -> list[str]:
+    """The ids of the project's runs (their directories' names), oldest first."""
+    runs = runs_dir(project)
+    if not runs.is_dir():
+        return []
+    return sorted(path.name for path in runs.iterdir() if path.is_dir())
+
+
+def resolve_run(project: Path, given: str) -> str:
+    """The id of the one run `given` names, as git names a commit: the whole id, or a unique
+    prefix of the id or of its last part (`0f5c` for `20261207-121744-0f5c`). Only names read
+    from the runs directory come back, never `given` itself, so no typed path (`../x`) reaches a
+    file name. RunNotNamed, in one line, for none or several (those listed)."""
+    ids = run_ids(project)
+    if given in ids:
+        return given
+    found = [
+        run
+        for run in ids
+        if given and (run.startswith(given) or run.rsplit("-", 1)[-1].startswith(given))
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise RunNotNamed(f"no run {given!r} in {project} (see `fixloop-tui runs`)")
+    shown = ", ".join(reversed(found[-5:])) + (
+        f" and {len(found) - 5} more" if len(found) > 5 else ""
+    )
+    raise RunNotNamed(
+        f"{given!r} names {len(found)} runs in {project}: {shown}; type more of the id"
+    )
 
 
 def list_runs(project: Path) -> list[RunSummary]:

@@ -1,4 +1,5 @@
-"""`report.md`: what a person reads after a run that did not end green.
+"""`report.md`: what a person reads after a run that did not end green; for any run that
+ended (an ok one too), the same report read back from its trail (`report_from_trail`).
 
 The task, every attempt (its explanation, diff and what the verifier said), the
 reason the run stopped, what to look at, and the commands to inspect the branch.
@@ -10,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.project.git_plumbing import WorkspaceError
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.guards import IDLE_STALL, RunStatus
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 DIFF_LINES = 120
 
 LOOK_AT = {
+    RunStatus.OK: "The tests pass, honestly. Read the change on the branch, then accept, keep "
+    "or discard it.",
     RunStatus.NO_TESTS: "No test ran at the start, so no fix could be shown to be right. Write "
     "a test that shows the bug (or build from a spec), then run again. The model was not asked.",
     RunStatus.ENV_FAILURE: "The environment, not the code: fix what the reason names, then "
@@ -52,6 +56,10 @@ def look_at(result: RunResult) -> str:
     """What the report tells the person to look at, for how the run ended."""
     if result.status is RunStatus.STALLED and IDLE_STALL in result.reason:
         return LOOK_AT_IDLE
+    if result.status is RunStatus.OK and result.accepted_suspicious:
+        return "The tests pass, but not honestly, and the pass was accepted: " + "; ".join(
+            result.accepted_suspicious
+        )
     return LOOK_AT.get(result.status, "")
 
 
@@ -64,6 +72,20 @@ def write_report(
     committed: bool,
 ) -> Path:
     """report.md; `committed`: whether the run committed anything (else no branch is kept)."""
+    return run_dir.write_text(
+        "report.md", report_text(config, result, workspace, run_dir, committed=committed)
+    )
+
+
+def report_text(
+    config: RunConfig,
+    result: RunResult,
+    workspace: Workspace,
+    run_dir: RunDirectory,
+    *,
+    committed: bool,
+) -> str:
+    """What report.md says (see write_report)."""
     lines = [
         f"# fixloop run {result.run_id}: {result.status.value}",
         "",
@@ -95,14 +117,17 @@ def write_report(
         if packet.is_file():
             lines += ["```text", packet.read_text(encoding="utf-8").strip(), "```", ""]
         if record.commit:
-            diff = workspace.diff(record.commit).splitlines()
+            try:
+                diff = workspace.diff(record.commit).splitlines()
+            except WorkspaceError:  # a discarded branch's commits may be gone
+                diff = [f"(commit {record.commit[:12]} is no longer in the repository)"]
             shown = diff[:DIFF_LINES]
             if len(diff) > DIFF_LINES:
                 shown.append(f"... {len(diff) - DIFF_LINES} more lines: git show {record.commit}")
             lines += [f"Commit `{record.commit[:12]}`:", "", "```diff", *shown, "```", ""]
     if not committed:  # its branch is removed
         lines += ["The run committed nothing, so no branch was kept.", ""]
-        return run_dir.write_text("report.md", "\n".join(lines))
+        return "\n".join(lines)
     project = shlex.quote(str(workspace.project))
     lines += [
         "## Inspect the branch",
@@ -115,4 +140,59 @@ def write_report(
         "```",
         "",
     ]
-    return run_dir.write_text("report.md", "\n".join(lines))
+    return "\n".join(lines)
+
+
+def report_from_trail(project: Path, run_id: str) -> str:
+    """The report of a run that ended, rebuilt from its run directory (`run.json` and
+    `events.jsonl`): what `fixloop-tui report` prints for a run without report.md (an ok run
+    writes none). Read only: nothing from the trail runs, and git is asked only for diffs, of
+    the commits a sealed `run.json` names (UnsealedRecord otherwise: a run directory a repository
+    committed names no revision git is given). RunNotNamed when the run has not ended."""
+    from engine.project.paths import run_path
+    from engine.project.run_directory import RunNotNamed, read_finish
+    from engine.run.events import RunFinished
+    from engine.run.outcome import RunResult
+    from engine.run.resume import ResumeError, resume_state
+
+    run_dir = RunDirectory(run_path(project, run_id))
+    events = run_dir.events()
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    if finished is None:
+        raise RunNotNamed(f"run {run_id} has not ended: no report until it does")
+    record = run_dir.sealed_record()
+    try:  # the iterations as resume folds them, from the events before the ending
+        ended = [e for e in events if not isinstance(e, RunFinished)]
+        iterations = resume_state(ended).iteration_records()
+    except ResumeError:  # it ended before its first verification
+        iterations = []
+    result = RunResult(
+        run_id=run_id,
+        status=RunStatus(finished.status),
+        reason=finished.reason,
+        accepted_suspicious=finished.accepted_suspicious,
+        iterations=iterations,
+        branch=finished.branch,
+        final_commit=finished.final_commit,
+        run_dir=str(run_dir.path),
+        report=None,
+        tokens=finished.tokens,
+        cost_usd=finished.cost_usd,
+        duration_s=finished.duration_s,
+    )
+    workspace = Workspace(
+        project,
+        run_id,
+        start_head=record.start_head,
+        user_branch=record.user_branch,
+        baseline=record.baseline,
+    )
+    finish = read_finish(run_dir.path)
+    text = report_text(record.config, result, workspace, run_dir, committed=bool(finished.branch))
+    if finish is None:
+        return text
+    if finish.choice == "accept":
+        done = f"accepted as {(finish.commit or '')[:10]} on {record.user_branch or 'HEAD'}"
+    else:
+        done = {"keep": "kept", "discard": "discarded: its branch was deleted"}[finish.choice]
+    return text + f"\n**Decided:** {done}\n"

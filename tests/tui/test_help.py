@@ -11,8 +11,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import themes
 from tui.arguments import THEME_CHOICES
 from tui.cli import COMMANDS, build_parser
@@ -152,7 +150,6 @@ def named_flags(line: str) -> set[str]:
     return both | set(re.findall(r"(?<![\w-])--[a-z][\w-]*", BOTH_WAYS.sub("", line)))
 
 
-@pytest.mark.xfail(strict=True, reason="README catches up in the lead's merge")
 def test_readme_names_every_command_and_flag_of_the_help() -> None:
     missing = [
         f"fixloop-tui {command}" for command in COMMANDS if f"fixloop-tui {command}" not in README

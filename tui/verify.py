@@ -114,6 +114,26 @@ def print_human(root: Path, result: Verification) -> None:
             print(f"  - {reason}")
     for note in result.notes:
         print(f"  note: {note}")
+    if hint := slow_tests_hint(result):
+        print(f"  hint: {hint}")
     if result.packet_text:
         print(f"\nRepair packet ({result.packet_tokens} tokens):\n")
         print(result.packet_text)
+
+
+def slow_tests_hint(result: Verification) -> str | None:
+    """What to do about tests stopped by the per-test limit, when they may only be slow: the
+    sandbox runs some tests far slower than bare (threads handing a lock back and forth cost
+    a system call each, and gVisor's system calls are slow), and `verify` has no earlier
+    times to size their limits from (a run's later verifications do)."""
+    packet = result.packet
+    stopped = [f for f in packet.failures if f.kind == "timeout"] if packet is not None else []
+    if not stopped:
+        return None
+    tests = "test was" if len(stopped) == 1 else "tests were"
+    return (
+        f"{len(stopped)} {tests} stopped by the per-test limit (--test-timeout, default 20 s). "
+        "If they pass bare, they may only be slow in the sandbox (a test whose threads contend "
+        "for a lock can run 50x slower under gVisor): --test-timeout 0 leaves only the "
+        "stage's --exec-timeout, or give them a larger limit"
+    )

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 
 from tests.projects import PROJECTS, REPO, committed_copy
@@ -148,3 +149,26 @@ def test_a_broken_pyproject_is_a_one_line_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "not valid TOML" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_a_test_stopped_by_its_limit_is_told_how_to_give_it_time(tmp_path: Path) -> None:
+    """`verify` has no earlier times: a test that is only slow in the sandbox is stopped at
+    the per-test limit, and the person is told how to tell slow from hung."""
+    root = tmp_path / "slow"
+    root.mkdir()
+    (root / "test_slow.py").write_text(
+        "import time\n\n\ndef test_slow():\n    time.sleep(4)\n\n\ndef test_quick():\n    pass\n"
+    )
+    repo = git.Repo.init(root)
+    repo.index.add(["test_slow.py"])
+    repo.index.commit("a slow test")
+
+    stopped = verify(str(root), "--test-timeout", "1")
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "hint: 1 test was stopped by the per-test limit" in stopped.stdout
+    assert "--test-timeout 0" in stopped.stdout
+
+    given_time = verify(str(root), "--test-timeout", "0")
+    assert given_time.returncode == 0, given_time.stdout + given_time.stderr
+    assert "hint:" not in given_time.stdout

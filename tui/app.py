@@ -13,7 +13,7 @@ tui/commands.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,7 +27,7 @@ from textual.theme import Theme
 import themes
 from engine.project.settings import ConfigError, Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
-from engine.run.guards import RunStopped
+from engine.run.guards import ModelUnreachable, RunStopped
 from tui.app_checks import ProjectChecks
 from tui.app_end import RunEnding
 from tui.app_quit import OnItsLoop, StopAndQuit, cancel
@@ -47,6 +47,7 @@ from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
+from tui.screens.outage import OutageChoice, OutageScreen
 from tui.screens.quit import QuitScreen
 from tui.screens.replay import ReplayScreen, artifact_loader
 from tui.screens.review import ReviewScreen
@@ -88,12 +89,17 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         failure, or after the person stopped the run to resume it later)."""
 
         def __init__(
-            self, error: str | None = None, usage: bool = False, stopped: bool = False
+            self,
+            error: str | None = None,
+            usage: bool = False,
+            stopped: bool = False,
+            outage: str | None = None,
         ) -> None:
             super().__init__()
             self.error = error
             self.usage = usage
             self.stopped = stopped
+            self.outage = outage  # why the model could not be reached: the run is stopped
 
     def __init__(
         self,
@@ -236,15 +242,11 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     @work(thread=True, exclusive=True, group="run", exit_on_error=False)
     async def _run_engine(self, task: str) -> None:
-        from engine.project.git_plumbing import WorkspaceError
         from engine.run.start import start_run  # the model client's modules load off the UI thread
 
-        current = asyncio.current_task()
-        assert current is not None
-        self._engine = (asyncio.get_running_loop(), current)
         settings = self.settings.model_copy(update={"task": task})
-        try:
-            await start_run(
+        await self._drive(
+            start_run(
                 self.project,
                 settings,
                 gate=self.gate,
@@ -252,6 +254,37 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 on_model_text=self.sink.model_text,
                 spec=self.spec,
             )
+        )
+
+    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
+    async def _resume_engine(self, run_id: str, choice: OutageChoice) -> None:
+        """The stopped run taken up again in this app (after an outage), its history kept."""
+        from engine.run.start import resume_run
+
+        await self._drive(
+            resume_run(
+                self.project,
+                run_id,
+                gate=self.gate,
+                sinks=[self.gate, self.sink],
+                on_model_text=self.sink.model_text,
+                api_base=choice.api_base,
+                model=choice.model,
+            )
+        )
+
+    async def _drive(self, run: Coroutine[Any, Any, object]) -> None:
+        """Run the engine's coroutine on this thread; say how it ended (RunOver)."""
+        from engine.project.git_plumbing import WorkspaceError
+
+        current = asyncio.current_task()
+        assert current is not None
+        self._engine = (asyncio.get_running_loop(), current)
+        try:
+            await run
+        except ModelUnreachable as exc:
+            self.post_from_thread(self.RunOver(stopped=True, outage=exc.reason))
+            return
         except RunStopped:
             self.post_from_thread(self.RunOver(stopped=True))
             return
@@ -339,7 +372,9 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         if message.stopped and self.outcome is None:  # recorded as stopped: resumable
             self._close_reviews()
             self.stopped = self.main.view.run_id
-            self.exit_status = EXIT_INTERRUPTED
+            self.exit_status = EXIT_INFRA if message.outage else EXIT_INTERRUPTED
+            if message.outage and self.stopped and not self._quitting:
+                self._offer_to_go_on(self.stopped, message.outage)
         if message.error is not None:
             self._close_reviews()
             self.exit_status = EXIT_USAGE if message.usage else EXIT_INFRA
@@ -354,6 +389,24 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.refresh_bindings()
         if self._quitting:
             self.exit(self.exit_status)
+
+    def _offer_to_go_on(self, run_id: str, reason: str) -> None:
+        """The model could not be reached: retry now, ask elsewhere, or leave it stopped."""
+
+        def chosen(choice: OutageChoice | None) -> None:
+            if choice is None or self.running:
+                return
+            self.stopped = ""
+            self.exit_status = 0
+            self.running = True
+            self.refresh_bindings()
+            self.main.note = "resuming: the model is asked again…"
+            self.main.refresh_header()
+            self._resume_engine(run_id, choice)
+
+        model = self.settings.model or ""
+        screen = OutageScreen(reason, run_id, str(self.project), self.settings.api_base, model)
+        self.push_screen(screen, chosen)
 
     def _close_reviews(self) -> None:
         """Reviews the run no longer waits for (it ended, or was stopped) go away; so does a

@@ -202,17 +202,24 @@ def collection_skip(report: pytest.CollectReport) -> dict[str, Any]:
 
 
 def classify(report: pytest.TestReport) -> tuple[str | None, str | None]:
-    """(count to increment, outcome of a test entry) as pytest's terminal summary sees it."""
+    """(count to increment, outcome of a test entry) as pytest's terminal summary sees it: a
+    subtest that passed (pytest's `subtests`, unittest's `subTest`) is no test of its own
+    (pytest says "N subtests passed" apart), one that failed counts as a failure of its test."""
     xfail = hasattr(report, "wasxfail")
     if report.passed:
         if xfail:
             return "xpassed", "xpassed"
-        return ("passed" if report.when == "call" else None), None
+        return ("passed" if report.when == "call" and not is_subtest(report) else None), None
     if report.failed:
         return ("failed", "failed") if report.when == "call" else ("errors", "error")
     if report.skipped:
         return ("xfailed", "xfailed") if xfail else ("skipped", "skipped")
     return None, None  # e.g. pytest-rerunfailures' "rerun"
+
+
+def is_subtest(report: pytest.TestReport) -> bool:
+    """A report of one subtest inside a test (pytest 9's own and pytest-subtests' report)."""
+    return type(report).__name__ == "SubtestReport"
 
 
 def _explanation(exc: BaseException) -> str:

@@ -12,11 +12,12 @@ interpreter are passed on the command line, as a person would.
 Per project it prints: tests collected, the bare suite time (`.venv/bin/python -m pytest -q
 -p no:cacheprovider` on the host, the command fixloop runs), `fixloop-tui verify` cold (the
 first run) and warm (the second), warm/bare, and whether the verdict matches bare (green bare
-must be `verify` ok; anything else is a fixloop bug). The red-iteration column waits for
-failing-tests-first (`red_iteration_times`).
+must be `verify` ok; anything else is a fixloop bug); and for an iteration still red on one
+failing test, its time with failing-tests-first and with the whole suite (`red iter s`:
+first/whole, and the share; the acceptance line is under 20%).
 
     python -m bench.real_projects [--backend gvisor|docker] [--projects a,b] [--runs N]
-                                  [--python PATH] [--json]
+                                  [--python PATH] [--test-timeout S] [--json]
 
 Run it from the repository, as root or as a normal user (then `--python /usr/bin/python3`
 or another interpreter that user can read); the docker backend needs an engine
@@ -26,6 +27,7 @@ or another interpreter that user can read); the docker backend needs an engine
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -41,6 +43,7 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 REPO = Path(__file__).resolve().parent.parent
 BARE_CMD = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -270,13 +273,16 @@ def bare(checkout: Path, runs: int) -> tuple[bool, str, float]:
     )
 
 
-def verify(checkout: Path, backend: str) -> tuple[float, dict[str, object], str]:
+def verify(
+    checkout: Path, backend: str, test_timeout: float | None = None
+) -> tuple[float, dict[str, object], str]:
     """`fixloop-tui verify` as a person runs it on the checkout: wall time, its JSON, output."""
     argv = [
         sys.executable, "-m", "tui.cli", "verify", str(checkout), "--json",
         "--sandbox", backend,
         "--python", str(checkout / ".venv" / "bin" / "python"),
         "--test-cmd", TEST_CMD,
+        *(("--test-timeout", f"{test_timeout:g}") if test_timeout is not None else ()),
     ]  # fmt: skip
     started = time.perf_counter()
     done = run(argv, REPO, SUITE_TIMEOUT_S)
@@ -288,20 +294,82 @@ def verify(checkout: Path, backend: str) -> tuple[float, dict[str, object], str]
     return elapsed, result, done.stdout[-4000:] + done.stderr[-4000:]
 
 
-def red_iteration_times(project_dir: Path, backend: str) -> tuple[float, float] | None:
-    """The time of an iteration that is still failing on one test, with and without
-    failing-tests-first: (with, without), seconds. None until that lands; then this breaks
-    one test of the project, verifies once for the baseline, and times the next verification
-    both ways."""
-    return None
+RED_TEST = "test_fixloop_bench_red.py"
+RED_BODY = (
+    "def test_fixloop_bench_red():\n"
+    "    assert sum([1, 1]) == 3, 'the failing test the bench added'\n"
+)
 
 
-def bench_project(project: RealProject, python: Path, backend: str, runs: int) -> Row:
+def red_iteration_times(
+    checkout: Path, backend: str, runs: int, test_timeout: float | None = None
+) -> tuple[float, float]:
+    """An iteration that is still red on one failing test, timed both ways: (with
+    failing-tests-first, the whole suite), seconds, the median of `runs` each. One test that
+    fails is added to the project's tests (removed after, never committed); a verification of
+    the whole suite is the previous one, as in a run, and the next verification is timed with
+    failing-tests-first (only that test runs) and without (the whole command again). Both
+    are the engine's own `examine_tree` in one sandbox, as the loop calls it: no CLI start."""
+    tests = checkout / "tests"
+    red = (tests if tests.is_dir() else checkout) / RED_TEST
+    red.write_text(RED_BODY)
+    try:
+        return asyncio.run(_red_times(checkout, backend, runs, test_timeout))
+    finally:
+        red.unlink()
+
+
+async def _red_times(
+    checkout: Path, backend: str, runs: int, test_timeout: float | None
+) -> tuple[float, float]:
+    from engine.project.settings import load_settings
+    from engine.verify.checkout import configured_verifier, open_configured_sandbox
+    from engine.verify.stages import configured_stages
+    from engine.verify.tree import examine_tree
+    from engine.verify.verdict import Verdict
+    from sandbox import BackendName
+
+    python = checkout / ".venv" / "bin" / "python"
+    flags = {"test_cmd": TEST_CMD, "sandbox": backend, "python": python}
+    if test_timeout is not None:
+        flags["test_timeout"] = test_timeout
+    settings = load_settings(checkout, flags)
+    sandbox = open_configured_sandbox(settings, cast(BackendName, backend))
+    try:
+        verifier = configured_verifier(
+            sandbox, configured_stages(settings), settings, python, checkout
+        )
+        whole_times: list[float] = []
+        narrowed_times: list[float] = []
+        previous = None
+        for _ in range(runs):
+            verifier.failing_first = False
+            started = time.perf_counter()
+            whole = await examine_tree(checkout, verifier, baseline=None)
+            whole_times.append(time.perf_counter() - started)
+            if whole.judgement.verdict is not Verdict.FAILING:
+                raise BenchFailed(f"{checkout.name}: the suite with {RED_TEST} did not fail")
+            previous = whole.stages
+            verifier.failing_first = True
+            started = time.perf_counter()
+            narrowed = await examine_tree(checkout, verifier, baseline=None, previous=previous)
+            narrowed_times.append(time.perf_counter() - started)
+            ran = [stage.focus for stage in narrowed.stages if stage.focus is not None]
+            if not ran or narrowed.judgement.verdict is not Verdict.FAILING:
+                raise BenchFailed(f"{checkout.name}: failing-tests-first did not narrow the run")
+    finally:
+        await sandbox.close()
+    return statistics.median(narrowed_times), statistics.median(whole_times)
+
+
+def bench_project(
+    project: RealProject, python: Path, backend: str, runs: int, test_timeout: float | None
+) -> Row:
     checkout = set_up(project, python, cache_root())
     row = Row(project=project.slug, covers=project.covers)
     row.bare_ok, row.bare_summary, row.bare_s = bare(checkout, runs)
     for _ in range(1 + runs):
-        elapsed, result, output = verify(checkout, backend)
+        elapsed, result, output = verify(checkout, backend, test_timeout)
         status = str(result.get("status"))
         row.verify_s.append(elapsed)
         row.verify_status.append(status)
@@ -310,7 +378,7 @@ def bench_project(project: RealProject, python: Path, backend: str, runs: int) -
             row.collected = tests.get("collected")
         if status != "ok" and row.bare_ok and not row.problem:
             row.problem = output
-    row.red_iteration_s = red_iteration_times(checkout, backend)
+    row.red_iteration_s = red_iteration_times(checkout, backend, runs, test_timeout)
     return row
 
 
@@ -345,7 +413,7 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
     print()
     header = (
         f"{'project':<22} {'tests':>6} {'bare s':>7} {'cold s':>7} {'warm s':>7} "
-        f"{'warm/bare':>9} {'verdict':<14} {'red iter s':>10}"
+        f"{'warm/bare':>9} {'verdict':<14} {'red iter s':>11} {'share':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -353,10 +421,15 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
         verdict = ("ok" if row.bare_ok else "red") + (" = " if row.matches else " != ")
         verdict += "/".join(dict.fromkeys(row.verify_status))
         red = "n/a" if row.red_iteration_s is None else "/".join(map(seconds, row.red_iteration_s))
+        share = (
+            f"{row.red_iteration_s[0] / row.red_iteration_s[1]:.0%}"
+            if row.red_iteration_s and row.red_iteration_s[1]
+            else "n/a"
+        )
         print(
             f"{row.project:<22} {row.collected if row.collected is not None else '?':>6} "
             f"{seconds(row.bare_s):>7} {seconds(row.cold_s):>7} {seconds(row.warm_s):>7} "
-            f"{row.ratio:>8.2f}x {verdict:<14} {red:>10}"
+            f"{row.ratio:>8.2f}x {verdict:<14} {red:>11} {share:>6}"
         )
     print()
     for row in rows:
@@ -380,6 +453,11 @@ def main() -> None:
         default=Path(sys.executable),
         help="interpreter the projects' .venv are made with (default: this one)",
     )
+    parser.add_argument(
+        "--test-timeout",
+        type=float,
+        help="fixloop's per-test limit (default: fixloop's own, 20 s; 0 for none)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
     names = [name for name in args.projects.split(",") if name]
@@ -393,7 +471,11 @@ def main() -> None:
     try:
         for name in names:
             print(f"real-projects: {name} ...", file=sys.stderr, flush=True)
-            rows.append(bench_project(PROJECTS[name], args.python, args.backend, args.runs))
+            rows.append(
+                bench_project(
+                    PROJECTS[name], args.python, args.backend, args.runs, args.test_timeout
+                )
+            )
     except BenchFailed as exc:
         sys.exit(f"real-projects: {exc}")
     if args.json:

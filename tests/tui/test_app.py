@@ -20,7 +20,7 @@ import git
 import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets import DataTable, Log, Static, TextArea
+from textual.widgets import DataTable, Static, TextArea
 
 from engine.project.paths import run_path, runs_dir, worktree_path
 from engine.project.run_directory import read_events
@@ -393,7 +393,7 @@ async def test_step_mode_runs_to_ok_with_an_approval_per_proposal(
         header = str(app.main.query_one(RunHeader).render())
         assert "iteration 2/4" in header
         assert "sandbox gvisor" in header
-        streamed = "\n".join(app.main.query_one("#model-log", Log).lines)
+        streamed = app.main.query_one(FeedbackPane).answer_text
         assert '"explanation": "return n words, not n - 1"' in streamed
     assert model_server.count == 2
     started = next(e for e in run_events(app) if isinstance(e, RunStarted))

@@ -1,17 +1,20 @@
 """The feedback pane, two tabs: `packet` — each verifier stage's state, the verdict, and the
 repair packet the model is told next (or why there is none); `model` — the model's answer,
-streamed in while it is generated."""
+streamed in while it is generated, wrapped to the pane, and once finished laid out for
+reading (`answer.readable_answer`)."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.widgets import Log, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
+from tui.widgets.feedback.answer import readable_answer
 from tui.widgets.history.pane import status_colour
 from tui.widgets.run_view import IterationView, StageView
 
+STREAM_REFRESH_S = 0.1
 STAGE_MARKS = {"ok": ("✓", "$text-success"), "running": ("…", "$text-muted")}
 
 
@@ -116,7 +119,7 @@ class FeedbackPane(Vertical):
     FeedbackPane TabPane { padding: 0; height: 1fr; }
     FeedbackPane ContentSwitcher { height: 1fr; }
     FeedbackPane #packet-scroll { height: 1fr; }
-    FeedbackPane Log { height: 1fr; border: none; }
+    FeedbackPane #model-scroll { height: 1fr; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -124,6 +127,7 @@ class FeedbackPane(Vertical):
         self.border_title = "feedback"
         self._shown: tuple[int | None, Content] | None = None
         self._response: str | None = None
+        self._streamed = False  # a piece arrived that the tab does not show yet
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="packet"):
@@ -131,8 +135,8 @@ class FeedbackPane(Vertical):
                 yield Static(
                     Content.styled("nothing verified yet", "$text-muted"), id="packet-text"
                 )
-            with TabPane("model", id="model"):
-                yield Log(id="model-log", highlight=False)
+            with TabPane("model", id="model"), VerticalScroll(id="model-scroll"):
+                yield Static("", id="model-log", markup=False)
 
     def show(self, it: IterationView | None, packet_text: str) -> None:
         body = feedback_content(it, packet_text)
@@ -150,21 +154,38 @@ class FeedbackPane(Vertical):
         if text == self._response:
             return
         self._response = text
-        log = self.query_one("#model-log", Log)
-        log.clear()
-        log.write(text or "(no answer for this iteration)")
+        self._streamed = False
+        self.query_one("#model-log", Static).update(
+            Content(readable_answer(text)) if text else Content("(no answer for this iteration)")
+        )
+        self.query_one("#model-scroll", VerticalScroll).scroll_home(animate=False)
 
     def begin_stream(self) -> None:
         """Empty the model tab for an answer about to stream in."""
         self._response = ""
-        self.query_one("#model-log", Log).clear()
+        self.query_one("#model-log", Static).update("")
 
     def stream(self, text: str) -> None:
-        """Append a piece of the answer being generated."""
+        """Append a piece of the answer being generated; the tab shows it at most ten times a
+        second (each piece is a few characters, and the whole answer is laid out again)."""
         if self._response is None:
             self.begin_stream()
         self._response = (self._response or "") + text
-        self.query_one("#model-log", Log).write(text)
+        if not self._streamed:
+            self._streamed = True
+            self.set_timer(STREAM_REFRESH_S, self._show_stream)
+
+    def _show_stream(self) -> None:
+        if not self._streamed:
+            return  # the whole answer came meanwhile
+        self._streamed = False
+        self.query_one("#model-log", Static).update(Content(self._response or ""))
+        self.query_one("#model-scroll", VerticalScroll).scroll_end(animate=False)
+
+    @property
+    def answer_text(self) -> str:
+        """The answer the model tab holds (streamed so far, or whole)."""
+        return self._response or ""
 
     def open_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab

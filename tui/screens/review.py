@@ -20,6 +20,7 @@ from textual.widgets.button import ButtonVariant
 from tui.gate import ProposalReviewRequest
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.screens.editor import EditorFile, EditorScreen
+from tui.screens.main import PendingDiff
 from tui.widgets.diff import DiffView
 
 # The engine's models are imported where a decision is made: the app imports this screen
@@ -127,6 +128,13 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
 
     def note_text(self) -> str:
         return self.query_one("#note", TextArea).text.strip()
+
+    def pending_diff(self) -> PendingDiff:
+        """What the run's diff pane shows while this review is put aside (`v`)."""
+        preview = self.request.preview
+        if preview.error and self.edited is None:
+            return PendingDiff(self.request.n, "", f"the proposal does not apply: {preview.error}")
+        return PendingDiff(self.request.n, self.diff_text())
 
     def _show_diff(self) -> None:
         preview, view = self.request.preview, self.active_diff()

@@ -96,38 +96,33 @@ class DiffView(VerticalScroll, can_focus=True):
 
     @property
     def hunk(self) -> int:
-        """The index of the hunk at the top of the view (0 before the first one too); -1 when
+        """The index of the hunk being read: the last one whose header is at or above the top
+        of the view (the first before it), the last one once the view is at its end; -1 when
         there is none."""
         hunks = self.shown.hunks
         if not hunks:
             return -1
+        if self.max_scroll_y > 0 and self.scroll_y >= self.max_scroll_y:
+            return len(hunks) - 1
         top = round(self.scroll_y)
         return max((i for i, line in enumerate(hunks) if line <= top), default=0)
 
     def action_hunk(self, step: int) -> None:
-        """The next (1) or previous (-1) hunk to the top of the view."""
+        """The next hunk's header (1) to the top of the view; the start of this hunk, or of the
+        one before when at its start already (-1)."""
         hunks = self.shown.hunks
         if not hunks:
             return
-        top = round(self.scroll_y)
-        if step > 0:
-            later = [line for line in hunks if line > top]
-            target = later[0] if later else hunks[-1]
-        else:
-            earlier = [line for line in hunks if line < top]
-            target = earlier[-1] if earlier else hunks[0]
-        self.scroll_to(y=target, animate=False, immediate=True)
+        index = self.hunk
+        if step < 0 and round(self.scroll_y) > hunks[index]:
+            index += 1  # back to this hunk's own start first
+        index = min(max(index + step, 0), len(hunks) - 1)
+        self.scroll_to(y=hunks[index], animate=False, immediate=True)
         self._moved()
 
     def _moved(self) -> None:
         hunks = len(self.shown.hunks)
-        if not hunks:
-            self.border_subtitle = ""
-            return
-        at_end = self.scroll_y >= self.max_scroll_y
-        # At the end of the diff the last hunk is the one being read, even if it is short.
-        index = hunks - 1 if at_end and self.max_scroll_y > 0 else self.hunk
-        self.border_subtitle = f"hunk {index + 1}/{hunks} · ] [ hunks"
+        self.border_subtitle = f"hunk {self.hunk + 1}/{hunks} · ] [ hunks" if hunks else ""
 
     def action_full_screen(self) -> None:
         self.post_message(self.FullScreen(self))

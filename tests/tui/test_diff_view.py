@@ -22,7 +22,7 @@ from engine.edits.proposal import Edit, Proposal
 from engine.run.preview import FilePreview, ProposalPreview, file_diff
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import MEAN_FIX, TOP_FIX, answer
-from tests.tui.test_app import make_app, sandboxed, wait_for, wait_screen
+from tests.tui.test_app import api_key, make_app, project, sandboxed, wait_for, wait_screen
 from tests.tui.test_candidates import candidates_shown
 from tests.tui.test_review import a_run_at_review, review_shown
 from tests.tui.test_snapshots import (
@@ -43,6 +43,8 @@ from tui.screens.review import ReviewScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.widgets.diff import DiffPane, DiffView, readable_diff
 from tui.widgets.diff.render import ADDED, HUNK, REMOVED
+
+__all__ = ["api_key", "project"]  # the app tests' fixtures: the model's key, the project
 
 SMALL = (80, 24)
 WIDE = (120, 36)

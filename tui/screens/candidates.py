@@ -301,6 +301,15 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         yield SystemCommand(
             "Candidates: a note to the model (n)", "sent with your choice", self.action_open_note
         )
+        yield SystemCommand(
+            "Candidates: the diff full screen (d)", "d or esc: back", self.action_diff_full
+        )
+        if len(self.request.candidates) > 1:
+            yield SystemCommand(
+                "Candidates: compare the selected one with the next (c)",
+                "c or esc: back",
+                self.action_compare,
+            )
         yield SystemCommand("Candidates: abort (x)", "end the run here", self.action_abort)
 
     # -- selecting ------------------------------------------------------------------------------

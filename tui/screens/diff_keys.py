@@ -47,7 +47,7 @@ class DiffKeys:
 
     # Below 30 rows the dialog takes the whole screen (`-short`): no row is left to margins,
     # and nothing of the screen beneath shows at its sides.
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (30, "-tall")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (30, "-tall")]
 
     def active_diff(self) -> DiffView:
         """The diff view the keys move."""

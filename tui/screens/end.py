@@ -100,7 +100,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
             if outcome.accepted_suspicious:
                 yield Static(self._suspicious(), id="suspicious")
             if outcome.decidable:
-                pane = DiffView(id="squash", classes="diff")
+                pane = DiffView(id="squash", classes="diff", full_key="⏎")
                 pane.border_title = "what accept squashes onto your branch"
                 yield pane
             yield Static(self._result(), id="result")

@@ -198,6 +198,9 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             "hide the review for a moment; v brings it back",
             self.action_hide,
         )
+        yield SystemCommand(
+            "Review: the diff full screen (d)", "d or esc: back", self.action_diff_full
+        )
         yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
         if self.request.held_back:
             yield SystemCommand(

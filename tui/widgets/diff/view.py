@@ -28,7 +28,8 @@ class DiffView(VerticalScroll, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "full_screen", "diff"),
+        # Said by the border (the screen's footer has its own key for it, or none to spare).
+        Binding("enter", "full_screen", "diff", show=False),
         Binding("right_square_bracket", "hunk(1)", "hunk", key_display="]", show=False),
         Binding("left_square_bracket", "hunk(-1)", "hunk", key_display="[", show=False),
     ]
@@ -44,8 +45,12 @@ class DiffView(VerticalScroll, can_focus=True):
         def control(self) -> DiffView:
             return self.view
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, full_key: str = "d"
+    ) -> None:
+        """`full_key`: the key the border names for full screen (the screen's own)."""
         super().__init__(id=id, classes=classes)
+        self.full_key = full_key
         self.shown = ReadableDiff(lines=(), hunks=())
         self.texts: tuple[str, ...] = ()  # the diffs shown, as given
 
@@ -122,7 +127,10 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def _moved(self) -> None:
         hunks = len(self.shown.hunks)
-        self.border_subtitle = f"hunk {self.hunk + 1}/{hunks} · ] [ hunks" if hunks else ""
+        if not hunks:
+            self.border_subtitle = ""
+            return
+        self.border_subtitle = f"hunk {self.hunk + 1}/{hunks} · ] [ hunks · {self.full_key} full"
 
     def action_full_screen(self) -> None:
         self.post_message(self.FullScreen(self))

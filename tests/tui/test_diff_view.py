@@ -42,7 +42,7 @@ from tui.screens.end import EndScreen
 from tui.screens.review import ReviewScreen
 from tui.screens.suspicious import SuspiciousPassScreen
 from tui.widgets.diff import DiffPane, DiffView, readable_diff
-from tui.widgets.diff.render import ADDED, HUNK, REMOVED
+from tui.widgets.diff.render import ADDED, HIGHLIGHT_LIMIT, HUNK, REMOVED
 
 __all__ = ["api_key", "project"]  # the app tests' fixtures: the model's key, the project
 
@@ -176,6 +176,20 @@ def test_each_hunk_header_line_is_recorded_for_hunk_navigation() -> None:
 def test_a_line_separator_inside_a_line_leaves_the_hunk_plain_and_whole() -> None:
     diff = file_diff("a.py", "x = 1\n", "x = '\u2028'\n")
     assert readable_diff(diff).content.plain.split("\n") == diff.rstrip("\n").split("\n")
+
+
+def test_an_escape_sequence_in_a_proposal_is_shown_as_a_picture_not_obeyed() -> None:
+    diff = file_diff("a.py", "x = 1\n", "x = '\x1b]52;c;c2VjcmV0\x07\x1b[2J'\n")
+    shown = readable_diff(diff).content.plain
+    assert "\x1b" not in shown
+    assert "\x07" not in shown
+    assert "+x = '␛]52;c;c2VjcmV0␇␛[2J'" in shown
+
+
+def test_a_diff_longer_than_the_highlight_limit_is_shown_with_the_plain_line_styles() -> None:
+    long = file_diff("a.py", "", "".join(f"x{i} = {i}\n" for i in range(HIGHLIGHT_LIMIT + 1)))
+    added = readable_diff(long).lines[-1]
+    assert {str(span.style) for span in added.spans} == {ADDED}
 
 
 # -- the single review --------------------------------------------------------------------------

@@ -201,6 +201,7 @@ async def test_end_brings_the_last_line_of_a_long_proposal_into_view() -> None:
         await long_review_shown(pilot)
         assert not shown(app, LAST_LINE)
         await pilot.press("end")
+        await pilot.pause()
         assert shown(app, "+" + LAST_LINE)
 
 
@@ -211,6 +212,7 @@ async def test_page_down_reaches_every_line_of_a_long_proposal() -> None:
         seen = set(screen_lines(app))
         for _ in range(20):
             await pilot.press("pagedown")
+            await pilot.pause()
             seen.update(screen_lines(app))
         text = "\n".join(seen)
         missing = [line for line in LONG_DIFF.splitlines() if line.strip() and line not in text]
@@ -271,7 +273,7 @@ async def test_v_shows_the_pending_proposal_in_the_runs_diff_pane() -> None:
         assert pane.border_title == "diff · the proposal you review"
         assert not shown(app, "no commit yet")
         await pilot.press("v")
-        assert isinstance(app.screen, ReviewScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review back")
         assert app.main.query_one(DiffPane).border_title == "diff"
 
 
@@ -285,6 +287,7 @@ async def test_page_down_scrolls_the_candidates_diff_while_the_table_has_the_foc
         await pilot.press("3")  # the doubtful one: its skip is below the fold
         assert not shown(app, "+@pytest.mark.skip")
         await pilot.press("end")
+        await pilot.pause()
         assert shown(app, "+@pytest.mark.skip")
         assert screen.candidate.k == 3  # the table did not move
 
@@ -300,6 +303,7 @@ async def test_c_compares_the_selected_candidate_with_the_next_one_after_the_oth
         assert not screen.query_one("#candidates-table").display
         assert shown(app, "candidate 1 · ok")
         await pilot.press("end")
+        await pilot.pause()
         assert shown(app, "+    return counts.most_common(n)")
         await pilot.press("c")
         assert screen.query_one("#candidates-table").display
@@ -349,6 +353,7 @@ async def test_the_suspicious_pass_diff_scrolls_to_its_last_line() -> None:
         last = pass_request().test_diff.rstrip("\n").splitlines()[-1]
         assert not shown(app, last)
         await pilot.press("end")
+        await pilot.pause()
         assert shown(app, last)
 
 
@@ -421,12 +426,14 @@ async def read_to_the_end(pilot: Pilot[Any], screen: CandidatesScreen) -> None:
     seen = set(screen_lines(app))
     for _ in range(20):
         await pilot.press("pagedown")
+        await pilot.pause()
         seen.update(screen_lines(app))
     text = "\n".join(seen)
     added = [line for line in long.diff.splitlines() if line.startswith("+")]
     added = [line for line in added if not line.startswith("+++")]
     assert [line for line in added if line not in text] == []
     await pilot.press("home", "end")
+    await pilot.pause()
     assert shown(app, "+" + LAST_LINE)
     assert outside_the_screen(screen) == []
 

@@ -338,6 +338,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.install_screen(review, f"review-{id(review)}")  # kept whole while off the stack
         self.pop_screen()
         self.main.aside = "your review waits · v brings it back"
+        self.main.show_pending(review.pending_diff())
         self.main.refresh_header()
         self.refresh_bindings()
 
@@ -347,6 +348,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             return
         self.uninstall_screen(review)
         self.main.aside = ""
+        self.main.show_pending(None)
         self.main.refresh_header()
         self.push_screen(review, lambda decided: _resolve(review.request, decided))
         self.refresh_bindings()
@@ -419,6 +421,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             self.uninstall_screen(hidden)
             hidden.remove()
             self.main.aside = ""
+            self.main.show_pending(None)
             self.main.refresh_header()
 
     # -- actions --------------------------------------------------------------------------------

@@ -827,7 +827,7 @@ async def test_accept_squashes_the_run_onto_the_users_branch(
         end = await finished_ok(pilot)
         # Before deciding, the modal shows the whole change the accept brings, both fixes.
         await wait_for(pilot, lambda: end.outcome.diff is not None, "the squash diff")
-        squash = text_of(end, "#squash-text")
+        squash = text_of(end, "#squash .diff-lines")
         assert "+    return sum(len(w) for w in found) / len(found)" in squash
         assert "+    return counts.most_common(n)" in squash
         await decide(pilot, end, "a")

@@ -88,7 +88,7 @@ async def test_the_end_modal_shows_the_whole_change_accept_squashes(repo: git.Re
     app = FixloopApp(root, settings(), autostart=False)
     async with app.run_test(size=SMALL) as pilot:
         end = await run_ended(pilot, f"fixloop/{RUN}")
-        squash = text_of(end, "#squash-text")
+        squash = text_of(end, "#squash .diff-lines")
         assert "diff --git a/pkg/stats.py b/pkg/stats.py" in squash
         assert "+    if not xs:" in squash
         assert end.query_one("#accept", Button).has_focus

@@ -622,6 +622,12 @@ def test_review_modal_with_the_note_box_open(
     assert snap_compare(app, terminal_size=size, run_before=run_before, press=["n", *typed])
 
 
+def test_review_modal_with_the_diff_full_screen_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    run_before = showing(until_second_review(), then=lambda: ReviewScreen(review_request()))
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=["d", "end"])
+
+
 def after_the_main_screen(run_before: Callable[[Pilot[Any]], Any]) -> Any:
     """Push modals only once the main screen is ready: the history table takes focus a refresh
     after mount, and the cell beneath a modal is drawn differently before and after."""
@@ -642,6 +648,14 @@ def test_candidates_modal(snap_compare: SnapCompare, size: tuple[int, int]) -> N
     screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
     run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
+def test_candidates_modal_comparing_two(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = app_in("dark")
+    screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
+    run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
+    assert snap_compare(app, terminal_size=size, run_before=run_before, press=["2", "c"])
 
 
 def test_candidates_modal_with_one_dropped(snap_compare: SnapCompare) -> None:

@@ -2,6 +2,9 @@
 side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked), why
 any others were dropped, and the selected one's diff; select with the arrows or a candidate's
 number (as in the trail), pick it `enter`, edit it `e`, send a note with it `n`, or abort `x`.
+The diff scrolls (PgUp/PgDn, Home/End; the arrows once it has the focus), steps by hunk
+(`]`/`[`) and takes the screen (`d`); `c` compares the selected candidate with the next, side by
+side from 120 columns, else one after the other under their labels.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from textual.widgets import DataTable, Footer, Static, TextArea
 
 from engine.edits.diff import parse_diff
 from tui.gate import CandidatesRequest
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.review import (
     EDITED_BY_YOU,
@@ -28,7 +32,7 @@ from tui.screens.review import (
     edited_proposal,
     files_after,
 )
-from tui.widgets.diff import diff_content
+from tui.widgets.diff import DiffView
 from tui.widgets.history import status_colour
 
 # The engine's models are imported where a decision is made: the app imports this screen
@@ -42,6 +46,8 @@ COLUMNS = ("#", "verdict", "tests", "files", "diff", "")
 GIT_HEADERS = ("diff --git ", "index ")
 # Only while the note box is open (they stay out of the footer otherwise).
 NOTE_ACTIONS = frozenset({"pick_with_note", "close_note"})
+COMPARING = "-comparing"  # the screen's class while two candidates' diffs are compared
+SIDE_BY_SIDE = 120  # the width from which they are compared side by side
 
 
 def tests_cell(candidate: CandidateView) -> str:
@@ -84,7 +90,7 @@ def without_git_headers(diff: str) -> str:
     return "".join(kept)
 
 
-class CandidatesScreen(ModalScreen["Choice"]):
+class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
     """Dismissed with the person's Choice."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -101,6 +107,8 @@ class CandidatesScreen(ModalScreen["Choice"]):
         # The note box's keys: priority, so the text area does not take them.
         Binding("ctrl+s", "pick_with_note", "pick with the note", priority=True),
         Binding("escape", "close_note", "back", priority=True),
+        *diff_bindings(),
+        Binding("c", "compare", "compare"),
     ]
 
     def __init__(self, request: CandidatesRequest, dropped: Sequence[str] = ()) -> None:
@@ -112,6 +120,7 @@ class CandidatesScreen(ModalScreen["Choice"]):
         self.selected = self._index_of(request.best.k)
         self.edited: dict[int, dict[str, str]] = {}  # the person's version, by candidate
         self.noting = False  # the note box is open
+        self.HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (SIDE_BY_SIDE, "-wide")]
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -131,8 +140,11 @@ class CandidatesScreen(ModalScreen["Choice"]):
             yield table
             with VerticalScroll(id="candidate-summary"):
                 yield Static(id="notice")
-            with VerticalScroll(id="candidate-diff", classes="diff"):
-                yield Static(id="diff-text")
+            yield DiffView(id="candidate-diff", classes="diff")
+            with Horizontal(id="compare"):
+                yield DiffView(id="compare-both", classes="compared")
+                yield DiffView(id="compare-left", classes="compared")
+                yield DiffView(id="compare-right", classes="compared")
             with Vertical(id="note-box") as box:
                 box.border_title = "your note to the model, sent with your choice"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
@@ -179,17 +191,33 @@ class CandidatesScreen(ModalScreen["Choice"]):
         """The note box's keys while it is open; the choice's own keys otherwise."""
         if action in NOTE_ACTIONS:
             return self.noting
-        return not self.noting
+        if self.noting:
+            return False
+        if action == "pick":  # enter on a diff shows it full screen
+            return not isinstance(self.focused, DiffView)
+        if action == "compare":
+            return len(self.request.candidates) > 1
+        if action in DIFF_ACTIONS:
+            return self.diff_action_allowed(action)
+        return True
 
     # -- what the modal shows -------------------------------------------------------------------
 
     def diff_text(self) -> str:
         """The selected candidate's diff, or the person's edit of it."""
-        candidate = self.candidate
+        return self._diff_of(self.candidate)
+
+    def _diff_of(self, candidate: CandidateView) -> str:
         texts = self.edited.get(candidate.k)
         if texts is None:
             return candidate.diff
         return edited_diff(self.request.previews[candidate.k], texts)
+
+    @property
+    def compared(self) -> tuple[CandidateView, CandidateView]:
+        """What `c` compares: the selected candidate and the next (the first after the last)."""
+        candidates = self.request.candidates
+        return self.candidate, candidates[(self.selected + 1) % len(candidates)]
 
     def note_text(self) -> str:
         return self.query_one("#note", TextArea).text.strip()
@@ -216,16 +244,51 @@ class CandidatesScreen(ModalScreen["Choice"]):
         lines.extend(Content.styled(line, "$text-muted") for line in self.dropped)
         return Content("\n").join(lines)
 
-    def _diff(self) -> Content:
-        diff = self.diff_text()
-        if not diff.strip():
-            return Content.styled("this changes nothing", "$text-muted")
-        return diff_content(without_git_headers(diff))
-
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
-        self.query_one("#diff-text", Static).update(self._diff())
-        self.query_one("#candidate-diff", VerticalScroll).scroll_home(animate=False)
+        self.query_one("#candidate-diff", DiffView).show(without_git_headers(self.diff_text()))
+        if self.has_class(COMPARING):
+            self._show_compared()
+
+    def _show_compared(self) -> None:
+        parts = [
+            (_label(candidate), without_git_headers(self._diff_of(candidate)))
+            for candidate in self.compared
+        ]
+        self.query_one("#compare-both", DiffView).show_parts(parts)
+        for view_id, (label, diff) in zip(("#compare-left", "#compare-right"), parts, strict=True):
+            view = self.query_one(view_id, DiffView)
+            view.border_title = label
+            view.show(diff)
+
+    # -- the diff views -------------------------------------------------------------------------
+
+    def active_diff(self) -> DiffView:
+        if not self.has_class(COMPARING):
+            return self.query_one("#candidate-diff", DiffView)
+        if self.has_class("-narrow"):
+            return self.query_one("#compare-both", DiffView)
+        focused = self.focused
+        if isinstance(focused, DiffView) and focused.has_class("compared"):
+            return focused
+        return self.query_one("#compare-left", DiffView)
+
+    def diff_focus_back(self) -> None:
+        self.table.focus()
+
+    def show_diff_full(self, full: bool) -> None:
+        if not full:
+            self.remove_class(COMPARING)
+        super().show_diff_full(full)
+
+    def action_compare(self) -> None:
+        """The selected candidate's diff and the next one's, alone on the screen (or back)."""
+        if self.has_class(COMPARING):
+            self.show_diff_full(False)
+            return
+        self.add_class(COMPARING)
+        self._show_compared()
+        self.show_diff_full(True)
 
     def palette_commands(self) -> Iterable[SystemCommand]:
         """The choice's decisions, in the command palette too."""
@@ -238,6 +301,15 @@ class CandidatesScreen(ModalScreen["Choice"]):
         yield SystemCommand(
             "Candidates: a note to the model (n)", "sent with your choice", self.action_open_note
         )
+        yield SystemCommand(
+            "Candidates: the diff full screen (d)", "d or esc: back", self.action_diff_full
+        )
+        if len(self.request.candidates) > 1:
+            yield SystemCommand(
+                "Candidates: compare the selected one with the next (c)",
+                "c or esc: back",
+                self.action_compare,
+            )
         yield SystemCommand("Candidates: abort (x)", "end the run here", self.action_abort)
 
     # -- selecting ------------------------------------------------------------------------------
@@ -298,6 +370,7 @@ class CandidatesScreen(ModalScreen["Choice"]):
         self.dismiss(Choice(decision="abort", why="aborted by you at the candidates", by="person"))
 
     def action_open_note(self) -> None:
+        self.show_diff_full(False)
         self._show_note(True)
         self.query_one("#note", TextArea).focus()
 
@@ -334,3 +407,8 @@ class CandidatesScreen(ModalScreen["Choice"]):
             return  # the person went back without saving
         self.edited[self.candidate.k] = texts
         self._refresh()
+
+
+def _label(candidate: CandidateView) -> str:
+    """A compared diff's label: the candidate's number and verdict."""
+    return f"candidate {candidate.k} · {candidate.verdict.replace('_', ' ')}"

@@ -1,7 +1,9 @@
 """The end-of-run modal: how the run ended and why, what it cost, the whole change an accept
 would squash onto your branch (scrollable), and what to do with the branch — accept `a`
 (squash it), keep `k` (the branch stays), discard `d` (asks first, then deletes it). `r`
-opens the run's report; `escape` closes the modal and leaves the branch as it is."""
+opens the run's report; `escape` closes the modal and leaves the branch as it is. The diff
+scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen with
+`enter` on it (`d` is discard here), `escape` back."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -21,7 +23,8 @@ from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
 from tui.screens.confirm import ConfirmScreen
-from tui.widgets.diff import diff_content
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
+from tui.widgets.diff import DiffView
 from tui.widgets.history import status_colour
 
 if TYPE_CHECKING:  # types only: the app imports this screen before its first frame (issue 21)
@@ -60,7 +63,7 @@ class RunOutcome:
         return "warning" if self.accepted_suspicious else status_colour(self.status)
 
 
-class EndScreen(ModalScreen[None]):
+class EndScreen(DiffKeys, ModalScreen[None]):
     """Posts `EndScreen.Decided`; the app does the git work and calls `show_finished`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -68,13 +71,11 @@ class EndScreen(ModalScreen[None]):
         Binding("k", "decide('keep')", "keep"),
         Binding("d", "decide('discard')", "discard"),
         Binding("r", "open_report", "report"),
-        Binding("down", "scroll_diff(1)", "scroll diff"),
-        Binding("up", "scroll_diff(-1)", "scroll diff", show=False),
-        Binding("pagedown", "scroll_diff(10)", "page down", show=False),
-        Binding("pageup", "scroll_diff(-10)", "page up", show=False),
         Binding("escape", "close", "close"),
         # The modal stays up after a decision (it shows what was done): q still quits.
         Binding("q", "app.quit", "quit"),
+        # `d` is discard: `enter` on the diff shows it full screen.
+        *diff_bindings(full_key=None, arrows=True),
     ]
 
     class Decided(Message):
@@ -99,9 +100,9 @@ class EndScreen(ModalScreen[None]):
             if outcome.accepted_suspicious:
                 yield Static(self._suspicious(), id="suspicious")
             if outcome.decidable:
-                with VerticalScroll(id="squash", classes="diff") as pane:
-                    pane.border_title = "what accept squashes onto your branch"
-                    yield Static(self._diff(), id="squash-text")
+                pane = DiffView(id="squash", classes="diff", full_key="⏎")
+                pane.border_title = "what accept squashes onto your branch"
+                yield pane
             yield Static(self._result(), id="result")
             with Horizontal(classes="buttons"):
                 if outcome.decidable:
@@ -121,6 +122,13 @@ class EndScreen(ModalScreen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._show_diff()
+        self._update_buttons()
+
+    def active_diff(self) -> DiffView:
+        return self.query_one("#squash", DiffView)
+
+    def diff_focus_back(self) -> None:
         self._update_buttons()
 
     # -- what it shows --------------------------------------------------------------------------
@@ -157,15 +165,18 @@ class EndScreen(ModalScreen[None]):
         lines += [Content(f"  • {reason}") for reason in self.outcome.accepted_suspicious]
         return Content("\n").join(lines)
 
-    def _diff(self) -> Content:
+    def _show_diff(self) -> None:
         o = self.outcome
+        if not o.decidable:
+            return
+        view = self.active_diff()
         if o.diff_error:
-            return Content.assemble(("the change could not be read: ", "$text-error"), o.diff_error)
-        if o.diff is None:
-            return Content.styled("reading the run's change…", "$text-muted")
-        if not o.diff.strip():
-            return Content.styled("the run's branch changes no file", "$text-muted")
-        return diff_content(o.diff)
+            error = ("the change could not be read: ", "$text-error")
+            view.show_message(Content.assemble(error, o.diff_error))
+        elif o.diff is None:
+            view.show_message(Content.styled("reading the run's change…", "$text-muted"))
+        else:
+            view.show(o.diff, empty="the run's branch changes no file")
 
     def _result(self) -> Content:
         if self.busy:
@@ -206,8 +217,7 @@ class EndScreen(ModalScreen[None]):
     def show_outcome(self, outcome: RunOutcome) -> None:
         """The same run's outcome with more read (the squash diff, once the app has it)."""
         self.outcome = outcome
-        if outcome.decidable:
-            self.query_one("#squash-text", Static).update(self._diff())
+        self._show_diff()
 
     def palette_commands(self) -> Iterable[SystemCommand]:
         """The end-of-run choices, in the command palette too."""
@@ -257,11 +267,6 @@ class EndScreen(ModalScreen[None]):
     def _can_decide(self) -> bool:
         return self.outcome.decidable and not self.busy and not self._settled()
 
-    def action_scroll_diff(self, lines: int) -> None:
-        if self.outcome.decidable:
-            pane = self.query_one("#squash", VerticalScroll)
-            pane.scroll_relative(y=lines, animate=False)
-
     def action_open_report(self) -> None:
         if self.outcome.report:
             from tui.screens.report import ReportScreen  # Markdown: loaded when first needed
@@ -271,8 +276,8 @@ class EndScreen(ModalScreen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_report":
             return bool(self.outcome.report)
-        if action == "scroll_diff":
-            return self.outcome.decidable
+        if action in DIFF_ACTIONS:
+            return self.outcome.decidable and self.diff_action_allowed(action)
         if action == "decide":
             return self.outcome.decidable
         return True

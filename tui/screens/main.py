@@ -8,6 +8,7 @@ its commit) is read in a thread worker and shown when it arrives.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -54,6 +55,16 @@ def empty_diff_note(it: IterationView | None) -> str:
     return "no change in this iteration"
 
 
+@dataclass(frozen=True)
+class PendingDiff:
+    """The proposal of iteration `n` waiting for the person's review, and what to say when
+    it changes nothing (or does not apply)."""
+
+    n: int
+    diff: str
+    empty: str = "the proposal changes nothing"
+
+
 class MainScreen(Screen[None]):
     """The run, live or finished; the selected iteration drives every pane."""
 
@@ -92,6 +103,7 @@ class MainScreen(Screen[None]):
         self.note = ""  # what happens before the run's first event
         self.paused = ""  # while the person holds the loop: what that means right now
         self.aside = ""  # while the person looks at the run with a decision hidden
+        self.pending: PendingDiff | None = None  # the proposal of a review put aside
         self.ready = False  # the panes are mounted
         self._header_args = {"project": project, "model": model, "sandbox": sandbox}
         self._artifacts: dict[int, IterationArtifacts] = {}
@@ -227,7 +239,20 @@ class MainScreen(Screen[None]):
         if it is not None and not live_answer:
             feedback.show_response(artifacts.response or it.model_text)
         self.query_one(CodePane).show(artifacts.files, added_lines(artifacts.diff))
-        self.query_one(DiffPane).show(artifacts.diff, empty=empty_diff_note(it))
+        diff, empty, title = artifacts.diff, empty_diff_note(it), "diff"
+        pending = self.pending
+        if pending is not None and pending.n == n:  # nothing of it is committed yet
+            diff, empty, title = pending.diff, pending.empty, "diff · the proposal you review"
+        pane = self.query_one(DiffPane)
+        pane.border_title = title
+        pane.show(diff, empty=empty)
+
+    def show_pending(self, pending: PendingDiff | None) -> None:
+        """While a review is put aside, its iteration's diff pane shows the proposal waiting
+        for the decision (nothing is committed before it); None: the review is back."""
+        self.pending = pending
+        if self.ready:
+            self.render_selected()
 
     # -- messages up ------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """The review modal (step mode): one proposal, the last check's test counts and its diff; approve
 `a`, reject with a note `n` (or approve with it), edit `e` (committed as `edited by you`), let
-pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`."""
+pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`. The diff
+scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen (`d`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
 from tui.gate import ProposalReviewRequest
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.screens.editor import EditorFile, EditorScreen
-from tui.widgets.diff import diff_content
+from tui.screens.main import PendingDiff
+from tui.widgets.diff import DiffView
 
 # The engine's models are imported where a decision is made: the app imports this screen
 # before its first frame, which needs none of them (issue 21).
@@ -33,21 +36,23 @@ REJECTED_BY_YOU = "rejected by you"
 NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
 
 
-class ReviewScreen(ModalScreen["Review"]):
+class ReviewScreen(DiffKeys, ModalScreen["Review"]):
     """Dismissed with the person's Review; posts `ReviewScreen.Hide` to step aside."""
 
+    # Short labels: the footer fits 80 columns with the diff's keys too.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "approve"),
-        Binding("n", "open_note", "reject + note"),
+        Binding("n", "open_note", "note"),
         Binding("e", "edit", "edit"),
-        Binding("t", "allow_tests", "allow tests"),
-        Binding("v", "hide", "see the run"),
+        Binding("t", "allow_tests", "tests"),
+        Binding("v", "hide", "run"),
         Binding("x", "abort", "abort"),
         Binding("q", "app.quit", "quit"),
         # The note box's keys: priority, so the text area does not take them.
         Binding("ctrl+s", "reject", "reject: ask again", priority=True),
         Binding("ctrl+g", "approve_with_note", "approve with note", priority=True),
         Binding("escape", "close_note", "back", priority=True),
+        *diff_bindings(arrows=True),
     ]
 
     class Hide(Message):
@@ -76,8 +81,7 @@ class ReviewScreen(ModalScreen["Review"]):
                     Content.assemble(("the model says: ", "bold"), explanation), id="explanation"
                 )
             yield Static(self._notice(), id="notice")
-            with VerticalScroll(id="review-diff", classes="diff"):
-                yield Static(self._diff(), id="diff-text")
+            yield DiffView(id="review-diff", classes="diff")
             with Vertical(id="note-box") as box:
                 box.border_title = "your note to the model"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
@@ -95,12 +99,21 @@ class ReviewScreen(ModalScreen["Review"]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._show_diff()
+        self.query_one("#approve", Button).focus()
+
+    def active_diff(self) -> DiffView:
+        return self.query_one("#review-diff", DiffView)
+
+    def diff_focus_back(self) -> None:
         self.query_one("#approve", Button).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The note box's keys while it is open; the review's own keys otherwise."""
         if action in NOTE_ACTIONS:
             return self.noting
+        if action in DIFF_ACTIONS:
+            return not self.noting and self.diff_action_allowed(action)
         if action == "allow_tests":
             return bool(self.request.held_back) and self.edited is None and not self.noting
         return not self.noting
@@ -116,14 +129,19 @@ class ReviewScreen(ModalScreen["Review"]):
     def note_text(self) -> str:
         return self.query_one("#note", TextArea).text.strip()
 
-    def _diff(self) -> Content:
+    def pending_diff(self) -> PendingDiff:
+        """What the run's diff pane shows while this review is put aside (`v`)."""
         preview = self.request.preview
         if preview.error and self.edited is None:
-            return Content.styled(preview.error, "$text-error")
-        diff = self.diff_text()
-        if not diff.strip():
-            return Content.styled("this changes nothing", "$text-muted")
-        return diff_content(diff)
+            return PendingDiff(self.request.n, "", f"the proposal does not apply: {preview.error}")
+        return PendingDiff(self.request.n, self.diff_text())
+
+    def _show_diff(self) -> None:
+        preview, view = self.request.preview, self.active_diff()
+        if preview.error and self.edited is None:
+            view.show_message(Content.styled(preview.error, "$text-error"))
+        else:
+            view.show(self.diff_text())
 
     def _notice(self) -> Content:
         request = self.request
@@ -162,7 +180,7 @@ class ReviewScreen(ModalScreen["Review"]):
 
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
-        self.query_one("#diff-text", Static).update(self._diff())
+        self._show_diff()
 
     def palette_commands(self) -> Iterable[SystemCommand]:
         """The review's decisions, in the command palette too."""
@@ -179,6 +197,9 @@ class ReviewScreen(ModalScreen["Review"]):
             "Review: see the run (v)",
             "hide the review for a moment; v brings it back",
             self.action_hide,
+        )
+        yield SystemCommand(
+            "Review: the diff full screen (d)", "d or esc: back", self.action_diff_full
         )
         yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
         if self.request.held_back:
@@ -219,6 +240,7 @@ class ReviewScreen(ModalScreen["Review"]):
         )
 
     def action_open_note(self) -> None:
+        self.show_diff_full(False)
         self._show_note(True)
         self.query_one("#note", TextArea).focus()
 

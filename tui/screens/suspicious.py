@@ -1,7 +1,8 @@
 """The suspicious-pass modal: every command passed, but something makes the pass doubtful
 (a test edited, a skip added, fewer tests). The reasons and the test diff; accept `a` (the run
 ends ok, recorded) or reject `r`, with a note to the model `n` (the test changes are reverted
-and the run goes on)."""
+and the run goes on). The test diff scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk
+(`]`/`[`) and takes the screen (`d`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 
 from tui.gate import PassReviewRequest
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.screens.review import dialog_button
-from tui.widgets.diff import diff_content
+from tui.widgets.diff import DiffView
 
 # The engine's models are imported where a decision is made: the app imports this screen
 # before its first frame, which needs none of them (issue 21).
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from engine.run.gate import PassReview  # noqa: F401 (in quotes below, as the screen's result)
 
 
-class SuspiciousPassScreen(ModalScreen["PassReview"]):
+class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
     """Dismissed with the person's PassReview."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -36,6 +38,7 @@ class SuspiciousPassScreen(ModalScreen["PassReview"]):
         # The note box's keys: priority, so the text area does not take them.
         Binding("ctrl+s", "reject", "reject with the note", priority=True),
         Binding("escape", "close_note", "back", priority=True),
+        *diff_bindings(arrows=True),
     ]
 
     def __init__(self, request: PassReviewRequest) -> None:
@@ -50,11 +53,7 @@ class SuspiciousPassScreen(ModalScreen["PassReview"]):
             reasons = [Content.styled("why this pass may not be honest:", "bold $text-warning")]
             reasons += [Content(f"  • {reason}") for reason in request.reasons]
             yield Static(Content("\n").join(reasons), id="reasons")
-            with VerticalScroll(id="pass-diff", classes="diff"):
-                if request.test_diff.strip():
-                    yield Static(diff_content(request.test_diff))
-                else:
-                    yield Static(Content.styled("no test file changed", "$text-muted"))
+            yield DiffView(id="pass-diff", classes="diff")
             with Vertical(id="note-box") as box:
                 box.border_title = "your note to the model (ctrl+s rejects with it, esc: back)"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
@@ -65,6 +64,13 @@ class SuspiciousPassScreen(ModalScreen["PassReview"]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.active_diff().show(self.request.test_diff, empty="no test file changed")
+        self.query_one("#reject", Button).focus()
+
+    def active_diff(self) -> DiffView:
+        return self.query_one("#pass-diff", DiffView)
+
+    def diff_focus_back(self) -> None:
         self.query_one("#reject", Button).focus()
 
     def palette_commands(self) -> Iterable[SystemCommand]:
@@ -80,6 +86,8 @@ class SuspiciousPassScreen(ModalScreen["PassReview"]):
         """While the note box is open only its keys work (a, r and n are typed)."""
         if action == "close_note":
             return self.noting
+        if action in DIFF_ACTIONS:
+            return not self.noting and self.diff_action_allowed(action)
         if action in ("accept", "open_note"):
             return not self.noting
         return True
@@ -104,6 +112,7 @@ class SuspiciousPassScreen(ModalScreen["PassReview"]):
         )
 
     def action_open_note(self) -> None:
+        self.show_diff_full(False)
         self._show_note(True)
         self.query_one("#note", TextArea).focus()
 

@@ -1,0 +1,111 @@
+"""The keys every review shares for its diff view, wherever the focus is: PgUp/PgDn/Home/End
+scroll it, `]`/`[` step through its hunks, `d` (`enter` on the diff) shows it alone, `d` or
+`escape` brings the review back. A screen mixes in `DiffKeys`, names its diff view
+(`active_diff`) and adds `diff_bindings()` to its own."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+
+from tui.widgets.diff import DiffView
+
+FULL = "-diff-full"  # the screen's class while its diff is shown alone
+DIFF_ACTIONS = frozenset({"diff_scroll", "diff_hunk", "diff_full", "diff_back"})
+
+
+def diff_bindings(*, full_key: str | None = "d", arrows: bool = False) -> list[BindingType]:
+    """The diff view's keys at the screen. Priority: a table or a button that has the focus
+    does not take them. `full_key` None: the screen's `d` means something else (there `enter`
+    on the diff is the way to full screen); `arrows`: up/down scroll the diff too (where they
+    mean nothing else)."""
+    bindings: list[BindingType] = [
+        Binding(
+            "pagedown", "diff_scroll('page_down')", "scroll", key_display="PgDn", priority=True
+        ),
+        Binding("pageup", "diff_scroll('page_up')", "page up", show=False, priority=True),
+        Binding("home", "diff_scroll('home')", "top", show=False, priority=True),
+        Binding("end", "diff_scroll('end')", "end", show=False, priority=True),
+        Binding("right_square_bracket", "diff_hunk(1)", "hunk", key_display="]", priority=True),
+        Binding("left_square_bracket", "diff_hunk(-1)", "hunk", show=False, priority=True),
+        Binding("escape", "diff_back", "back", show=False, priority=True),
+    ]
+    if full_key is not None:
+        bindings.append(Binding(full_key, "diff_full", "diff", priority=True))
+    if arrows:
+        bindings += [
+            Binding("down", "diff_scroll('down')", "scroll", show=False),
+            Binding("up", "diff_scroll('up')", "scroll", show=False),
+        ]
+    return bindings
+
+
+class DiffKeys:
+    """The actions of `diff_bindings`, for a screen (`self` is one) with a diff view."""
+
+    # Below 30 rows the dialog takes the whole screen (`-short`): no row is left to margins,
+    # and nothing of the screen beneath shows at its sides.
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (30, "-tall")]
+
+    def active_diff(self) -> DiffView:
+        """The diff view the keys move."""
+        raise NotImplementedError
+
+    @property
+    def diff_full(self) -> bool:
+        return self._diff_screen.has_class(FULL)
+
+    @property
+    def _diff_screen(self) -> Widget:
+        assert isinstance(self, Widget)
+        return self
+
+    def diff_action_allowed(self, action: str) -> bool | None:
+        """For the screen's `check_action`: `escape` leaves full screen only while in it."""
+        if action == "diff_back":
+            return self.diff_full
+        return True
+
+    def action_diff_scroll(self, how: str) -> None:
+        view = self.active_diff()
+        if how == "page_down":
+            view.scroll_page_down(animate=False)
+        elif how == "page_up":
+            view.scroll_page_up(animate=False)
+        elif how == "home":
+            view.scroll_home(animate=False)
+        elif how == "end":
+            view.scroll_end(animate=False)
+        elif how == "down":
+            view.scroll_down(animate=False)
+        elif how == "up":
+            view.scroll_up(animate=False)
+
+    def action_diff_hunk(self, step: int) -> None:
+        self.active_diff().action_hunk(step)
+
+    def action_diff_full(self) -> None:
+        self.show_diff_full(not self.diff_full)
+
+    def action_diff_back(self) -> None:
+        self.show_diff_full(False)
+
+    def on_diff_view_full_screen(self, message: DiffView.FullScreen) -> None:
+        message.stop()
+        self.show_diff_full(not self.diff_full)
+
+    def show_diff_full(self, full: bool) -> None:
+        """The diff alone (the review's other parts hidden, the focus on the diff), or back."""
+        screen = self._diff_screen
+        screen.set_class(full, FULL)
+        if full:
+            self.active_diff().focus()
+        else:
+            self.diff_focus_back()
+        screen.refresh_bindings()
+
+    def diff_focus_back(self) -> None:
+        """Where the focus goes when the review comes back (its first decision, by default)."""
+        self._diff_screen.screen.focus_next()

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.durations import said_duration
 from engine.model.redact import redact
 from engine.model.types import ModelError
 from engine.project.git_plumbing import WorkspaceError
@@ -96,7 +97,7 @@ class ProgressPrinter:
         if isinstance(event, ModelResponded):
             tokens = event.prompt_tokens + event.completion_tokens
             who = f"candidate {event.candidate}" if event.candidate else "model"
-            return f"{prefix} {who} answered: {tokens} tokens in {event.duration_s:.1f} s"
+            return f"{prefix} {who} answered: {tokens} tokens in {said_duration(event.duration_s)}"
         if isinstance(event, ModelGivenUp):
             return f"{prefix} candidate {event.candidate} not waited for: another verified ok"
         if isinstance(event, ProposalReady):

@@ -12,6 +12,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.durations import said_duration
+
 
 class RunStatus(StrEnum):
     OK = "ok"
@@ -127,7 +129,8 @@ class Spend:
         elif budget.max_cost_usd is not None and self.cost_usd > budget.max_cost_usd:
             over = f"spent ${self.cost_usd:.4f}, over the cap of ${budget.max_cost_usd:.4f}"
         elif budget.wall_clock_s is not None and self.elapsed_s > budget.wall_clock_s:
-            over = f"ran {self.elapsed_s:.0f} s, over the cap of {budget.wall_clock_s:.0f} s"
+            ran, cap = said_duration(self.elapsed_s), said_duration(budget.wall_clock_s)
+            over = f"ran {ran}, over the cap of {cap}"
         return Trip("budget", RunStatus.BUDGET_EXCEEDED, over) if over else None
 
 

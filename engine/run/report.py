@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.durations import said_duration
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
@@ -95,7 +96,7 @@ def report_text(
         "",
         f"**Model:** {config.model} · **iterations:** {len(result.iterations)}/"
         f"{config.max_iterations} · **tokens:** {result.tokens} · "
-        f"**cost:** ${result.cost_usd:.4f} · **time:** {result.duration_s:.1f} s",
+        f"**cost:** ${result.cost_usd:.4f} · **time:** {said_duration(result.duration_s)}",
         "",
         "## What to look at",
         "",

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
+from engine.durations import said_duration
 from tui.screens.confirm import ConfirmScreen
 from tui.widgets.diff import diff_content
 from tui.widgets.history import status_colour
@@ -134,7 +135,7 @@ class EndScreen(ModalScreen[None]):
         ]
         if o.started:
             counts = f"{o.iterations} iteration{'s' if o.iterations != 1 else ''}"
-            spent = f"{o.tokens:,} tokens · ${o.cost_usd:.4f} · {o.duration_s:.1f}s"
+            spent = f"{o.tokens:,} tokens · ${o.cost_usd:.4f} · {said_duration(o.duration_s)}"
             lines.append(Content.assemble(("spent: ", "bold"), f"{counts} · {spent}"))
         if o.decidable:
             lines.append(Content.assemble(("branch: ", "bold"), o.branch))

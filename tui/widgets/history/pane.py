@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from engine.durations import said_duration
 from tui.widgets.run_view import IterationView, RunView
 
 COLUMNS = (
@@ -69,10 +70,7 @@ def note_cell(it: IterationView) -> str:
 
 
 def time_cell(it: IterationView) -> str:
-    seconds = it.duration_s
-    if not seconds:
-        return ""
-    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return said_duration(it.duration_s) if it.duration_s else ""
 
 
 class HistoryPane(Vertical):

@@ -281,8 +281,8 @@ def test_a_conftest_that_fakes_green_is_held_back_and_said_with_why(
     assert done.returncode == 0, done.stderr
     assert [it["status"] for it in result["iterations"]] == ["no_change", "ok"]
     assert (
-        "fixloop: [1/2] not applied: changes pinned test infrastructure conftest.py (its hooks "
-        "and fixtures decide how tests run and what they report)" in done.stderr.splitlines()
+        "fixloop: [1/2] test edits held back: conftest.py (its hooks and fixtures decide how "
+        "tests run and what they report): nothing else to commit" in done.stderr.splitlines()
     )
     second_prompt = model_server.requests[1].body["messages"][-1]["content"]
     assert "Your edits to conftest.py were NOT applied" in second_prompt

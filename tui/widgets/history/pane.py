@@ -162,7 +162,8 @@ class HistoryPane(Vertical):
     def _cells(self, it: IterationView) -> list[str | Text]:
         colours = getattr(self.app, "theme_variables", {})
         colour = colours.get(status_colour(it.status), "")
-        status = it.status.replace("_", " ") + ("…" if it.in_progress else "")
+        label = "held back" if it.only_held_back else it.status.replace("_", " ")
+        status = label + ("…" if it.in_progress else "")
         return [
             "start" if it.n == 0 else str(it.n),
             Text(status, style=f"bold {colour}" if colour else "bold"),

@@ -1,0 +1,32 @@
+"""The app says what happened in the words of what happened: an iteration whose test edits were
+held back is named so in the history (not "no change"). Driven with Pilot on fixed events, as
+the snapshots are."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+from engine.run.events import EditsApplied, IterationStarted, ReviewResolved
+from tests.tui.test_snapshots import app_in, showing, started
+from tui.widgets.history import HistoryPane
+
+SIZE = (120, 36)
+HELD_BACK = "the answer changed only test files, which are held back"
+
+
+async def test_the_history_names_test_edits_held_back_instead_of_no_change() -> None:
+    events = [
+        *started(),
+        IterationStarted(n=1, max_n=4),
+        ReviewResolved(n=1, kind="proposal", decision="approve", by="person"),
+        EditsApplied(
+            n=1, files=[], held_back=["tests/test_core.py"], unchanged=True, because=HELD_BACK
+        ),
+    ]
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(events)(pilot)
+        history = app.main.query_one(HistoryPane)
+        assert str(history.table.get_cell("1", "status")) == "held back"
+        levers = str(history.query_one("#levers", Static).render())
+        assert "1 · test edits held back: tests/test_core.py" in levers

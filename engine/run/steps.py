@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.edits.apply import apply
+from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.types import Completion
 from engine.project.workspace import Workspace, iteration_message
@@ -87,11 +87,12 @@ def apply_and_commit(
         )
         return Applied(unchanged=ONLY_HELD_BACK)
     try:
+        planned = planned_texts(proposal, workspace.root)  # for the commit's subject
         applied = apply(proposal, workspace.root)
     except EditFormatError as exc:
         return Applied(failed=exc)
     journal.emit(EditsApplied(n=n, files=applied.files, held_back=answer.held_back))
-    message = iteration_message(n, max_n, proposal.explanation)
+    message = iteration_message(n, max_n, proposal.explanation, planned)
     commit = workspace.commit(message) if applied.files else None
     if commit is None:
         return Applied()

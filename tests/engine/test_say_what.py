@@ -5,16 +5,26 @@ remembers them. The scripted model and gate of test_loop, over a real git reposi
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
+import git
 import pytest
 
 from engine.project.run_directory import RunDirectory
 from engine.run.gate import PolicyGate, Review
 from engine.run.guards import Guards, Spend
 from engine.run.resume import resume_state
-from tests.engine.test_loop import CHEAT, ScriptedGate, ScriptedModel, answer, run_loop
+from tests.engine.test_loop import (
+    CHEAT,
+    FIXED,
+    ScriptedGate,
+    ScriptedModel,
+    answer,
+    events,
+    run_loop,
+)
 
 pytestmark = pytest.mark.usefixtures("git_as_tester")
 
@@ -84,3 +94,12 @@ async def test_a_resumed_run_counts_held_back_answers_toward_the_stall(tmp_path:
     trip = guards.after_no_change(1, held_back=True)
     assert trip is not None
     assert trip.detail == HELD_BACK_STALL
+
+
+async def test_a_commit_without_explanation_names_what_it_changed(tmp_path: Path) -> None:
+    silent = json.dumps({"explanation": "", "edits": [{"path": "app.py", "content": FIXED}]})
+    result = await run_loop(tmp_path, ScriptedModel(silent))
+    [committed] = [e for e in events(result) if e["type"] == "Committed"]
+    assert committed["message"] == "fixloop[iter 1/4]: edit app.py"
+    tip = git.Repo(Path(result.run_dir).parents[2]).commit(result.branch)
+    assert tip.message.strip() == "fixloop[iter 1/4]: edit app.py"

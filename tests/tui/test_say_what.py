@@ -4,11 +4,19 @@ the snapshots are."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.widgets import Static
 
+from engine.model.local import EMBEDDED_MODEL
+from engine.project.settings import Settings
 from engine.run.events import EditsApplied, IterationStarted, ReviewResolved
 from tests.tui.test_snapshots import app_in, showing, started
+from tui.app import FixloopApp
+from tui.screens.task import TaskScreen
+from tui.widgets.header import RunHeader
 from tui.widgets.history import HistoryPane
+from tui.widgets.model_problem import ModelProblem
 
 SIZE = (120, 36)
 HELD_BACK = "the answer changed only test files, which are held back"
@@ -30,3 +38,21 @@ async def test_the_history_names_test_edits_held_back_instead_of_no_change() -> 
         assert str(history.table.get_cell("1", "status")) == "held back"
         levers = str(history.query_one("#levers", Static).render())
         assert "1 · test edits held back: tests/test_core.py" in levers
+
+
+async def test_the_task_screen_names_the_embedded_model_when_none_is_configured(
+    tmp_path: Path,
+) -> None:
+    app = FixloopApp(tmp_path, Settings(sandbox="gvisor"), task=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, TaskScreen)
+        problem = screen.query_one(ModelProblem)
+        while not problem.checked:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        header = screen.query_one(RunHeader)
+        assert header.model == EMBEDDED_MODEL
+        assert "local/qwen2.5-coder-1.5b" in str(header.render())
+        await pilot.press("escape")

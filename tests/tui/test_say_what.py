@@ -4,6 +4,7 @@ the snapshots are."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from textual.widgets import Static
@@ -11,8 +12,9 @@ from textual.widgets import Static
 from engine.model.local import EMBEDDED_MODEL
 from engine.project.settings import Settings
 from engine.run.events import EditsApplied, IterationStarted, ReviewResolved
-from tests.tui.test_snapshots import app_in, showing, started
+from tests.tui.test_snapshots import OUTCOME, app_in, finished_run, showing, started
 from tui.app import FixloopApp
+from tui.screens.end import EndScreen
 from tui.screens.task import TaskScreen
 from tui.widgets.header import RunHeader
 from tui.widgets.history import HistoryPane
@@ -56,3 +58,12 @@ async def test_the_task_screen_names_the_embedded_model_when_none_is_configured(
         assert header.model == EMBEDDED_MODEL
         assert "local/qwen2.5-coder-1.5b" in str(header.render())
         await pilot.press("escape")
+
+
+async def test_the_end_modal_says_a_long_run_in_minutes_and_seconds() -> None:
+    outcome = replace(OUTCOME, duration_s=1348.0)
+    app = app_in("dark")
+    async with app.run_test(size=SIZE) as pilot:
+        await showing(finished_run(), then=lambda: EndScreen(outcome))(pilot)
+        summary = str(app.screen.query_one("#summary", Static).render())
+        assert "1,696 tokens · $0.0003 · 22m28s" in summary

@@ -5,7 +5,6 @@ is parsed (`ast`), never run."""
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Iterator, Sequence
 
 # (path, text before, text after); None: the file did not exist before, or is deleted
@@ -35,21 +34,27 @@ def first_changed_definition(path: str, before: str, after: str) -> str | None:
     """The innermost function or class (`Class.method` inside a class) around the first line
     the change touches, in the new text (in the old one for a pure deletion, or when the new
     one does not parse); None outside any definition, for a file that is not Python, or for
-    code that parses neither way."""
+    code that parses neither way. Linear in the texts' length: the model wrote them, and a
+    hostile one may send a huge or absurdly nested file (ast.parse's RecursionError and
+    MemoryError are no crash here, only no name)."""
     if not path.endswith(".py"):
         return None
     old, new = before.splitlines(), after.splitlines()
-    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
-    first = next(((i1, i2, j1, j2) for tag, i1, i2, j1, j2 in opcodes if tag != "equal"), None)
-    if first is None:
+    common = 0  # lines the same from the top
+    while common < min(len(old), len(new)) and old[common] == new[common]:
+        common += 1
+    tail = 0  # lines the same from the bottom, below the first change
+    while tail < min(len(old), len(new)) - common and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    if common == len(old) == len(new):
         return None
-    i1, i2, j1, j2 = first
-    tries = [(after, j1 + 1)] if j2 > j1 else []
-    tries.append((before, i1 + 1) if i2 > i1 else (after, j1 + 1))
+    added, removed = len(new) - common - tail > 0, len(old) - common - tail > 0
+    tries = [(after, common + 1)] if added else []
+    tries.append((before, common + 1) if removed else (after, common + 1))
     for text, line in tries:
         try:
             tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         return _enclosing(tree, line)
     return None

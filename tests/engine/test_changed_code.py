@@ -72,3 +72,8 @@ def test_a_commit_with_an_explanation_keeps_it() -> None:
         1, 4, "use true division", [("textstats/core.py", CORE, MEAN_FIXED)]
     )
     assert message == "fixloop[iter 1/4]: use true division"
+
+
+def test_code_nested_too_deep_to_parse_names_no_definition() -> None:
+    nested = "X = " + "1+" * 3000 + "1\n"
+    assert first_changed_definition("x.py", "X = 1\n", nested) is None

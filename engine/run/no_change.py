@@ -79,7 +79,7 @@ WORDING = {
     ONLY_HELD_BACK: Wording(
         dropped="changes only test files, which are held back",
         reasked="changed only test files, which are held back",
-        next_note="It changed nothing else" + _AS_BEFORE + _CHANGE_CODE,
+        next_note="It changed nothing else" + _AS_BEFORE,
     ),
 }
 

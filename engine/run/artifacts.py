@@ -74,13 +74,16 @@ def under_repair_first(
 ) -> list[str]:
     """`paths` with the file being repaired first, which the code pane opens on: the first
     file of a failure's traceback that is not a test file (where the code failed), else the
-    first file the person named (`--file`), else the first the iteration's proposal edited,
-    else the first code file that is no package's `__init__.py` (which mostly re-exports)."""
+    first file the person named (`--file`), else the first the iteration's proposal edited
+    (or the last one before it, as its packet says), else the first code file that is no
+    package's `__init__.py` (which mostly re-exports)."""
     frames = [f.frame.file for f in packet.failures if f.frame] if packet is not None else []
+    edited = list(packet.last_edit.files) if packet is not None and packet.last_edit else []
     choices = [
         *(path for path in frames if not is_test_file(path)),
         *named,
         *touched,
+        *edited,
         *(p for p in paths if not is_test_file(p) and Path(p).name != "__init__.py"),
     ]
     first = next((path for path in choices if path in paths), None)

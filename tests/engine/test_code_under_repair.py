@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.feedback.packet import Failure, RepairPacket
+from engine.feedback.packet import EditAnchor, Failure, RepairPacket
 from engine.project.paths import run_path
 from engine.run.artifacts import iteration_artifacts
 from engine.verify.results import Frame
@@ -41,14 +41,17 @@ def project(tmp_path: Path) -> tuple[Path, str]:
     return root, sha
 
 
-def with_packet(root: Path, frame_file: str) -> None:
+def with_packet(root: Path, frame_file: str, edited: str = "") -> None:
     failure = Failure(
         test="tests/test_core.py::test_mean",
         file="tests/test_core.py",
         line=5,
         frame=Frame(file=frame_file, line=5),
     )
-    packet = RepairPacket(summary="1 failed", error_class="logic", failures=[failure])
+    last_edit = EditAnchor(files={edited: [(1, 1)]}) if edited else None
+    packet = RepairPacket(
+        summary="1 failed", error_class="logic", failures=[failure], last_edit=last_edit
+    )
     directory = run_path(root, RUN_ID) / "iterations" / "00"
     directory.mkdir(parents=True)
     (directory / "packet.json").write_text(packet.model_dump_json())
@@ -79,3 +82,9 @@ def test_a_named_file_comes_before_the_one_the_proposal_edited(tmp_path: Path) -
     touched = ["textstats/__init__.py"]
     assert opened(root, sha, named=["textstats/util.py"], touched=touched) == "textstats/util.py"
     assert opened(root, sha, touched=touched) == "textstats/__init__.py"
+
+
+def test_the_file_the_last_proposal_edited_comes_before_the_fallback(tmp_path: Path) -> None:
+    root, sha = project(tmp_path)
+    with_packet(root, "tests/test_core.py", edited="textstats/__init__.py")
+    assert opened(root, sha) == "textstats/__init__.py"

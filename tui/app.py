@@ -28,7 +28,7 @@ import themes
 from engine.project.settings import ConfigError, Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.guards import ModelUnreachable, RunStopped
-from tui.app_checks import ProjectChecks
+from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
 from tui.app_quit import OnItsLoop, StopAndQuit, cancel
 from tui.commands import OffersCommands, app_commands
@@ -129,7 +129,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.sink = UiSink(self.post_from_thread)
         self.main = MainScreen(
             project=str(project),
-            model=settings.model or "default model",
+            model=settings.model or FINDING_MODEL,
             sandbox=sandbox_label(settings),
             mode=self.mode,
         )
@@ -187,16 +187,17 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         if self.watching:
             watching = WatchScreen(
                 self.project,
-                model=self.settings.model or "default model",
+                model=self.settings.model or FINDING_MODEL,
                 sandbox=sandbox_label(self.settings),
                 mode=self.mode,
             )
             self.push_screen(watching, self.begin)
             self.call_after_refresh(self._check_project)
+            self.call_after_refresh(self._check_model)
         elif self.initial_task is None:
             screen = TaskScreen(
                 project=str(self.project),
-                model=self.settings.model or "default model",
+                model=self.settings.model or FINDING_MODEL,
                 sandbox=sandbox_label(self.settings),
                 mode=self.mode,
                 config_refused=self.config_refused,
@@ -206,6 +207,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
             self.call_after_refresh(self._check_model)
         else:
             self.call_after_refresh(self.begin, self.initial_task)
+            if not self.settings.model:  # the run's start names it too, a moment later
+                self.call_after_refresh(self._check_model)
 
     def _theme_changed(self, theme: Theme) -> None:
         if theme.name == self._mounted_theme:  # the signal of the theme set at mount

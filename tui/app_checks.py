@@ -16,7 +16,12 @@ from engine.project.settings import ConfigError, Settings
 from tui.app_quit import OnItsLoop, cancel
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
+from tui.widgets.header import RunHeader
 from tui.widgets.model_problem import ModelProblem
+
+# What the headers say for the model before the check names it, and when there is none.
+FINDING_MODEL = "finding the model…"
+NO_MODEL = "no model"
 
 # The verifier, git and the model client are imported by the workers that check (after the first
 # frame, off the UI thread), never here: the first screen needs none of them (issue 21).
@@ -45,11 +50,13 @@ class ProjectChecks(App[int]):
             self.check = check  # which check: a later one makes this one stale
 
     class ModelChecked(Message):
-        """Whether the configured model can be called: None, or the line that says the fix."""
+        """Whether the configured model can be called: None, or the line that says the fix;
+        and its name ("" when there is none), the settings' or the embedded model's."""
 
-        def __init__(self, problem: str | None) -> None:
+        def __init__(self, problem: str | None, model: str = "") -> None:
             super().__init__()
             self.problem = problem
+            self.model = model
 
     class ProjectUnusable(Message):
         """The project directory cannot hold a run: not the top of a git repository with a
@@ -94,11 +101,13 @@ class ProjectChecks(App[int]):
         from engine.model.preflight import check_model
         from engine.run.start import resolve_model
 
+        model = ""
         try:
-            problem = check_model(resolve_model(self.settings), self.settings.api_base)
+            model = resolve_model(self.settings)
+            problem = check_model(model, self.settings.api_base)
         except ConfigError as exc:  # no model at all
             problem = str(exc)
-        self.post_from_thread(self.ModelChecked(problem))
+        self.post_from_thread(self.ModelChecked(problem, model))
 
     @on(ModelChecked)
     def _model_checked(self, message: ModelChecked) -> None:
@@ -106,6 +115,14 @@ class ProjectChecks(App[int]):
         task = next((s for s in self.screen_stack if isinstance(s, TaskScreen)), None)
         if task is not None:
             task.query_one(ModelProblem).show(message.problem)
+        self._name_the_model(message.model or NO_MODEL)
+
+    def _name_the_model(self, model: str) -> None:
+        """Every header names the model the run will ask (a run's own start names it again)."""
+        for screen in self.screen_stack:
+            for header in screen.query(RunHeader):
+                header.model = model
+                header.refresh()
 
     @on(ProjectChecked)
     def _checked(self, message: ProjectChecked) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.batch.outcome import BatchSummary, TaskOutcome, batch_json, summarize
 from engine.batch.tasks import BatchFileError, BatchTask, check_local_repos, load_batch
+from engine.durations import said_duration
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from sandbox import FixloopError
 
@@ -149,7 +150,7 @@ class Progress:
             retried = ""
         line = (
             f"fixloop: [{bar}] {self.done}/{self.total} {outcome.id}: {outcome.status} "
-            f"in {outcome.duration_s:.1f} s on {where}{retried}"
+            f"in {said_duration(outcome.duration_s)} on {where}{retried}"
         )
         if not outcome.ok:
             line += f" — {outcome.reason.splitlines()[0] if outcome.reason else ''}"
@@ -171,7 +172,7 @@ def render_table(outcomes: list[TaskOutcome], summary: BatchSummary) -> str:
                 str(iterations),
                 str(o.tokens),
                 f"${o.cost_usd:.4f}",
-                f"{o.duration_s:.1f} s",
+                said_duration(o.duration_s),
                 node,
             )
         )
@@ -185,7 +186,7 @@ def render_table(outcomes: list[TaskOutcome], summary: BatchSummary) -> str:
                 str(row.tasks),
                 str(row.tokens),
                 f"${row.cost_usd:.4f}",
-                f"{row.wall_s:.1f} s",
+                said_duration(row.wall_s),
             )
         )
     totals.append(
@@ -194,12 +195,12 @@ def render_table(outcomes: list[TaskOutcome], summary: BatchSummary) -> str:
             str(summary.tasks),
             str(summary.tokens),
             f"${summary.cost_usd:.4f}",
-            f"{sum(r.wall_s for r in summary.by_status):.1f} s",
+            said_duration(sum(r.wall_s for r in summary.by_status)),
         )
     )
     lines += _columns(totals)
     lines.append(
-        f"\n{summary.ok}/{summary.tasks} ok in {summary.wall_s:.1f} s "
+        f"\n{summary.ok}/{summary.tasks} ok in {said_duration(summary.wall_s)} "
         f"({summary.tasks_per_minute:g} tasks/min)"
         + (f"; {summary.retried} retried after a lost node or worker" if summary.retried else "")
     )

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.durations import said_duration
 from engine.model.redact import redact
 from engine.model.types import ModelError
 from engine.project.git_plumbing import WorkspaceError
@@ -48,11 +49,12 @@ from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_
 from engine.run.gate import PolicyGate
 from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunStopped, stop_message
 from engine.run.headless import result_json, run_headless
+from engine.run.no_change import held_back_summary
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resume_run
 from engine.untrusted_text import printable
-from engine.verify.pins import pinned_why
+from engine.verify.pins import pinned_role
 from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,
@@ -96,7 +98,7 @@ class ProgressPrinter:
         if isinstance(event, ModelResponded):
             tokens = event.prompt_tokens + event.completion_tokens
             who = f"candidate {event.candidate}" if event.candidate else "model"
-            return f"{prefix} {who} answered: {tokens} tokens in {event.duration_s:.1f} s"
+            return f"{prefix} {who} answered: {tokens} tokens in {said_duration(event.duration_s)}"
         if isinstance(event, ModelGivenUp):
             return f"{prefix} candidate {event.candidate} not waited for: another verified ok"
         if isinstance(event, ProposalReady):
@@ -106,8 +108,12 @@ class ProgressPrinter:
         if isinstance(event, EditsApplied) and not event.files and not event.held_back:
             return f"{prefix} {event.because or 'the answer changed no file'}: nothing to commit"
         if isinstance(event, EditsApplied) and event.held_back:
-            held = "; ".join(pinned_why(path) for path in event.held_back)
-            return f"{prefix} not applied: changes {held}"
+            named = [
+                path + (f" ({role})" if (role := pinned_role(path)) else "")
+                for path in event.held_back
+            ]
+            nothing = "" if event.files else ": nothing else to commit"
+            return f"{prefix} {held_back_summary(named)}{nothing}"
         if isinstance(event, Committed):
             return f"{prefix} committed {event.sha[:10]}"
         if isinstance(event, PacketReady):

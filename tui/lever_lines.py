@@ -5,6 +5,7 @@ fix pass's formatting. No Textual here: the headless printer imports it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the app's first frame loads no event model (issue 21)
@@ -16,6 +17,14 @@ if TYPE_CHECKING:  # annotations only: the app's first frame loads no event mode
         ModelRequested,
         StrategyChanged,
     )
+
+
+def held_back_line(files: Sequence[str]) -> str:
+    """`test edits held back: tests/test_x.py`: an answer's edits to pinned test files, not
+    applied (the engine's wording, as in the iteration's record)."""
+    from engine.run.no_change import held_back_summary  # loaded by then: events are folding
+
+    return held_back_summary(files)
 
 
 def sampled_line(event: ModelRequested) -> str | None:

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from engine.durations import said_duration
 from engine.run.exit_codes import EXIT_USAGE
 
 
@@ -100,12 +101,15 @@ def runs_command(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs yet in this project")
         return 0
-    print(f"{'run':20}  {'status':24}  {'branch':9}  {'iter':>4}  {'started':19}  task")
+    print(
+        f"{'run':20}  {'status':24}  {'branch':9}  {'iter':>4}  {'started':19}  {'time':>6}  task"
+    )
     for run in runs:
         task = run.task_line(50)
+        took = said_duration(run.duration_s) if run.duration_s is not None else ""
         print(
             f"{run.id:20}  {run.status_label:24}  {run.outcome:9}  {run.iterations:4}  "
-            f"{run.started:19}  {task}"
+            f"{run.started:19}  {took:>6}  {task}"
         )
     return 0
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.durations import said_duration
 from engine.project.settings import ConfigError, load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.verify.checkout import verify_checkout
@@ -102,7 +103,8 @@ def print_human(root: Path, result: Verification) -> None:
             state = "out of memory"
         else:
             state = "ok" if stage.exit_code == 0 else f"exit {stage.exit_code}"
-        print(f"  {stage.name:<{width}}  {state:<13} {stage.duration_ms / 1000:6.2f}s  {stage.cmd}")
+        took = said_duration(stage.duration_ms / 1000)
+        print(f"  {stage.name:<{width}}  {state:<13} {took:>6}  {stage.cmd}")
     if judgement.tests is not None:
         t = judgement.tests
         print(

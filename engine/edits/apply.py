@@ -196,7 +196,7 @@ def dropped_definitions(proposal: Proposal, root: Path) -> list[str]:
 def _top_level_names(source: str) -> set[str] | None:
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a model's nesting: no crash
         return None
     return {
         node.name

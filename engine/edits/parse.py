@@ -264,7 +264,7 @@ def _unfenced_file(text: str, path: str) -> str | None:
     content = _whole_content(lines).lstrip("\n")
     try:
         tree = ast.parse(content)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a model's nesting: no crash
         return None
     defines = any(
         isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)

@@ -26,11 +26,15 @@ def docstring_of(node: ast.AST) -> ast.Expr | None:
 def code_shape(source: str, *, docstrings: bool = True) -> str | None:
     """The module's syntax tree as text (no comments, no positions), without its string
     statements that are no docstring, and with `docstrings` False without its docstrings too;
-    None when it does not parse."""
+    None when it does not parse, or is nested too deep to parse or dump (a model's answer may
+    be: the interpreter's RecursionError or MemoryError is no crash here)."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return _shape(ast.parse(source), docstrings=docstrings)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _shape(tree: ast.Module, *, docstrings: bool) -> str:
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list) or not body:

@@ -223,6 +223,7 @@ class RunSummary(BaseModel):
     branch: str = ""  # the run's branch when it ended; "" = it committed nothing
     finish: FinishChoice | None = None  # what the person did with it; None = undecided
     stopped_because: str = ""  # a stopped run's reason ("stopped: the terminal closed")
+    duration_s: float | None = None  # how long it ran, once it ended
 
     def task_line(self, width: int) -> str:
         """The task on one line of at most `width` characters (a task may have several)."""
@@ -311,4 +312,5 @@ def summarize(path: Path) -> RunSummary:
         branch=finished.branch if finished else (started.branch if started else ""),
         finish=finish.choice if finish else None,
         stopped_because=stopped.reason if stopped and not finished else "",
+        duration_s=finished.duration_s if finished else None,
     )

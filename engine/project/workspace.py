@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.project.accept import accept_run
+from engine.project.changed_code import FileChange, change_subject
 from engine.project.git_plumbing import (
     WorkspaceError,
     commit_message,
@@ -46,10 +47,14 @@ _NEVER_STAGED = (
 )
 
 
-def iteration_message(n: int, max_n: int, explanation: str) -> str:
+def iteration_message(
+    n: int, max_n: int, explanation: str, changes: Sequence[FileChange] = ()
+) -> str:
     """`fixloop[iter N/M]: <first line of the explanation>`, one line, clipped to fit a log,
-    as it is committed (`commit_message`: the model wrote the explanation)."""
-    return commit_message(f"fixloop[iter {n}/{max_n}]: {_subject(explanation, '(no explanation)')}")
+    as it is committed (`commit_message`: the model wrote the explanation). Without an
+    explanation, what `changes` touched (`edit mean_word_length in textstats/core.py`)."""
+    said = change_subject(changes) or "edits by the model"
+    return commit_message(f"fixloop[iter {n}/{max_n}]: {_subject(explanation, said)}")
 
 
 def accept_message(task: str, run_id: str, branch: str) -> str:

@@ -29,6 +29,7 @@ from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.no_change import (
     NO_FILE,
+    ONLY_HELD_BACK,
     Noop,
     runs_doctests,
     unchanged_because,
@@ -54,6 +55,8 @@ def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
     """The one line a re-asked model hears; `because`: `unchanged_because`'s reason."""
     sent = ", ".join(files) if files else "nothing"
     said = wording(because).reasked
+    if because == ONLY_HELD_BACK:
+        return f"Your last answer {said}. Find the bug in the code and send the file with it fixed."
     return (
         f"Your last answer {said} ({sent} came back with the same code). "
         "Find the bug and send the file with it fixed."

@@ -3,6 +3,7 @@ directory, and the files under repair as the run's branch holds them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import git
@@ -12,6 +13,7 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
 from engine.project.git_plumbing import open_repo
 from engine.project.paths import run_path, worktree_path
+from engine.verify.pins import is_test_file
 
 MAX_CODE_FILES = 6
 
@@ -54,12 +56,40 @@ def iteration_artifacts(
     for path in touched:  # a file the iteration deleted is not on disk, yet it was repaired
         if path not in paths:
             paths.insert(0, path)
+    paths = under_repair_first(paths, packet, named=named, touched=touched)
     return IterationArtifacts(
         packet_text=_read(directory / "packet.txt") or "",
         diff=_read(directory / "patch.diff") or "",
         response=_read(directory / "response.txt") or "",
         files=files_at(project, rev, paths) if rev else [],
     )
+
+
+def under_repair_first(
+    paths: list[str],
+    packet: RepairPacket | None,
+    *,
+    named: Sequence[str] = (),
+    touched: Sequence[str] = (),
+) -> list[str]:
+    """`paths` with the file being repaired first, which the code pane opens on: the first
+    file of a failure's traceback that is not a test file (where the code failed), else the
+    first file the person named (`--file`), else the first the iteration's proposal edited
+    (or the last one before it, as its packet says), else the first code file that is no
+    package's `__init__.py` (which mostly re-exports)."""
+    frames = [f.frame.file for f in packet.failures if f.frame] if packet is not None else []
+    edited = list(packet.last_edit.files) if packet is not None and packet.last_edit else []
+    choices = [
+        *(path for path in frames if not is_test_file(path)),
+        *named,
+        *touched,
+        *edited,
+        *(p for p in paths if not is_test_file(p) and Path(p).name != "__init__.py"),
+    ]
+    first = next((path for path in choices if path in paths), None)
+    if first is None:
+        return list(paths)
+    return [first, *(path for path in paths if path != first)]
 
 
 def files_at(project: Path, rev: str, paths: list[str]) -> list[CodeFile]:

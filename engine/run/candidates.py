@@ -22,7 +22,14 @@ from engine.run.events import CandidateVerified, ModelGivenUp, ModelRequested
 from engine.run.gate import CandidateView, apply_pinning, split_test_edits
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
-from engine.run.no_change import NO_FILE, Noop, edits_key, unchanged_because, wording
+from engine.run.no_change import (
+    NO_FILE,
+    ONLY_HELD_BACK,
+    Noop,
+    edits_key,
+    unchanged_because,
+    wording,
+)
 from engine.run.outcome import RunConfig
 from engine.run.ranking import diff_size, tree_diff
 from engine.verify.tree import Verification
@@ -264,6 +271,8 @@ class Candidates:
         kept, held = apply_pinning(proposal, split, allowed=self.config.allow_test_edits)
         candidate = replace(candidate, proposal=kept, held_back=held)
         key = edits_key(kept)
+        if held and not kept.edits:  # nothing but pinned test files: all held back
+            return candidate.as_unchanged(ONLY_HELD_BACK)
         if unchanged := unchanged_because(kept, root, noop=noop):
             return candidate.as_unchanged(unchanged)
         if key in seen:

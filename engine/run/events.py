@@ -178,7 +178,9 @@ class EditsApplied(BaseEvent):
     n: int
     files: list[str] = Field(default_factory=list)
     held_back: list[str] = Field(default_factory=list)
-    unchanged: bool = False  # the answer sent the code back as it was: nothing written
+    # Nothing written: the answer sent the code back as it was, or changed only pinned test
+    # files (`because` says which)
+    unchanged: bool = False
     because: str = ""  # why it counts as unchanged: no file, or no code (`code_noop`, `docs_noop`)
 
 

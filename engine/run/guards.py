@@ -12,6 +12,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.durations import said_duration
+
 
 class RunStatus(StrEnum):
     OK = "ok"
@@ -59,6 +61,8 @@ class ModelUnreachable(RunStopped):
 
 
 IDLE_STALL = "answers in a row changed no code"  # a stall's reason: "2 answers in a row ..."
+# A stall's reason when every one of those answers changed only pinned test files.
+HELD_BACK_STALL = "answers in a row changed only test files, which are held back"
 STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
 # command takes as ctrl+c: the run records how it ended.
@@ -127,7 +131,8 @@ class Spend:
         elif budget.max_cost_usd is not None and self.cost_usd > budget.max_cost_usd:
             over = f"spent ${self.cost_usd:.4f}, over the cap of ${budget.max_cost_usd:.4f}"
         elif budget.wall_clock_s is not None and self.elapsed_s > budget.wall_clock_s:
-            over = f"ran {self.elapsed_s:.0f} s, over the cap of {budget.wall_clock_s:.0f} s"
+            ran, cap = said_duration(self.elapsed_s), said_duration(budget.wall_clock_s)
+            over = f"ran {ran}, over the cap of {cap}"
         return Trip("budget", RunStatus.BUDGET_EXCEEDED, over) if over else None
 
 
@@ -149,15 +154,27 @@ class StallDetector:
     touched_history: list[frozenset[str]] = field(default_factory=list)
     idle_limit: int = 2
     idle: int = 0
+    idle_held_back: int = 0  # of the idle answers, those whose edits were all held back
 
-    def unchanged(self, answers: int = 1) -> bool:
-        """Record answers that changed no code; True when the run has stalled."""
+    def unchanged(self, answers: int = 1, *, held_back: bool = False) -> bool:
+        """Record answers that changed no code (`held_back`: they changed only pinned test
+        files); True when the run has stalled."""
         self.idle += answers
+        self.idle_held_back += answers if held_back else 0
         return self.idle >= self.idle_limit
+
+    def idle_reason(self) -> str:
+        """Why the idle answers stalled the run, naming held-back test edits as the cause."""
+        idle, held = self.idle, self.idle_held_back
+        if held >= idle:
+            return f"{idle} {HELD_BACK_STALL}"
+        if held:
+            return f"{idle} {IDLE_STALL} ({held} of them changed only test files, held back)"
+        return f"{idle} {IDLE_STALL}"
 
     def observe(self, signature: str, touched: Sequence[str]) -> bool:
         """Record one verification after an edit; True when the run has stalled."""
-        self.idle = 0
+        self.idle = self.idle_held_back = 0
         files = frozenset(touched)
         previous = self.touched_history[-1] if self.touched_history else None
         self.touched_history.append(files)
@@ -264,12 +281,12 @@ class Guards:
             return Trip("no_progress", RunStatus.NO_PROGRESS, detail)
         return None
 
-    def after_no_change(self, answers: int = 1) -> Trip | None:
-        """`answers` answers in a row that changed no code (an answer and its re-ask); a trip
-        when there were too many in a row."""
-        if self.stall.unchanged(answers):
-            detail = f"{self.stall.idle} {IDLE_STALL}"
-            return Trip("stalled", RunStatus.STALLED, detail)
+    def after_no_change(self, answers: int = 1, *, held_back: bool = False) -> Trip | None:
+        """`answers` answers in a row that changed no code (an answer and its re-ask;
+        `held_back`: an answer whose edits were all to pinned test files); a trip when there
+        were too many in a row."""
+        if self.stall.unchanged(answers, held_back=held_back):
+            return Trip("stalled", RunStatus.STALLED, self.stall.idle_reason())
         return None
 
     def repeat_note(self) -> str | None:

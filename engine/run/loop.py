@@ -143,7 +143,8 @@ class FixLoop:
             n, answer, self.deps.workspace, self.journal, self.config.max_iterations
         )
         if applied.commit is None:
-            if trip := self.guards.after_no_change(max(answer.idle_answers, 1)):
+            idle = max(answer.idle_answers, 1)
+            if trip := self.guards.after_no_change(idle, held_back=applied.only_held_back):
                 if not self.guards.changes_approach(trip, n):
                     raise self.checker.tripped(n, trip)
                 self.journal.trip(n, trip)  # idle is stuck too: change the approach once

@@ -5,6 +5,7 @@ two answers that make the same edits. Read by the single answer's path and the c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,8 @@ from engine.verify.tree import Verification
 NO_FILE = "the answer changed no file"
 NO_CODE = "the answer changed only comments, layout or strings that do nothing"  # `code_noop`
 ONLY_DOCS = "the answer changed only docstrings, comments or layout"  # `docs_noop`
+# Every edit was to a pinned test file or test infrastructure: all held back, nothing written.
+ONLY_HELD_BACK = "the answer changed only test files, which are held back"
 
 Noop = Literal["lines", "code", "docs"]
 """What an answer may change and still change nothing: blank lines and trailing spaces
@@ -72,13 +75,25 @@ WORDING = {
         + _AS_BEFORE
         + _CHANGE_CODE,
     ),
+    # The held-back note before it names the files and why they are pinned.
+    ONLY_HELD_BACK: Wording(
+        dropped="changes only test files, which are held back",
+        reasked="changed only test files, which are held back",
+        next_note="It changed nothing else" + _AS_BEFORE,
+    ),
 }
 
 
 def wording(because: str) -> Wording:
     """How `because` is said; an answer that made no commit for no other reason changed no
-    file (its edits held back, say)."""
+    file."""
     return WORDING.get(because, WORDING[NO_FILE])
+
+
+def held_back_summary(files: Sequence[str]) -> str:
+    """An iteration whose test edits were held back, where the person reads it (the
+    iteration's record, report.md, the app's history, the progress lines)."""
+    return f"test edits held back: {', '.join(files)}"
 
 
 def _same_lines(proposal: Proposal, root: Path) -> bool:

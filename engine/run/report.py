@@ -11,10 +11,11 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.durations import said_duration
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
-from engine.run.guards import IDLE_STALL, RunStatus
+from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
 from engine.spec.report import report_lines
 
 if TYPE_CHECKING:
@@ -52,8 +53,18 @@ LOOK_AT_IDLE = (
 )
 
 
+# A stall of answers that changed only pinned test files: the model blames the tests.
+LOOK_AT_HELD_BACK = (
+    "The model kept changing the tests, which are pinned, instead of the code: its test edits "
+    "were held back. Point it at the code (--file) or say in the task what the code must do; "
+    "if the tests themselves are wrong, allow test edits (--allow-test-edits)."
+)
+
+
 def look_at(result: RunResult) -> str:
     """What the report tells the person to look at, for how the run ended."""
+    if result.status is RunStatus.STALLED and HELD_BACK_STALL in result.reason:
+        return LOOK_AT_HELD_BACK
     if result.status is RunStatus.STALLED and IDLE_STALL in result.reason:
         return LOOK_AT_IDLE
     if result.status is RunStatus.OK and result.accepted_suspicious:
@@ -95,7 +106,7 @@ def report_text(
         "",
         f"**Model:** {config.model} · **iterations:** {len(result.iterations)}/"
         f"{config.max_iterations} · **tokens:** {result.tokens} · "
-        f"**cost:** ${result.cost_usd:.4f} · **time:** {result.duration_s:.1f} s",
+        f"**cost:** ${result.cost_usd:.4f} · **time:** {said_duration(result.duration_s)}",
         "",
         "## What to look at",
         "",

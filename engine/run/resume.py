@@ -26,6 +26,7 @@ from engine.run.events import (
     StrategyChanged,
 )
 from engine.run.guards import Guards, Spend
+from engine.run.no_change import ONLY_HELD_BACK, held_back_summary
 from engine.run.outcome import NO_CHANGE, IterationRecord
 from engine.verify.results import TestCounts
 from sandbox import FixloopError
@@ -46,6 +47,7 @@ class Observation(BaseModel):
     touched: list[str] = Field(default_factory=list)
     passed: int | None = None
     idle_answers: int = 0
+    held_back: bool = False  # the idle answer's edits were all to pinned test files
 
 
 class ResumeState(BaseModel):
@@ -70,7 +72,7 @@ class ResumeState(BaseModel):
         guards.start(self.baseline_signature, self.baseline_passed)
         for seen in self.observations:
             if seen.idle_answers:
-                guards.after_no_change(seen.idle_answers)
+                guards.after_no_change(seen.idle_answers, held_back=seen.held_back)
             else:
                 guards.after_edit(seen.signature, seen.touched, seen.passed)
         if self.strategy_changes:  # a stall was answered already: the next one ends the run
@@ -143,13 +145,16 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
                 done.add(n)
         elif isinstance(event, EditsApplied):
             touched[n] = event.files
+            held_back = event.because == ONLY_HELD_BACK  # its edits were all to pinned tests
             if event.unchanged:  # the iteration is spent: its last answer changed nothing
-                echoed = True  # with no re-ask (noop_retry off), only this says so
+                # With no re-ask (noop_retry off), only this says the code came back as it was.
+                echoed = echoed or not held_back
                 record = records.setdefault(n, {"n": n})
-                record["status"], record["summary"] = "no_change", NO_CHANGE
+                summary = held_back_summary(event.held_back) if held_back else NO_CHANGE
+                record["status"], record["summary"] = "no_change", summary
                 done.add(n)
                 idle = 2 if n in reask_answered else 1
-                observations[n] = Observation(n=n, idle_answers=idle)
+                observations[n] = Observation(n=n, idle_answers=idle, held_back=held_back)
         elif isinstance(event, Committed):
             commits[n] = event.sha
             records.setdefault(n, {"n": n})["commit"] = event.sha

@@ -7,14 +7,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.edits.apply import apply
+from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.types import Completion
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import Committed, EditsApplied
 from engine.run.guards import RunEnded
 from engine.run.journal import Journal
-from engine.run.no_change import wording
+from engine.run.no_change import ONLY_HELD_BACK, held_back_summary, wording
 from engine.run.outcome import NO_CHANGE, IterationRecord, verdict_fields
 from engine.verify.tree import Verification
 
@@ -48,7 +48,12 @@ class Applied:
     commit: str | None = None
     diff: str = ""
     failed: EditFormatError | None = None
-    unchanged: str = ""  # the answer changed no code: why (`unchanged_because`)
+    unchanged: str = ""  # the answer changed no code: why (`unchanged_because`, `ONLY_HELD_BACK`)
+
+    @property
+    def only_held_back(self) -> bool:
+        """Every edit of the answer was to a pinned test file, all held back."""
+        return self.unchanged == ONLY_HELD_BACK
 
     def notes(self, held_back_notes: list[str]) -> list[str]:
         """What the next prompt says about an answer that made no commit."""
@@ -74,12 +79,20 @@ def apply_and_commit(
             )
         )
         return Applied(unchanged=answer.unchanged)
+    if answer.held_back and not proposal.edits:  # every edit was to a pinned test: none left
+        journal.emit(
+            EditsApplied(
+                n=n, files=[], held_back=answer.held_back, unchanged=True, because=ONLY_HELD_BACK
+            )
+        )
+        return Applied(unchanged=ONLY_HELD_BACK)
     try:
+        planned = planned_texts(proposal, workspace.root)  # for the commit's subject
         applied = apply(proposal, workspace.root)
     except EditFormatError as exc:
         return Applied(failed=exc)
     journal.emit(EditsApplied(n=n, files=applied.files, held_back=answer.held_back))
-    message = iteration_message(n, max_n, proposal.explanation)
+    message = iteration_message(n, max_n, proposal.explanation, planned)
     commit = workspace.commit(message) if applied.files else None
     if commit is None:
         return Applied()
@@ -132,7 +145,9 @@ class Steps:
                 "summary": f"rejected by you: {said[0]}" if said else "rejected by you",
             }
         elif applied is not None and applied.commit is None:
-            fields |= {"status": "no_change", "summary": NO_CHANGE}
+            held = answer.held_back if answer and applied.unchanged == ONLY_HELD_BACK else []
+            summary = held_back_summary(held) if held else NO_CHANGE
+            fields |= {"status": "no_change", "summary": summary}
         elif applied is not None:
             fields["commit"] = applied.commit
         if self.check is not None:

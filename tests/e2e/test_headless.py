@@ -281,8 +281,8 @@ def test_a_conftest_that_fakes_green_is_held_back_and_said_with_why(
     assert done.returncode == 0, done.stderr
     assert [it["status"] for it in result["iterations"]] == ["no_change", "ok"]
     assert (
-        "fixloop: [1/2] not applied: changes pinned test infrastructure conftest.py (its hooks "
-        "and fixtures decide how tests run and what they report)" in done.stderr.splitlines()
+        "fixloop: [1/2] test edits held back: conftest.py (its hooks and fixtures decide how "
+        "tests run and what they report): nothing else to commit" in done.stderr.splitlines()
     )
     second_prompt = model_server.requests[1].body["messages"][-1]["content"]
     assert "Your edits to conftest.py were NOT applied" in second_prompt
@@ -626,3 +626,23 @@ def test_the_demo_repairs_a_fresh_copy_of_the_example(
     elif os.environ.get("FIXLOOP_DOCKER_URL"):  # CI runs an engine: auto must have taken it
         assert started.sandbox.startswith("docker ("), started.sandbox
         assert ", gVisor" in started.sandbox
+
+
+def test_answers_that_only_edit_tests_are_named_held_back_and_stall_saying_so(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(
+        reply(answer("", SKIP_TOP)),
+        reply(answer("that test is wrong", SKIP_TOP)),
+    )
+    done, result = fixloop(model_server, project, "--max-iters", "2")
+    assert result["status"] == "stalled", done.stderr
+    assert result["reason"] == "2 answers in a row changed only test files, which are held back"
+    lines = done.stderr.splitlines()
+    held = "test edits held back: tests/test_core.py: nothing else to commit"
+    assert [f"fixloop: [{n}/2] {held}" in lines for n in (1, 2)] == [True, True]
+    report = Path(result["report"]).read_text()
+    assert report.count("Verifier: test edits held back: tests/test_core.py") == 2
+    second_prompt = model_server.requests[1].body["messages"][-1]["content"]
+    assert "Your edits to tests/test_core.py were NOT applied" in second_prompt
+    assert_trail_agrees(result)

@@ -222,3 +222,20 @@ def test_a_committed_link_for_fixloops_own_directories_is_refused(
     with pytest.raises(ConfigError, match="is a link or not a directory"):
         RunDirectory.create(project, "20261202-141503-a1b2")
     assert list(home.iterdir()) == []
+
+
+def test_the_runs_table_says_how_long_an_ended_run_took_in_minutes(tmp_path: Path) -> None:
+    run = RunDirectory.create(tmp_path, "20261202-100000-eeee")
+    run.emit(started("fix it"))
+    run.emit(RunFinished(status="stalled", iterations=3, duration_s=1348.04))
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "runs", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split()[-2:] == ["time", "task"]
+    assert row.split()[-3:] == ["22m28s", "fix", "it"]

@@ -83,6 +83,8 @@ GO_CALC = {
     ".config/go/env": "GOCACHE=/fixloop/goseed\nGOFLAGS=-mod=mod\n",
 }
 FIXED = answer("add, not subtract", FIX)
+# The fix, and an expression nested deeper than ast.parse goes (RecursionError).
+NESTED = "def add(a, b):\n    return a + b\n\n\nX = " + "1+" * 3000 + "1\n"
 REWRITTEN = answer("add, nothing else", whole_file("calc.py", "def add(a, b):\n    return a + b\n"))
 # Model code under test that fills the sandbox's disk, or tries the network (1.1.1.1 by its
 # name: the lookup fails first, as most code's would), then returns
@@ -367,6 +369,14 @@ PROBES: list[Probe] = [
         answers=(answer("a new module", whole_file("calc\ud800.py", "x = 1\n")),),
         flags=("--max-iters", "1"),
         expect=Outcome(json=True, never=("aborted",)),
+    ),
+    # Code nested deeper than the interpreter parses, with no explanation (the commit's
+    # subject reads the code): no RecursionError ends the run.
+    Probe(
+        "code-nested-too-deep-to-parse",
+        answers=(answer("", whole_file("calc.py", NESTED)),),
+        flags=("--max-iters", "1"),
+        expect=Outcome(json=True, never=("ok", "aborted")),
     ),
     Probe(
         "terminal-escapes-in-explanation",

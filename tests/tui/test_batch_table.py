@@ -53,7 +53,7 @@ def test_the_table_names_a_retried_tasks_attempt_and_the_batch_rate() -> None:
     assert rows[1].startswith("calc ")
     assert rows[1].endswith("aaaaaaaaaaaa (attempt 2)")
     assert "all        4      550" in table
-    assert table.endswith("2/4 ok in 60.0 s (4 tasks/min); 2 retried after a lost node or worker")
+    assert table.endswith("2/4 ok in 1m00s (4 tasks/min); 2 retried after a lost node or worker")
 
 
 def test_a_progress_line_says_whether_a_task_was_retried_or_lost_every_time() -> None:
@@ -63,8 +63,8 @@ def test_a_progress_line_says_whether_a_task_was_retried_or_lost_every_time() ->
         progress.finished(each)
     lines = stream.getvalue().splitlines()
     assert lines[0] == (
-        "fixloop: [#####---------------] 1/4 calc: ok in 30.0 s on node-a, "
+        "fixloop: [#####---------------] 1/4 calc: ok in 30.0s on node-a, "
         "retried after 1 lost attempt"
     )
-    assert lines[2].endswith("dates: exhausted in 30.0 s on node-a — why dates")
-    assert "gone: error in 30.0 s on node-b, lost on every attempt (2) — why gone" in lines[3]
+    assert lines[2].endswith("dates: exhausted in 30.0s on node-a — why dates")
+    assert "gone: error in 30.0s on node-b, lost on every attempt (2) — why gone" in lines[3]

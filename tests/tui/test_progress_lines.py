@@ -105,10 +105,25 @@ def test_an_answer_that_changed_no_file_says_so() -> None:
 def test_held_back_files_are_named_with_why_they_are_pinned() -> None:
     event = EditsApplied(n=1, files=["pkg/stats.py"], held_back=["conftest.py", "tests/test_a.py"])
     assert printed(event) == [
-        "fixloop: [1/4] not applied: changes pinned test infrastructure conftest.py (its hooks "
-        "and fixtures decide how tests run and what they report); pinned test file "
-        "tests/test_a.py"
+        "fixloop: [1/4] test edits held back: conftest.py (its hooks and fixtures decide how "
+        "tests run and what they report), tests/test_a.py"
     ]
+
+
+def test_an_answer_whose_test_edits_were_all_held_back_is_named_so_not_no_change() -> None:
+    because = "the answer changed only test files, which are held back"
+    event = EditsApplied(
+        n=1, files=[], held_back=["tests/test_x.py"], unchanged=True, because=because
+    )
+    assert printed(event) == [
+        "fixloop: [1/4] test edits held back: tests/test_x.py: nothing else to commit"
+    ]
+    view = RunView()
+    for each in (IterationStarted(n=1, max_n=4), event):
+        view.apply(each)
+    it = view.iterations[1]
+    assert it.levers == ["test edits held back: tests/test_x.py"]
+    assert empty_diff_note(it) == "test edits held back: tests/test_x.py"
 
 
 def test_each_candidate_is_one_line_verified_or_dropped_and_the_choice_counts_them() -> None:

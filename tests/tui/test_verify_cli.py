@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,13 @@ def test_passing_project_exits_0(tmp_path: Path) -> None:
     done = verify(str(committed_copy(PROJECTS / "passing", tmp_path)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert ": OK" in done.stdout.splitlines()[0]
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_each_stage_says_its_time_as_the_app_does(tmp_path: Path) -> None:
+    done = verify(str(committed_copy(PROJECTS / "passing", tmp_path)))
+    [stage] = [line for line in done.stdout.splitlines() if line.startswith("  tests ")]
+    assert re.fullmatch(r"  tests\s+ok\s+\d+\.\ds  \S.*", stage), stage
 
 
 @pytest.mark.usefixtures("needs_gvisor")

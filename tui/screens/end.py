@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
+from engine.durations import said_duration
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.widgets.diff import DiffView
@@ -142,7 +143,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
         ]
         if o.started:
             counts = f"{o.iterations} iteration{'s' if o.iterations != 1 else ''}"
-            spent = f"{o.tokens:,} tokens · ${o.cost_usd:.4f} · {o.duration_s:.1f}s"
+            spent = f"{o.tokens:,} tokens · ${o.cost_usd:.4f} · {said_duration(o.duration_s)}"
             lines.append(Content.assemble(("spent: ", "bold"), f"{counts} · {spent}"))
         if o.decidable:
             lines.append(Content.assemble(("branch: ", "bold"), o.branch))

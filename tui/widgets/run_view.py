@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from tui.lever_lines import (
     chosen_line,
     formatted_line,
+    held_back_line,
     reasked_line,
     sampled_line,
     strategy_line,
@@ -79,6 +80,11 @@ class IterationView:
     dropped: list[str] = field(default_factory=list)  # a line per candidate not verified: why
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
     unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
+
+    @property
+    def only_held_back(self) -> bool:
+        """Nothing was applied because every edit was to a pinned test file."""
+        return self.status == "no_change" and bool(self.held_back) and not self.files
 
     @property
     def duration_s(self) -> float:
@@ -213,9 +219,11 @@ class RunView:
                 it.status = "accepted" if event.decision == "accept" else "suspicious_pass"
         elif isinstance(event, ev.EditsApplied):
             it.files, it.held_back = list(event.files), list(event.held_back)
+            if event.held_back:  # named where it happens, in the history's lines
+                it.levers.append(held_back_line(event.held_back))
             if not event.files:
                 it.status = "no_change"
-                it.unchanged = event.because
+                it.unchanged = held_back_line(event.held_back) if event.held_back else event.because
         elif isinstance(event, ev.Committed):
             it.commit = event.sha
         elif isinstance(event, ev.StageStarted):

@@ -10,6 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
+from engine.durations import said_duration
 from tui.widgets.feedback.answer import readable_answer
 from tui.widgets.history.pane import status_colour
 from tui.widgets.run_view import IterationView, StageView
@@ -23,7 +24,7 @@ def stage_line(stage: StageView) -> Content:
     parts: list[str | tuple[str, str]] = [(f"{mark} ", style), (stage.name, "bold"), " "]
     parts.append((stage.state, style))
     if stage.exit_code is not None:
-        parts.append((f" {stage.duration_ms / 1000:.1f}s", "$text-muted"))
+        parts.append((f" {said_duration(stage.duration_ms / 1000)}", "$text-muted"))
     parts.append((f" · {stage.cmd}", "$text-muted"))
     return Content.assemble(*parts)
 

@@ -13,6 +13,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from engine.durations import said_duration
 from tui.widgets.run_view import IterationView, RunView
 
 COLUMNS = (
@@ -69,10 +70,7 @@ def note_cell(it: IterationView) -> str:
 
 
 def time_cell(it: IterationView) -> str:
-    seconds = it.duration_s
-    if not seconds:
-        return ""
-    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return said_duration(it.duration_s) if it.duration_s else ""
 
 
 class HistoryPane(Vertical):
@@ -164,7 +162,8 @@ class HistoryPane(Vertical):
     def _cells(self, it: IterationView) -> list[str | Text]:
         colours = getattr(self.app, "theme_variables", {})
         colour = colours.get(status_colour(it.status), "")
-        status = it.status.replace("_", " ") + ("…" if it.in_progress else "")
+        label = "held back" if it.only_held_back else it.status.replace("_", " ")
+        status = label + ("…" if it.in_progress else "")
         return [
             "start" if it.n == 0 else str(it.n),
             Text(status, style=f"bold {colour}" if colour else "bold"),

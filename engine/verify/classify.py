@@ -172,6 +172,7 @@ def _env_in_text(
 ) -> _EnvFinding | None:
     if not text:
         return None
+    text = _bounded_lines(text)
     if own is not None and (finding := own.missing(text)):
         return finding
     # A missing library also exits 127, so it is asked before "command not found".
@@ -222,6 +223,17 @@ def _command_not_found(command: str) -> _EnvFinding:
         "command",
         f"{command}: command not found",
     )
+
+
+# An environment's own message fits on a line far shorter than this; a longer line (a hostile
+# answer's output, a minified file) is read only this far, so no pattern backtracks over it.
+MAX_SCANNED_LINE = 2000
+
+
+def _bounded_lines(text: str) -> str:
+    if all(len(line) <= MAX_SCANNED_LINE for line in text.split("\n")):
+        return text
+    return "\n".join(line[:MAX_SCANNED_LINE] for line in text.split("\n"))
 
 
 def _line_of(text: str, match: re.Match[str]) -> str:

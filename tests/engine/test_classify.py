@@ -6,6 +6,7 @@ Every message below was copied from a real run of CPython 3.11.7, pytest 8, ruff
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -825,3 +826,23 @@ def test_modules_of_gives_the_top_level_name(path: str, module: str) -> None:
 
 def test_modules_of_ignores_files_that_are_not_modules() -> None:
     assert modules_of(["README.md", "pyproject.toml"]) == frozenset()
+
+
+def test_a_very_long_line_of_output_is_classified_in_well_under_a_second() -> None:
+    """A hostile answer can print one line of 200 KB: the environment's patterns read only
+    the start of a long line, so none backtracks over all of it (it took 14 s)."""
+    long_line = "x" * 200_000 + "\n"
+    lint = raw_stage(StageKind.LINT, name="lint", cmd="lint .", exit_code=1, stderr=long_line)
+    started = time.monotonic()
+    result = run(lint)
+    assert time.monotonic() - started < 1.0
+    assert result.error_class is not ErrorClass.ENV_FAILURE
+
+
+def test_an_environment_message_after_a_long_line_is_still_found() -> None:
+    stderr = "x" * 5000 + "\nlibfoo.so.1: cannot open shared object file: No such file\n"
+    tool = raw_stage(StageKind.LINT, name="tool", cmd="tool .", exit_code=1, stderr=stderr)
+    result = run(tool)
+    assert result.error_class is ErrorClass.ENV_FAILURE
+    assert result.env_cause is not None
+    assert "libfoo.so.1" in result.env_cause

@@ -395,6 +395,15 @@ async def test_step_mode_runs_to_ok_with_an_approval_per_proposal(
         assert "sandbox gvisor" in header
         streamed = app.main.query_one(FeedbackPane).answer_text
         assert '"explanation": "return n words, not n - 1"' in streamed
+        # Once whole, the answer is laid out a key per line, not left as one line of JSON.
+        await wait_for(
+            pilot,
+            lambda: (
+                'explanation: "return n words, not n - 1"'
+                in str(app.main.query_one("#model-log", Static).render())
+            ),
+            "the answer laid out",
+        )
     assert model_server.count == 2
     started = next(e for e in run_events(app) if isinstance(e, RunStarted))
     assert started.task == "Fix the word stats\nin textstats/core.py"

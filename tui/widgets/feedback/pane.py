@@ -129,6 +129,7 @@ class FeedbackPane(Vertical):
         self._shown: tuple[int | None, Content] | None = None
         self._response: str | None = None
         self._streamed = False  # a piece arrived that the tab does not show yet
+        self._laid_out = False  # the tab shows `_response` whole, laid out for reading
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="packet"):
@@ -152,18 +153,22 @@ class FeedbackPane(Vertical):
 
     def show_response(self, text: str) -> None:
         """The model's whole answer (a finished iteration); unchanged text keeps the scroll."""
-        if text == self._response:
+        if text == self._response and self._laid_out:
             return
+        keep_scroll = text == self._response  # the streamed answer, now whole
         self._response = text
         self._streamed = False
+        self._laid_out = True
         self.query_one("#model-log", Static).update(
             Content(readable_answer(text)) if text else Content("(no answer for this iteration)")
         )
-        self.query_one("#model-scroll", VerticalScroll).scroll_home(animate=False)
+        if not keep_scroll:
+            self.query_one("#model-scroll", VerticalScroll).scroll_home(animate=False)
 
     def begin_stream(self) -> None:
         """Empty the model tab for an answer about to stream in."""
         self._response = ""
+        self._laid_out = False
         self.query_one("#model-log", Static).update("")
 
     def stream(self, text: str) -> None:
@@ -172,6 +177,7 @@ class FeedbackPane(Vertical):
         if self._response is None:
             self.begin_stream()
         self._response = (self._response or "") + text
+        self._laid_out = False
         if not self._streamed:
             self._streamed = True
             self.set_timer(STREAM_REFRESH_S, self._show_stream)

@@ -220,8 +220,11 @@ def _complete(
 
         resume = resume_command(printer.run_id, str(project))
         if args.json:  # one JSON object for every ending a caller can act on
+            from engine.project.paths import run_path
+
             stopped = {"run_id": printer.run_id, "status": "stopped", "reason": stop.reason}
-            say(json.dumps({**stopped, "resume": resume}), sys.stdout)
+            run_dir = str(run_path(project, printer.run_id)) if printer.run_id else None
+            say(json.dumps({**stopped, "run_dir": run_dir, "resume": resume}), sys.stdout)
         if isinstance(stop, ModelUnreachable):
             say(
                 f"fixloop-tui: {stop.reason}; the run is kept: once the server is back, "

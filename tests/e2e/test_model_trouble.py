@@ -118,8 +118,11 @@ def test_a_refused_connection_is_retried_and_each_retry_is_told(project: Path) -
         env={"OPENAI_API_KEY": KEY},
     )
 
+    # An outage is a pause: the run stops resumable (exit 6), never `error`.
+    assert done.returncode == 6, done.stderr
     result = json.loads(done.stdout)
-    assert result["status"] == "error", done.stderr
+    assert result["status"] == "stopped", done.stderr
+    assert "could not be reached" in result["reason"]
     assert "gave up after 4 attempts: connection failed" in result["reason"]
     events = read_events(Path(result["run_dir"]) / "events.jsonl")
     retries = [e for e in events if isinstance(e, ModelRetrying)]

@@ -49,9 +49,11 @@ class DiffKeys:
     # and nothing of the screen beneath shows at its sides.
     VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (30, "-tall")]
 
+    DIFF_ID: ClassVar[str] = ""  # the screen's one diff view; a screen with several overrides
+
     def active_diff(self) -> DiffView:
         """The diff view the keys move."""
-        raise NotImplementedError
+        return self._diff_screen.query_one(f"#{self.DIFF_ID}", DiffView)
 
     @property
     def diff_full(self) -> bool:

@@ -67,6 +67,8 @@ class RunOutcome:
 class EndScreen(DiffKeys, ModalScreen[None]):
     """Posts `EndScreen.Decided`; the app does the git work and calls `show_finished`."""
 
+    DIFF_ID = "squash"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "decide('accept')", "accept"),
         Binding("k", "decide('keep')", "keep"),
@@ -125,9 +127,6 @@ class EndScreen(DiffKeys, ModalScreen[None]):
     def on_mount(self) -> None:
         self._show_diff()
         self._update_buttons()
-
-    def active_diff(self) -> DiffView:
-        return self.query_one("#squash", DiffView)
 
     def diff_focus_back(self) -> None:
         self._update_buttons()

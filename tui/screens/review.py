@@ -39,6 +39,8 @@ NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
 class ReviewScreen(DiffKeys, ModalScreen["Review"]):
     """Dismissed with the person's Review; posts `ReviewScreen.Hide` to step aside."""
 
+    DIFF_ID = "review-diff"
+
     # Short labels: the footer fits 80 columns with the diff's keys too.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "approve"),
@@ -101,9 +103,6 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
     def on_mount(self) -> None:
         self._show_diff()
         self.query_one("#approve", Button).focus()
-
-    def active_diff(self) -> DiffView:
-        return self.query_one("#review-diff", DiffView)
 
     def diff_focus_back(self) -> None:
         self.query_one("#approve", Button).focus()

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
     """Dismissed with the person's PassReview."""
 
+    DIFF_ID = "pass-diff"
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "accept", "accept the pass"),
         Binding("r", "reject", "reject it"),
@@ -66,9 +68,6 @@ class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
     def on_mount(self) -> None:
         self.active_diff().show(self.request.test_diff, empty="no test file changed")
         self.query_one("#reject", Button).focus()
-
-    def active_diff(self) -> DiffView:
-        return self.query_one("#pass-diff", DiffView)
 
     def diff_focus_back(self) -> None:
         self.query_one("#reject", Button).focus()

@@ -231,9 +231,10 @@ MAX_SCANNED_LINE = 2000
 
 
 def _bounded_lines(text: str) -> str:
-    if all(len(line) <= MAX_SCANNED_LINE for line in text.split("\n")):
+    lines = text.split("\n")
+    if all(len(line) <= MAX_SCANNED_LINE for line in lines):
         return text
-    return "\n".join(line[:MAX_SCANNED_LINE] for line in text.split("\n"))
+    return "\n".join(line[:MAX_SCANNED_LINE] for line in lines)
 
 
 def _line_of(text: str, match: re.Match[str]) -> str:

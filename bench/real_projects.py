@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
+from engine.batch.outcome import plain_members
+
 REPO = Path(__file__).resolve().parent.parent
 BARE_CMD = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
 TEST_CMD = "python -m pytest -q"  # fixloop adds -p no:cacheprovider and its plugin
@@ -171,19 +173,11 @@ def unpack(sdist: Path, into: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=into.parent))
     try:
         with tarfile.open(sdist) as archive:
-            members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]
+            members = plain_members(archive)  # inside the archive, no links, never set-id
             for member in members:
-                if member.name.startswith("/") or ".." in Path(member.name).parts:
-                    raise BenchFailed(f"{sdist.name}: member outside the archive: {member.name}")
-                # Owned by whoever runs the bench (git refuses a repository another user owns),
-                # never set-id.
-                member.uid, member.gid, member.uname, member.gname = (
-                    os.getuid(),
-                    os.getgid(),
-                    "",
-                    "",
-                )
-                member.mode &= 0o755
+                # Owned by whoever runs the bench: git refuses a repository another user owns.
+                member.uid, member.gid = os.getuid(), os.getgid()
+                member.uname = member.gname = ""
             archive.extractall(scratch, members=members)
         (top,) = scratch.iterdir()
         top.rename(into)

@@ -1,6 +1,6 @@
-"""A public stand-in for issue 17's hidden set: the 40 Python programs of QuixBugs, each with a
-one-line bug and its tests (`bench/data/quixbugs-python.json`, MIT, the source commit named
-there), repaired the way the issue tried fixloop as a new user, one program at a time:
+"""A public stand-in for a hidden set of human-written bugs: the 40 Python programs of
+QuixBugs, each with a one-line bug and its tests (`bench/data/quixbugs-python.json`, MIT,
+the source commit named there), repaired the way a new user tries fixloop, one program at a time:
 
     fixloop-tui run . --headless --max-iters 3 --exec-timeout 30 \\
         --task "The function in F has a bug. Fix it so that its tests pass." \\

@@ -4,7 +4,7 @@ The engine runs in a thread worker with its own asyncio loop (the workspace make
 git calls); its events, streamed text and review requests come back as messages. Opening is
 fast: the engine (the runner, the model client, the verifier, git, the events' models) is
 imported inside the workers and handlers that use it, never at module level, and the first
-frame waits for neither the sandbox nor the verifier (issue 21; tests/tui/test_startup.py).
+frame waits for neither the sandbox nor the verifier (tests/tui/test_startup.py).
 FixloopApp's other parts are its bases: the checks before a run (tui/app_checks.py), the end
 of a run (tui/app_end.py), and stop, abort and quit (tui/app_quit.py); its palette is
 tui/commands.py.
@@ -172,7 +172,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self._mounted_theme: str | None = wanted
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         # The workers below start once the first frame is painted: the engine, the model client
-        # and the highlighter they import would hold the GIL while it is drawn (issue 21).
+        # and the highlighter they import would hold the GIL while it is drawn.
         self.call_after_refresh(self._warm_up)
         if self.browse is not None:
             if self.browse:

@@ -24,7 +24,7 @@ FINDING_MODEL = "finding the model…"
 NO_MODEL = "no model"
 
 # The verifier, git and the model client are imported by the workers that check (after the first
-# frame, off the UI thread), never here: the first screen needs none of them (issue 21).
+# frame, off the UI thread), never here: the first screen needs none of them.
 if TYPE_CHECKING:
     from engine.verify.tree import Verification
 

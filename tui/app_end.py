@@ -18,7 +18,7 @@ from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import MainScreen
 
 # What ends a run (its event, git's accept, keep or discard) is imported when one ends, not with
-# the app: its first frame needs none of it (issue 21).
+# the app: its first frame needs none of it.
 if TYPE_CHECKING:
     from engine.run.events import RunFinished
     from engine.run.finish import Finish, Finished

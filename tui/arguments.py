@@ -1,7 +1,7 @@
 """The flags of the commands whose work is heavy (`run` and `watch`, headless or in the app;
 `bench`; `batch`), apart from that work, and the settings the run's flags make. Light on
 purpose: tui/cli.py builds every command's parser on each start, and the app reads its flags
-and settings before its first frame (issue 21).
+and settings before its first frame.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from engine.project.paths import worktree_path
 from engine.run.guards import RunStopped
 
 # The gate is built with the app, before its first frame; the engine's models (events, reviews,
-# previews) are imported where the engine's thread first asks or tells it something (issue 21).
+# previews) are imported where the engine's thread first asks or tells it something.
 if TYPE_CHECKING:
     from engine.edits.proposal import Proposal
     from engine.run.events import BaseEvent

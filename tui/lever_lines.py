@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the app's first frame loads no event model (issue 21)
+if TYPE_CHECKING:  # annotations only: the app's first frame loads no event model
     from engine.run.events import (
         AnswerReasked,
         CandidateChosen,

@@ -1,5 +1,5 @@
 """The bench's arms: named presets of the loop's run options, so one bench run compares the
-real loop with and without each lever (issue 17) on the same tasks and seed."""
+real loop with and without each lever on the same tasks and seed."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class ArmOptions(BaseModel):
     keep_asking: bool | None = None
 
 
-# The loop as it was before issue 17's levers: every lever off, one answer, the full prompt.
+# The loop as it was before the repair levers: every lever off, one answer, the full prompt.
 TODAY = ArmOptions(
     feedback="packet",
     candidates=1,

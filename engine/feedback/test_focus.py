@@ -3,7 +3,7 @@ file's own definitions they use (helpers, fixtures by parameter name, constants)
 
 The passing tests tell the model little the packet does not, and in a repair prompt the
 test file was the largest part: on the bench's HumanEval tasks half the prompt's characters
-(issue 17's token diet). A file whose failing tests are not found is shown whole.
+(the token diet). A file whose failing tests are not found is shown whole.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from engine.project.settings import Settings, load_settings
 from engine.project.trust import RepoTrust
 
 # The run's machinery is imported by the functions that run: `headless_settings` is also how the
-# app reads its flags before its first frame, which needs none of it (issue 21).
+# app reads its flags before its first frame, which needs none of it.
 if TYPE_CHECKING:
     from engine.run.events import EventSink
     from engine.run.outcome import RunResult

@@ -1,4 +1,4 @@
-"""Spec mode's input (issue 7): a structured spec — the function's signature with type hints,
+"""Spec mode's input: a structured spec — the function's signature with type hints,
 what it does, examples and constraints — read from TOML and checked field by field.
 
 Every problem is one line naming the field or the example, so a person can fix the spec

@@ -1,4 +1,4 @@
-"""Spec mode (issue 7): the `RunMode` of a run that builds a module and its tests from a spec:
+"""Spec mode: the `RunMode` of a run that builds a module and its tests from a spec:
 the examples as tests first, then the draft, the latch that freezes the tests, and the
 reference check before each sandbox run (see `SpecMode`)."""
 

@@ -1,4 +1,4 @@
-"""Reference check (spec mode, issue 7): before the sandbox runs, read the tests (AST only) and
+"""Reference check (spec mode): before the sandbox runs, read the tests (AST only) and
 find what would fail for a reason that is not the logic under test — a name imported from the
 module that it does not define, a call to a name defined nowhere, a call whose arguments do not
 fit the function's signature. Pure functions over source text: nothing is imported or run.

@@ -1,4 +1,4 @@
-"""The spec part of report.md (spec mode, issue 7): which examples and constraints kept
+"""The spec part of report.md (spec mode): which examples and constraints kept
 failing, and which requirement looks ambiguous.
 
 Examples map to fixloop's own tests by their ids (`example N:`); constraints map to the

@@ -3,7 +3,7 @@
 as a user's checkout reads a failing test's name, file:line and expected/actual; a fixed
 tree is ok; a skip added to a pinned test file is suspicious; a compile error is
 mechanical. Then `run --headless` with the scripted model repairs each to ok in one commit,
-and a badly formatted Go edit is formatted by `gofmt -w` in its own commit (issue 20)."""
+and a badly formatted Go edit is formatted by `gofmt -w` in its own commit."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A candidate that loops forever costs the per-test limit, not the stage's five minutes: the
 verification reports the other tests as they are and the hanging one as a timeout at its
-line, and the loop goes on to ok (issue 21). The real CLI, the scripted model over HTTP,
+line, and the loop goes on to ok. The real CLI, the scripted model over HTTP,
 gVisor, default settings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The loop's levers for a small model (issue 17), step by step without gVisor: an answer that
+"""The loop's levers for a small model, step by step without gVisor: an answer that
 changes nothing asked once more, a stall answered by a restart from the baseline and by the
 escalation model, and several candidates verified side by side with one committed."""
 

@@ -1,6 +1,6 @@
 """The plugin's per-test time limit: a test that loops forever is stopped at its line after
 FIXLOOP_TEST_TIMEOUT seconds, reported as a TestTimeout with where it was and the loop around
-it, and the rest of the session still runs and reports (issue 21). Later tests get a shorter
+it, and the rest of the session still runs and reports. Later tests get a shorter
 limit once one has timed out, and the session keeps to the stage's budget: with several
 hangs it still reports, and tests it had no time for make it fail, never pass."""
 

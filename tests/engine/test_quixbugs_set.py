@@ -1,5 +1,6 @@
-"""The QuixBugs stand-in for issue 17's hidden set (bench/quixbugs.py): the 40 buggy programs
-with their tests, made into one repository, and each task as the issue's command runs it."""
+"""The QuixBugs stand-in for a hidden set of human-written bugs (bench/quixbugs.py): the 40
+buggy programs with their tests, made into one repository, and each task as the issue's
+command runs it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The headless printer's line for each of issue 17's events: a re-asked answer, each candidate
-(verified or dropped), the chosen one, a change of strategy; the events as the loop emits them."""
+"""The headless printer's line for each of the repair levers' events: a re-asked answer, each
+candidate (verified or dropped), the chosen one, a change of strategy; the events as the loop
+emits them."""
 
 from __future__ import annotations
 

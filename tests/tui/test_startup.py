@@ -1,4 +1,4 @@
-"""The app's first frame waits for no engine (issue 21): opening `fixloop-tui PATH` imports the
+"""The app's first frame waits for no engine: opening `fixloop-tui PATH` imports the
 command line, the settings and Textual, and leaves the verifier, the runner, git, the model
 client and the engine's pydantic models to the workers that start after the first frame.
 

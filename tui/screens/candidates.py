@@ -36,7 +36,7 @@ from tui.widgets.diff import DiffView
 from tui.widgets.history import status_colour
 
 # The engine's models are imported where a decision is made: the app imports this screen
-# before its first frame, which needs none of them (issue 21).
+# before its first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.run.gate import CandidateView, Choice
 

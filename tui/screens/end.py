@@ -28,7 +28,7 @@ from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
 from tui.widgets.diff import DiffView
 from tui.widgets.history import status_colour
 
-if TYPE_CHECKING:  # types only: the app imports this screen before its first frame (issue 21)
+if TYPE_CHECKING:  # types only: the app imports this screen before its first frame
     from engine.run.finish import Finish, Finished
 
 CHOICES: tuple[Finish, ...] = ("accept", "keep", "discard")

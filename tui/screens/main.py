@@ -29,7 +29,7 @@ from tui.widgets.history import HistoryPane
 from tui.widgets.run_view import IterationView, RunView, starts_stream
 
 # The engine's models (events, what an iteration left on disk) are imported where a run's data
-# arrives: this screen is composed before the first frame, which needs none of them (issue 21).
+# arrives: this screen is composed before the first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.run.artifacts import IterationArtifacts
     from engine.run.events import BaseEvent

@@ -16,7 +16,7 @@ from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
 
 # The trail's readers (events, git) are imported when a run is read: the app imports this module
-# before its first frame, which needs none of them (issue 21).
+# before its first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.run.artifacts import IterationArtifacts
 

@@ -24,7 +24,7 @@ from tui.screens.main import PendingDiff
 from tui.widgets.diff import DiffView
 
 # The engine's models are imported where a decision is made: the app imports this screen
-# before its first frame, which needs none of them (issue 21).
+# before its first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.edits.proposal import EditFormat, Proposal
     from engine.run.gate import Review

@@ -21,7 +21,7 @@ from engine.project.paths import runs_dir
 from tui.widgets.history import status_colour
 
 # The run directory's typed records are read in the worker: the app imports this screen before
-# its first frame, which needs none of them (issue 21).
+# its first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.project.run_directory import RunSummary
 

@@ -22,7 +22,7 @@ from tui.screens.review import dialog_button
 from tui.widgets.diff import DiffView
 
 # The engine's models are imported where a decision is made: the app imports this screen
-# before its first frame, which needs none of them (issue 21).
+# before its first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.run.gate import PassReview  # noqa: F401 (in quotes below, as the screen's result)
 

@@ -22,7 +22,7 @@ from tui.widgets.model_problem import ModelProblem
 from tui.widgets.run_view import IterationView, StageView
 
 # The verifier is imported once its verdict arrives: this is the first screen, drawn before any
-# verification starts (issue 21).
+# verification starts.
 if TYPE_CHECKING:
     from engine.verify.tree import Verification
 

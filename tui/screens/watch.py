@@ -21,7 +21,7 @@ from textual.message import Message
 from engine.project.paths import FIXLOOP_DIR
 from tui.screens.task import TaskScreen
 
-if TYPE_CHECKING:  # the verifier loads when its first verdict arrives (issue 21)
+if TYPE_CHECKING:  # the verifier loads when its first verdict arrives
     from engine.verify.tree import Verification
 
 IGNORED_DIRS = (FIXLOOP_DIR, ".ruff_cache", "venv", "build", "dist", ".eggs")

@@ -22,7 +22,7 @@ from tui.lever_lines import (
 
 # The events' models are imported where events are folded (`from engine.run import events as
 # ev`), not here: the task screen draws these views before any run, and its first frame loads no
-# event model (issue 21).
+# event model.
 if TYPE_CHECKING:
     from engine.run import events as ev
 

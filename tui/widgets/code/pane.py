@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from engine.untrusted_text import visible_controls
 
-if TYPE_CHECKING:  # types only: the pane is composed before the first frame (issue 21)
+if TYPE_CHECKING:  # types only: the pane is composed before the first frame
     from engine.run.artifacts import CodeFile
 
 GUTTER_MARK = "▌"

@@ -19,7 +19,7 @@ answer, prompt tokens per fix and how the runs ended, from what --out holds.
 
 --ledger FILE writes one JSON line per program run (its ending, iterations, whether the first
 answer fixed it, prompt tokens, wall time, the fixloop commit that ran it): the files under
-bench/ledgers/ that README's QuixBugs numbers come from.
+bench/ledgers/ that the QuixBugs numbers in docs/benchmark.md come from.
 """
 
 from __future__ import annotations

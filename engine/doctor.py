@@ -234,7 +234,7 @@ def check_docker(url: str | None = None) -> Check:
             name="docker engine",
             ok=False,
             detail=f"{check.engine} at {url}, but no sandbox container ran: {check.error}",
-            fix="see README, 'Docker backend'",
+            fix="see docs/docker.md",
             needed=False,
         )
     if not check.gvisor:
@@ -244,7 +244,7 @@ def check_docker(url: str | None = None) -> Check:
             detail=f"{check.engine} at {url}, containers NOT under gVisor "
             f"({check.kernel.described}): the docker backend refuses it",
             fix=daemon_json_fix(check, runsc=_runsc_path())
-            or "make runsc the engine's default runtime (README, 'Docker backend'); "
+            or "make runsc the engine's default runtime (docs/docker.md); "
             "--allow-runc accepts it, unsafely",
             needed=False,
         )

@@ -68,7 +68,7 @@ class Settings(BaseModel):
     # full (the test files and pointers too), auto: full for every model (start.py says why).
     prompt_profile: Literal["auto", "small", "full"] = "auto"
     # The failing frame's local variables in the packet: on, they fixed more bench tasks where
-    # the failing line names no input (README, "The benchmark").
+    # the failing line names no input (docs/benchmark.md).
     runtime_values: bool = True
     test_focus: bool = False  # test files cut to their failing tests (no gain measured)
     # The full prompt shows a function a failing assertion calls a second time, after the

@@ -115,7 +115,7 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
 def prompt_profile(settings: Settings) -> Literal["small", "full"]:
     """The configured profile; auto: full, for every model. The small profile was meant for
     the embedded model (a shorter prompt answers sooner), but measured on it, it fixed fewer
-    bench tasks than the full one (4 of 10 against 6 of 10, README "The benchmark") and the
+    bench tasks than the full one (4 of 10 against 6 of 10, docs/benchmark.md) and the
     demo reached ok later (iteration 4 against 3): the small prompt stays a choice, not a
     default."""
     if settings.prompt_profile != "auto":
@@ -123,7 +123,8 @@ def prompt_profile(settings: Settings) -> Literal["small", "full"]:
     return "full"
 
 
-# The embedded model's default answers per iteration (README, "What the defaults are, and why").
+# The embedded model's default answers per iteration (docs/benchmark.md, "What the defaults
+# are, and why").
 EMBEDDED_CANDIDATES = 3
 
 
@@ -134,7 +135,7 @@ def default_candidates(model: str) -> int:
     programs 3 candidates fixed 21 where one answer fixed 18 (+5 -2; 9 of the 21 came
     from candidates 2 or 3 alone), and on the bench's 40 HumanEval repairs 28 against 27.
     The price is the CPU's: about twice the wall time and 1.6 times the prompt tokens per
-    fix, no money (README, "What the defaults are, and why"). A hosted model's 3 answers
+    fix, no money (docs/benchmark.md, "What the defaults are, and why"). A hosted model's 3 answers
     cost 3 times the tokens and none was measured: one."""
     if model == EMBEDDED_MODEL:
         return EMBEDDED_CANDIDATES

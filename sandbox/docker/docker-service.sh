@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Docker Engine (dockerd) with gVisor (runsc) as its default runtime, for the docker
-# backend (see README "Docker backend"). Idempotent: safe to run again. Root only.
+# backend (see docs/docker.md). Idempotent: safe to run again. Root only.
 # CI: .ci/docker-service.sh; the tests read its socket from FIXLOOP_TEST_DOCKERD_URL.
 #
 # Everything here is fixloop's own and leaves a user's Docker alone (/var/run/docker.sock,

@@ -152,7 +152,7 @@ def report_kernel(
     except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
         raise SandboxUnavailable(
             f"the container engine at {url} cannot run the sandbox image: "
-            f"{getattr(exc, 'explanation', None) or exc}; see README, 'Docker backend'"
+            f"{getattr(exc, 'explanation', None) or exc}; see docs/docker.md"
         ) from exc
     finally:
         remove_container(client, container.id or container.name)

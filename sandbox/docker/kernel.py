@@ -62,7 +62,7 @@ def require_gvisor(report: KernelReport, engine: str, *, allow_runc: bool | None
     raise SandboxUnavailable(
         f"the container engine at {engine} does not run containers under gVisor "
         f"(the container saw {report.described}); make runsc the engine's default "
-        "runtime (see README, 'Docker backend'), or use --sandbox gvisor"
+        "runtime (see docs/docker.md), or use --sandbox gvisor"
     )
 
 

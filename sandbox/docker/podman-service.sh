@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Podman's Docker-compatible API with gVisor (runsc) as its only runtime, for the
-# docker backend (see README "Docker backend"). Idempotent: safe to run again.
+# docker backend (see docs/docker.md). Idempotent: safe to run again.
 # `fixloop-tui sandbox engine` runs it (CI: .ci/podman-service.sh).
 #
 # Everything here is fixloop's own and leaves any other Podman setup alone: its

@@ -118,7 +118,11 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
     assert stderr == ""
 
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+# The user docs: the README and docs/ (the README links every page).
+README = "\n".join(
+    path.read_text(encoding="utf-8")
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+)
 # `--[no-]failing-first` names both `--failing-first` and `--no-failing-first`.
 BOTH_WAYS = re.compile(r"--\[no-\]([a-z][\w-]*)")
 
@@ -129,7 +133,7 @@ def in_readme(flag: str) -> bool:
 
 
 def usage_lines() -> list[str]:
-    """The README's usage lines: `fixloop-tui ...` as typed, with the indented lines that go on
+    """The docs' usage lines: `fixloop-tui ...` as typed, with the indented lines that go on
     with its flags."""
     lines: list[str] = []
     going_on = False

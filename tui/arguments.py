@@ -14,9 +14,11 @@ from typing import Any
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings
+from engine.project.strategy import LEVERS, PRESETS, Strategy
 from engine.run.exit_codes import EXIT_USAGE
 from engine.run.headless import headless_settings
 
+# The settings `run` and `watch` take as flags (the strategy's levers too: LEVERS).
 RUN_FLAGS = (
     "task",
     "spec",
@@ -31,21 +33,8 @@ RUN_FLAGS = (
     "model_path",
     "api_base",
     "edit_format",
-    "feedback",
     "candidates",
-    "prompt_profile",
-    "runtime_values",
-    "test_focus",
-    "repeat_called",
-    "called_code",
-    "code_last",
-    "noop_retry",
-    "reask_candidates",
-    "code_noop",
-    "docs_noop",
-    "sample_after_noop",
-    "restart_on_stall",
-    "keep_asking",
+    "strategy",
     "escalate_model",
     "max_iters",
     "exec_timeout",
@@ -67,223 +56,193 @@ RUN_FLAGS = (
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project root")
-    parser.add_argument("--task", help='what to do (default: "Make the failing tests pass.")')
-    parser.add_argument("--task-file", type=Path, help="read the task from a file")
-    parser.add_argument(
-        "--file", dest="files", action="append", help="a file the model must see (repeatable)"
+    """`run`'s and `watch`'s flags in groups, the common ones first. The repair levers are
+    the strategy's keys (`--strategy`, `--set strategy.KEY=VALUE`); their old flags still work,
+    out of the help, each saying once what replaced it (`deprecated_lever_flags`)."""
+    parser.usage = "%(prog)s [PATH] [options]"
+    task = parser.add_argument_group("task")
+    task.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project root")
+    if parser.add_help is False:  # its own -h in the first group: the help fits a screen
+        task.add_argument("-h", "--help", action="help", help="show this help and exit")
+    task.add_argument("--task", help='what to do (default: "Make the failing tests pass.")')
+    task.add_argument("--task-file", type=Path, metavar="F", help="read the task from a file")
+    task.add_argument(
+        "--file", dest="files", action="append", metavar="F", help="a file the model must see"
     )
-    parser.add_argument(
-        "--spec",
-        type=Path,
-        help="spec mode: write a new module and its tests from a spec TOML (examples/specs/)",
-    )
-    parser.add_argument("--test-cmd", help=f"default: {DEFAULT_TEST_CMD}")
-    parser.add_argument(
-        "--test-report",
-        metavar="GLOB",
-        help="JUnit XML files the test command writes, read as its report (any runner)",
-    )
-    parser.add_argument("--lint-cmd", metavar="CMD", help="a linter stage, e.g. 'ruff check .'")
-    parser.add_argument("--type-cmd", metavar="CMD", help="a type-checker stage, e.g. 'mypy .'")
-    parser.add_argument(
-        "--format-cmd", metavar="CMD", help="a format check stage, e.g. 'ruff format --check .'"
-    )
-    parser.add_argument(
-        "--fix-cmd",
-        help="a formatter that writes, run before the checks, its changes committed on their "
-        "own, e.g. 'ruff format .' or 'gofmt -w .'",
-    )
-    parser.add_argument("--model", help="any litellm model name; default: the embedded one")
-    parser.add_argument("--model-path", type=Path, help="a local GGUF file for local/<name>")
-    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint (Ollama, vLLM ...)")
-    parser.add_argument(
+    task.add_argument("--spec", type=Path, help="spec mode: a new module and tests from a spec")
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", metavar="M", help="a litellm model (default: the embedded one)")
+    model.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible endpoint")
+    model.add_argument("--model-path", type=Path, metavar="GGUF", help="a GGUF for local/<name>")
+    model.add_argument(
         "--edit-format",
         choices=["json", "whole"],
-        help="how the model answers: json (search/replace edits, hosted models) or whole "
-        "(each file complete, small local models); default: per model",
+        metavar="F",
+        help="how the model answers: json or whole (per model)",
     )
-    parser.add_argument(
-        "--feedback",
-        choices=["packet", "raw"],
-        help="what the model is told after a failure: the distilled packet (default) or the "
-        "raw output's tail, as a naive loop would (for A/B runs)",
+    model.add_argument(
+        "--candidates", type=int, metavar="N", help="answers per iteration, the best kept"
     )
-    parser.add_argument(
-        "--candidates",
-        type=int,
-        metavar="N",
-        help="answers asked for per iteration, verified side by side, the best kept "
-        "(default: per model)",
+    model.add_argument(
+        "--escalate-model", metavar="M", help="a stronger model after a stall, and last"
     )
-    parser.add_argument(
-        "--prompt-profile",
-        choices=["auto", "small", "full"],
-        help="small: the file under repair and the failure first; full (auto, the default): "
-        "the test files and pointers too",
+    checks = parser.add_argument_group("checks (each runs in the sandbox)")
+    checks.add_argument("--test-cmd", metavar="CMD", help=f"default: {DEFAULT_TEST_CMD}")
+    checks.add_argument("--lint-cmd", metavar="CMD", help="a linter, e.g. 'ruff check .'")
+    checks.add_argument("--type-cmd", metavar="CMD", help="a type checker, e.g. 'mypy .'")
+    checks.add_argument(
+        "--format-cmd", metavar="CMD", help="a format check, e.g. 'ruff format --check .'"
     )
-    parser.add_argument(
-        "--runtime-values",
-        action=argparse.BooleanOptionalAction,
-        help="the failing frame's local variables in the packet (default on: more bench fixes "
-        "where the failing line names no input)",
+    checks.add_argument(
+        "--fix-cmd", metavar="CMD", help="a formatter run first, its changes committed apart"
     )
-    parser.add_argument(
-        "--test-focus",
-        action=argparse.BooleanOptionalAction,
-        help="the full prompt's test files cut to their failing tests and what those use "
-        "(default off: fewer bench fixes measured)",
+    checks.add_argument(
+        "--test-report", metavar="GLOB", help="JUnit XML the test command writes, as its report"
     )
-    parser.add_argument(
-        "--repeat-called",
-        action=argparse.BooleanOptionalAction,
-        help="the full prompt shows the functions a failing assertion calls again after the "
-        "failure, even when their whole file is shown (default on: without it the embedded "
-        "model echoed more)",
-    )
-    parser.add_argument(
-        "--called-code",
-        action=argparse.BooleanOptionalAction,
-        help="a function a failing assertion calls is shown again without its docstring, so "
-        "its code is what the 15 lines hold (default off: fewer bench fixes measured)",
-    )
-    parser.add_argument(
-        "--code-last",
-        action=argparse.BooleanOptionalAction,
-        help="the full prompt shows the test files, the failure, then the code to fix "
-        "(default off: the code first fixed more bench tasks)",
-    )
-    parser.add_argument(
-        "--noop-retry",
-        action=argparse.BooleanOptionalAction,
-        help="re-ask once, in the same iteration, an answer that changes nothing (default on)",
-    )
-    parser.add_argument(
-        "--reask-candidates",
-        action=argparse.BooleanOptionalAction,
-        help="with --candidates N: when none could be verified because they changed nothing, "
-        "tell the model so and ask once more, in the same iteration (default off: not measured)",
-    )
-    parser.add_argument(
-        "--code-noop",
-        action=argparse.BooleanOptionalAction,
-        help="an answer that changes only comments, layout or string statements that are no "
-        "docstring (they run as nothing) of Python code changes nothing: not applied, re-asked "
-        "(default on)",
-    )
-    parser.add_argument(
-        "--docs-noop",
-        action=argparse.BooleanOptionalAction,
-        help="an answer that changes only docstrings, comments or layout of Python code "
-        "changes nothing: not applied, re-asked (off by default; never where doctests run)",
-    )
-    parser.add_argument(
-        "--sample-after-noop",
-        action=argparse.BooleanOptionalAction,
-        help="once an answer changed nothing, sample each later iteration's first answer "
-        "instead of taking the greedy one (default on)",
-    )
-    parser.add_argument(
-        "--restart-on-stall",
-        action=argparse.BooleanOptionalAction,
-        help="on a repeated failure, start once more from the baseline (default on)",
-    )
-    parser.add_argument(
-        "--keep-asking",
-        action=argparse.BooleanOptionalAction,
-        help="with --restart-on-stall: answers that left the code as it was at the start use "
-        "no restart; the model is asked on while iterations are left (default off: on "
-        "QuixBugs one more fix for 29%% more tokens)",
-    )
-    parser.add_argument(
-        "--escalate-model",
-        metavar="MODEL",
-        help="a stronger model that takes over after a stall and for the last iteration",
-    )
-    parser.add_argument(
-        "--max-iters", type=int, help=f"proposals before giving up (default {DEFAULTS.max_iters})"
-    )
-    parser.add_argument(
-        "--exec-timeout", type=float, help=f"seconds per stage (default {DEFAULTS.exec_timeout:g})"
-    )
-    parser.add_argument(
+    checks.add_argument(
         "--test-timeout",
         type=float,
+        metavar="S",
         help=f"seconds per pytest test, 0 for none (default {DEFAULTS.test_timeout:g})",
     )
-    parser.add_argument(
+    checks.add_argument(
         "--failing-first",
         action=argparse.BooleanOptionalAction,
-        help="after a failed check, run the tests that failed first, alone, and the whole "
-        "command once they pass (default on; green always comes from the whole command)",
+        help="a red check's failing tests first, alone (default on)",
     )
-    parser.add_argument("--max-cost", type=float, help="USD")
-    parser.add_argument(
-        "--max-tokens", type=int, metavar="N", help="the run's budget of model tokens, all calls"
-    )
-    parser.add_argument("--wall-clock", type=float, help="seconds for the whole run")
-    parser.add_argument(
+    sandbox = parser.add_argument_group("sandbox")
+    sandbox.add_argument(
         "--sandbox",
         choices=["auto", "gvisor", "docker", "unsafe-local"],
-        help="auto (default): docker if an engine runs gVisor, else gvisor",
+        metavar="B",
+        help="auto (docker if an engine runs gVisor, else gvisor), gvisor, docker",
     )
-    add_docker_arguments(parser)
-    parser.add_argument(
-        "--image",
-        help="the docker backend's image, from `sandbox build-image` (default: the host's "
-        "interpreter mounted into a skeleton image)",
+    sandbox.add_argument(
+        "--python", type=Path, metavar="PY", help="the interpreter whose venv runs the tests"
     )
-    parser.add_argument("--python", type=Path, help="interpreter whose environment runs tests")
-    parser.add_argument(
+    add_docker_arguments(sandbox)
+    sandbox.add_argument("--image", help="the docker backend's image (`sandbox build-image`)")
+    budget = parser.add_argument_group("budget")
+    budget.add_argument(
+        "--max-iters",
+        type=int,
+        metavar="N",
+        help=f"proposals before giving up (default {DEFAULTS.max_iters})",
+    )
+    budget.add_argument(
+        "--exec-timeout",
+        type=float,
+        metavar="S",
+        help=f"seconds per check (default {DEFAULTS.exec_timeout:g})",
+    )
+    budget.add_argument("--max-cost", type=float, metavar="USD", help="the run's money")
+    budget.add_argument("--max-tokens", type=int, metavar="N", help="the run's model tokens")
+    budget.add_argument("--wall-clock", type=float, metavar="S", help="the run's seconds")
+    review = parser.add_argument_group("review and output")
+    review.add_argument(
         "--approve",
         choices=["step", "auto"],
-        help="step: you review each proposal before it applies (the app's default); auto: "
-        "every proposal applies (headless)",
+        metavar="MODE",
+        help="step: you review each proposal (the app); auto",
     )
-    parser.add_argument(
+    review.add_argument(
         "--accept-suspicious",
         action="store_const",
         const=True,
         help="accept a suspicious pass (recorded)",
     )
-    parser.add_argument(
+    review.add_argument(
         "--allow-test-edits",
         action="store_const",
         const=True,
-        help="let the model edit pinned tests (a pass is then suspicious)",
+        help="let the model edit pinned tests (a pass is suspicious)",
     )
-    parser.add_argument("--headless", action="store_true", help="no screen: for CI and scripts")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (headless)")
-    add_theme_argument(parser)
+    review.add_argument("--headless", action="store_true", help="no screen: for CI and scripts")
+    review.add_argument("--json", action="store_true", help="print one JSON object (headless)")
+    add_theme_argument(review)
+    strategy = parser.add_argument_group("strategy (its keys: docs/configuration.md)")
+    strategy.add_argument(
+        "--strategy",
+        choices=list(PRESETS),
+        metavar="NAME",
+        help=f"presets: {', '.join(PRESETS)}",
+    )
+    strategy.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        metavar="KEY=VALUE",
+        help="change a setting, e.g. strategy.code_noop=false",
+    )
+    for lever in LEVERS:  # the levers' old flags: working, out of the help
+        flag = f"--{lever.replace('_', '-')}"
+        if Strategy.model_fields[lever].annotation is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, help=argparse.SUPPRESS)
+        else:
+            parser.add_argument(flag, help=argparse.SUPPRESS)
+
+
+def deprecated_lever_flags(args: argparse.Namespace) -> list[str]:
+    """One line for each old lever flag given, naming what replaced it."""
+    lines = []
+    for lever in LEVERS:
+        value = getattr(args, lever, None)
+        if value is None:
+            continue
+        flag = lever.replace("_", "-")
+        given = (
+            f"--{flag} {value}"
+            if not isinstance(value, bool)
+            else (f"--{flag}" if value else f"--no-{flag}")
+        )
+        said = str(value).lower()
+        lines.append(f"fixloop-tui: {given} is now --set strategy.{lever}={said} (it still works)")
+    return lines
+
+
+def assignments(pairs: list[str] | None) -> dict[str, Any] | str:
+    """`--set KEY=VALUE` pairs as settings: `strategy.KEY` into the strategy, any other KEY a
+    setting by its name; or the one-line error for a pair that is not KEY=VALUE."""
+    values: dict[str, Any] = {}
+    strategy: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            return f"--set {pair}: write KEY=VALUE, e.g. strategy.code_noop=false"
+        if key.startswith("strategy."):
+            strategy[key.removeprefix("strategy.")] = value
+        else:
+            values[key] = value
+    if strategy:
+        values["strategy"] = strategy
+    return values
 
 
 # The app's own themes (themes/: dark, light, high contrast), as `--theme` takes them.
 THEME_CHOICES = ("dark", "light", "high-contrast")
 
 
-def add_theme_argument(parser: argparse.ArgumentParser) -> None:
+def add_theme_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--theme",
         choices=THEME_CHOICES,
-        help=f"the app's colours: {', '.join(THEME_CHOICES)} (default: the last one chosen, "
-        "else dark)",
+        metavar="NAME",
+        help=f"the app's colours: {', '.join(THEME_CHOICES)} (default: the last chosen)",
     )
 
 
-def add_docker_arguments(parser: argparse.ArgumentParser) -> None:
+def add_docker_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The docker backend's flags, shared by `run`, `watch`, `verify` and `sandbox run`."""
     parser.add_argument(
         "--docker-url",
         metavar="URL",
-        help="the Docker-compatible engine (default: FIXLOOP_DOCKER_URL, DOCKER_HOST, "
-        "else the first of fixloop's Podman and Docker sockets, /var/run/docker.sock, "
-        "/run/podman/podman.sock)",
+        help="the Docker-compatible engine (default: found; docs/docker.md)",
     )
     parser.add_argument(
         "--allow-runc",
         action="store_const",
         const=True,
-        help="let the docker backend run jobs in containers NOT under gVisor (warns every run)",
+        help="let docker jobs run NOT under gVisor (warns)",
     )
 
 
@@ -328,7 +287,17 @@ def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    flags: dict[str, Any] = {key: getattr(args, key, None) for key in RUN_FLAGS}
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *LEVERS)}
+    for line in deprecated_lever_flags(args):
+        print(line, file=sys.stderr)
+    assigned = assignments(getattr(args, "assignments", None))
+    if isinstance(assigned, str):
+        print(f"fixloop-tui: error: {assigned}", file=sys.stderr)
+        return EXIT_USAGE
+    if "strategy" in assigned:  # --set strategy.KEY=VALUE over --strategy NAME
+        preset = {"preset": flags["strategy"]} if flags.get("strategy") else {}
+        assigned["strategy"] = {**preset, **assigned["strategy"]}
+    flags.update(assigned)
     if args.spec is not None:
         if args.task is not None or args.task_file is not None:
             print("fixloop-tui: error: --spec takes no --task or --task-file", file=sys.stderr)

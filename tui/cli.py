@@ -206,15 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
     run_command = commands.add_parser(
         "run",
         help="run the repair loop (the default command)",
-        description="Run the bounded code -> test -> distill -> repair loop on PATH. "
-        "Headless exit: 0 ok, 1 exhausted/stalled/no_progress, 2 usage or no_tests, 3 env_failure, "
-        "4 suspicious_pass, 5 budget_exceeded, 6 infrastructure, 130 aborted.",
+        description="Run the code -> test -> distill -> repair loop on PATH (docs/usage.md).",
+        add_help=False,
     )
     add_run_arguments(run_command)
 
     watch = commands.add_parser(
         "watch",
         help="verify the project on every save and show the repair packet; ctrl+s starts a run",
+        add_help=False,
     )
     add_run_arguments(watch)
 

@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from engine.project.settings import DEFAULT_TEST_CMD, Settings
+from engine.project.strategy import PRESETS, Strategy
 from engine.project.trust import RESTRICTED
 
 HEAD = """# Configuration
@@ -50,6 +51,8 @@ def _default(name: str, value: Any) -> str:
         return f"`{DEFAULT_TEST_CMD}`"
     if value is None:
         return "none"
+    if isinstance(value, Strategy):
+        return "`default` (see below)"
     if isinstance(value, bool):
         return "on" if value else "off"
     return f"`{value}`"
@@ -74,7 +77,39 @@ def render() -> str:
             f"| `{name}` | {flag or 'config only'} | {_default(name, field.default)} "
             f"| {_cell(said % {'default': field.default} if '%(' in said else said)} |"
         )
-    return HEAD + "\n".join(rows) + "\n"
+    return HEAD + "\n".join(rows) + "\n" + _strategy()
+
+
+STRATEGY_HEAD = """
+## Strategy
+
+How the loop repairs: what a prompt holds, what counts as an answer that changed nothing, what
+happens on a stall. Choose a preset by name and change any key:
+
+```bash
+fixloop-tui run . --strategy naive --set strategy.code_noop=true
+```
+
+```toml
+[tool.fixloop.strategy]
+preset = "default"
+keep_asking = true
+```
+
+A key set on its own under its old name (`code_noop = false`, `--no-code-noop`,
+`FIXLOOP_CODE_NOOP=0`) still changes the strategy; the old flags say what replaced them.
+
+"""
+
+
+def _strategy() -> str:
+    names = list(PRESETS)
+    head = "| key | " + " | ".join(f"`{name}`" for name in names) + " | what it does |"
+    rows = [head, "|---" * (len(names) + 2) + "|"]
+    for key, field in Strategy.model_fields.items():
+        values = " | ".join(_default(key, getattr(PRESETS[name], key)) for name in names)
+        rows.append(f"| `{key}` | {values} | {_cell(field.description or '')} |")
+    return STRATEGY_HEAD + "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from engine.project.settings import Settings
+from engine.project.strategy import PRESETS, Strategy
 from sandbox.errors import FixloopError
 
 
@@ -37,24 +38,8 @@ class ArmOptions(BaseModel):
     keep_asking: bool | None = None
 
 
-# The loop as it was before the repair levers: every lever off, one answer, the full prompt.
-TODAY = ArmOptions(
-    feedback="packet",
-    candidates=1,
-    prompt_profile="full",
-    runtime_values=False,
-    test_focus=False,
-    repeat_called=True,
-    called_code=False,
-    code_last=False,
-    noop_retry=False,
-    reask_candidates=False,
-    code_noop=False,
-    docs_noop=False,
-    sample_after_noop=False,
-    restart_on_stall=False,
-    keep_asking=False,
-)
+# The loop as it was before the repair levers: the `levers-off` strategy, one answer.
+TODAY = ArmOptions(candidates=1, **PRESETS["levers-off"].model_dump())
 
 
 def _today_with(**levers: object) -> ArmOptions:
@@ -76,7 +61,8 @@ def _values_off(**levers: object) -> ArmOptions:
 
 ARMS: dict[str, ArmOptions] = {
     "today": TODAY,
-    "raw": _today_with(feedback="raw"),  # the naive loop: the raw test output, "please fix it"
+    # The naive loop, the `naive` strategy: the raw test output, "please fix it".
+    "raw": ArmOptions(candidates=1, **PRESETS["naive"].model_dump()),
     "small": _today_with(prompt_profile="small"),
     "noop": _today_with(noop_retry=True),
     "runtime": _today_with(runtime_values=True),
@@ -156,8 +142,14 @@ def parse_arms(text: str) -> list[str]:
 
 
 def arm_settings(name: str, base: Settings) -> Settings:
-    """`base` with the arm's run options set."""
-    return base.model_copy(update=ARMS[name].model_dump(exclude_none=True))
+    """`base` with the arm's run options set: its candidates, and its levers over the base's
+    strategy."""
+    options = ARMS[name].model_dump(exclude_none=True)
+    update: dict[str, Any] = {}
+    if "candidates" in options:
+        update["candidates"] = options.pop("candidates")
+    update["strategy"] = Strategy.model_validate({**base.strategy.model_dump(), **options})
+    return base.model_copy(update=update)
 
 
 # What a run's options resolved to before the ledger recorded them (the loop's defaults until
@@ -181,7 +173,8 @@ def arm_levers(name: str, model: str) -> dict[str, Any]:
     from engine.run.start import run_config  # the engine only when a bench runs
 
     config = run_config(arm_settings(name, Settings(model=model)), model)
-    return {key: getattr(config, key) for key in ArmOptions.model_fields}
+    resolved = {"candidates": config.candidates, **config.strategy.model_dump()}
+    return {key: resolved[key] for key in ArmOptions.model_fields}
 
 
 # Options added after ledger lines began to record theirs, each with what the loop did before

@@ -16,6 +16,7 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import find_test
 from engine.model.types import Message
 from engine.project.reading import project_text
+from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.verify.pins import is_test_file
 
 SYSTEM = "You fix bugs in Python code so that its tests pass. Never change the tests."
@@ -34,12 +35,12 @@ def small_prompt(
     edit_format: EditFormat,
     notes: Sequence[str] = (),
     *,
-    pointers: bool = True,
-    called_code: bool = False,
+    strategy: Strategy = DEFAULT_STRATEGY,
 ) -> prompts.Prompt:
     """The small profile's messages. `told` is what the model is told of the failure (the
-    rendered packet, or the raw output's tail); `pointers` and `called_code` as in the full
-    profile."""
+    rendered packet, or the raw output's tail); the strategy's feedback and `called_code` as
+    in the full profile."""
+    pointers, called_code = strategy.feedback == "packet", strategy.called_code
     paths = code_paths(root, prompts.relevant_paths(root, packet, named=list(named)), named)
     files = prompts.load_files(
         root,

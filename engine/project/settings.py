@@ -14,9 +14,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.project.detect import detected_layer
+from engine.project.strategy import (
+    DEFAULT_STRATEGY,
+    LEVERS,
+    Strategy,
+    StrategyError,
+    resolve_strategy,
+)
 from engine.project.trust import RepoTrust, TrustStore, digest_of, refusal, restricted_in
 from sandbox import FixloopError
 
@@ -42,6 +49,15 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _named_or_table(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return resolve_strategy({"preset": value})
+        if isinstance(value, Mapping):
+            return resolve_strategy(value)
+        return value
+
     task: str | None = None
     spec: Path | None = None  # spec mode: a spec TOML file (engine/spec/definition.py)
     files: list[str] | None = None
@@ -59,43 +75,12 @@ class Settings(BaseModel):
     model_path: Path | None = None
     api_base: str | None = None
     edit_format: Literal["json", "whole"] | None = None
-    # What the model is told after a failure: the distilled packet, or the raw output's tail.
-    feedback: Literal["packet", "raw"] = "packet"
     # Answers asked for per iteration, verified side by side, the best kept; None: per model
     # (engine/run/start.py says which and why).
     candidates: int | None = Field(default=None, ge=1, le=MAX_CANDIDATES)
-    # What a prompt holds: small (the file under repair and the failure, for small models),
-    # full (the test files and pointers too), auto: full for every model (start.py says why).
-    prompt_profile: Literal["auto", "small", "full"] = "auto"
-    # The failing frame's local variables in the packet: on, they fixed more bench tasks where
-    # the failing line names no input (docs/benchmark.md).
-    runtime_values: bool = True
-    test_focus: bool = False  # test files cut to their failing tests (no gain measured)
-    # The full prompt shows a function a failing assertion calls a second time, after the
-    # packet, even when its whole file is in the prompt (engine/feedback/prompts.py).
-    repeat_called: bool = True
-    # That function shown as its code, its docstring left out (a long docstring takes the
-    # whole excerpt otherwise); off: it fixed fewer bench tasks.
-    called_code: bool = False
-    code_last: bool = False  # the full prompt's code to fix after the failure, tests before it
-    noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
-    # With candidates: when none could be verified and one changed nothing, the model is told
-    # so and asked once more, in the iteration (not measured yet: off).
-    reask_candidates: bool = False
-    # An answer that changes only comments, layout or the string statements that are no
-    # docstring of Python code changes nothing (they run as nothing). On: QuixBugs 18 of 40
-    # against 14, the bench's 40 HumanEval repairs as many as without it.
-    code_noop: bool = True
-    # An answer that changes only docstrings, comments or layout of Python code changes
-    # nothing (unless the project runs doctests).
-    docs_noop: bool = False
-    # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
-    sample_after_noop: bool = True
-    restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
-    # A stall of answers that left the code at the baseline uses no restart: the run asks on
-    # while iterations are left (off: on QuixBugs one more fix, 19 of 40, for 29% more
-    # tokens).
-    keep_asking: bool = False
+    # How the loop repairs (engine/project/strategy.py): a preset's name, or a table of its
+    # keys (`preset` and any lever to change in it).
+    strategy: Strategy = DEFAULT_STRATEGY
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     max_iters: int = Field(default=4, ge=1, le=100)
     no_progress: int = Field(default=2, ge=1)
@@ -125,6 +110,9 @@ DEFAULTS = Settings()
 DEFAULT_TEST_CMD = "python -m pytest -q"  # the test stage when no test_cmd is configured
 FIELDS = tuple(Settings.model_fields)
 BOOLEANS = tuple(key for key, field in Settings.model_fields.items() if field.annotation is bool)
+LEVER_BOOLEANS = tuple(
+    key for key, field in Strategy.model_fields.items() if field.annotation is bool
+)
 
 
 def user_config_path() -> Path:
@@ -133,17 +121,50 @@ def user_config_path() -> Path:
 
 
 def settings_layer(values: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """One source's settings, checked; the error names the key and the source."""
+    """One source's settings, checked; the error names the key and the source. Its strategy
+    stays as the source wrote it (`strategy_part`), for `load_settings` to lay over the
+    others' key by key."""
+    values = dict(values)
+    strategy = strategy_part(values, source)
     for key in values:
         if key not in FIELDS:
             known = ", ".join(FIELDS)
             raise ConfigError(f"unknown setting {key!r} in {source} (known: {known})")
     try:
-        return Settings.model_validate(dict(values)).model_dump(exclude_unset=True)
+        layer = Settings.model_validate(values).model_dump(exclude_unset=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "?"
         raise ConfigError(f"bad value for {key!r} in {source}: {error['msg']}") from None
+    if strategy:
+        try:
+            resolve_strategy(strategy)
+        except StrategyError as exc:
+            raise ConfigError(f"{exc}, in {source}") from None
+        layer["strategy"] = strategy
+    return layer
+
+
+def strategy_part(values: dict[str, Any], source: str) -> dict[str, Any]:
+    """Takes the strategy out of one source's values, as that source wrote it: `strategy` (a
+    preset's name, or a table of `preset` and levers) and any lever set on its own, by its
+    name (`code_noop = false`, `--no-code-noop`: how settings read before strategies)."""
+    part: dict[str, Any] = {}
+    raw = values.pop("strategy", None)
+    if isinstance(raw, str):
+        part["preset"] = raw
+    elif isinstance(raw, Strategy):
+        part.update({"preset": "default", **raw.model_dump()})
+    elif isinstance(raw, Mapping):
+        part.update(raw)
+    elif raw is not None:
+        raise ConfigError(
+            f"bad value for 'strategy' in {source}: a preset's name or a table of its keys"
+        )
+    for key in LEVERS:
+        if key in values:
+            part[key] = values.pop(key)
+    return part
 
 
 def _read(path: Path) -> bytes:
@@ -218,13 +239,13 @@ def _inside_project(table: Mapping[str, Any], path: Path) -> None:
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for key in FIELDS:
+    for key in (*FIELDS, *LEVERS):  # a lever on its own too: FIXLOOP_CODE_NOOP=0
         raw = environ.get(f"FIXLOOP_{key.upper()}")
         if raw is None or raw == "":
             continue
         if key == "files":
             values[key] = [part for part in raw.split(os.pathsep) if part]
-        elif key in BOOLEANS:
+        elif key in BOOLEANS or key in LEVER_BOOLEANS:
             values[key] = raw.lower() in ("1", "true", "yes", "on")
         else:
             values[key] = raw
@@ -245,6 +266,7 @@ def load_settings(
     the project's. The project's own config is read as `from_pyproject` says (UntrustedSettings
     for a restricted key nobody trusted)."""
     merged: dict[str, Any] = {}
+    strategy: dict[str, Any] = {}
     set_flags = {key: value for key, value in flags.items() if value is not None}
     for layer in (
         from_user_config(user_config),
@@ -253,7 +275,13 @@ def load_settings(
         from_environment(os.environ if environ is None else environ),
         settings_layer(set_flags, "the command line"),
     ):
+        part = layer.pop("strategy", None)
         merged.update(layer)
+        if part:  # a source's preset starts over; its levers change what the others chose
+            strategy = {"preset": part["preset"]} if "preset" in part else strategy
+            strategy.update({key: value for key, value in part.items() if key != "preset"})
+    if strategy:
+        merged["strategy"] = strategy
     return Settings.model_validate(merged)
 
 

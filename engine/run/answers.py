@@ -66,9 +66,9 @@ def unchanged_note(files: Sequence[str], because: str = NO_FILE) -> str:
 def noop_rule(config: RunConfig, current: Verification) -> Noop:
     """What an answer may change and still change nothing, this iteration: docstrings only
     with `docs_noop` where the project runs no doctests (its doctests test them)."""
-    if config.docs_noop and not runs_doctests(current):
+    if config.strategy.docs_noop and not runs_doctests(current):
         return "docs"
-    return "code" if config.code_noop else "lines"
+    return "code" if config.strategy.code_noop else "lines"
 
 
 class Answers:
@@ -104,9 +104,9 @@ class Answers:
             self.previous = current
             return await self.choose(steps, messages, current, notes)
         completion = await self.first_ask(steps, messages)
-        answer = await self.review(n, completion.text, reask=self.config.noop_retry)
+        answer = await self.review(n, completion.text, reask=self.config.strategy.noop_retry)
         self.echoed = self.echoed or bool(answer.unchanged)
-        if not answer.unchanged or not self.config.noop_retry:
+        if not answer.unchanged or not self.config.strategy.noop_retry:
             return answer
         self.journal.text(n, "unchanged-response.txt", completion.text)
         again = await self.reask(steps, current, notes, answer.proposal, answer.unchanged)
@@ -146,7 +146,7 @@ class Answers:
         """How iteration n's first answer is sampled, or None for greedy: with
         `sample_after_noop`, sampled once this model has sent back an unchanged first answer
         (its greedy answers then mostly repeat that), on either path."""
-        if self.config.sample_after_noop and self.echoed:
+        if self.config.strategy.sample_after_noop and self.echoed:
             return Sampled(REASK_TEMPERATURE, SAMPLED_FIRST_SEED + n, ECHOED)
         return None
 
@@ -281,7 +281,7 @@ class Answers:
         self.echoed = self.echoed or any(c.unchanged for c in every if c.k == 1)
         best = best_choice(every)
         echo = next((c for c in every if c.unchanged), None)
-        if best is None and echo is not None and self.config.reask_candidates:
+        if best is None and echo is not None and self.config.strategy.reask_candidates:
             k = len(every) + 1
             again = await self.reask(steps, current, notes, echo.proposal, echo.unchanged, k)
             if again is not None:

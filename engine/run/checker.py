@@ -298,9 +298,9 @@ class IterationChecker:
             model=model,
             repeat_note=repeat_note,
             notes=notes,
-            runtime_values=self.config.runtime_values,
+            runtime_values=self.config.strategy.runtime_values,
         )
-        if self.config.feedback == "raw" and result.packet is not None:
+        if self.config.strategy.feedback == "raw" and result.packet is not None:
             # The packet stays in the trail; the model is told the output instead.
             text = raw_feedback(result.stages, cap, lambda t: count_tokens(t, model), notes)
             result = result.model_copy(

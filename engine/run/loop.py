@@ -60,7 +60,7 @@ class FixLoop:
         self.config, self.deps, self.resume = config, deps, resume
         self.journal = Journal(deps.run_dir, deps.sinks)
         self.spend = Spend()
-        restarts = 1 if config.restart_on_stall or deps.escalation is not None else 0
+        restarts = 1 if config.strategy.restart_on_stall or deps.escalation is not None else 0
         self.guards = Guards(config.no_progress_limit, restarts, config.max_iterations)
         self.mode = run_mode(config, deps.workspace, deps.run_dir, self.journal.emit)
         self.checker = IterationChecker(
@@ -175,7 +175,9 @@ class FixLoop:
         to the baseline with a prompt that asks for the wrong assumption first
         (`restart_on_stall`), and the escalation model takes over; the guards start over."""
         self.escalate(n, f"stalled: {why}")
-        if not self.config.restart_on_stall:  # the escalation model starts with a clean slate
+        if (
+            not self.config.strategy.restart_on_stall
+        ):  # the escalation model starts with a clean slate
             self.start_guards_over(current)
             return current, []
         workspace = self.deps.workspace
@@ -183,7 +185,9 @@ class FixLoop:
         edit_format, files = self.config.edit_format, self.config.files
         if not changed:  # the answers changed nothing: no code to put back, none to verify
             reason = f"{why}: the code is still as it was at the start"
-            spent = not self.config.keep_asking  # else the run's one restart is still to come
+            spent = (
+                not self.config.strategy.keep_asking
+            )  # else the run's one restart is still to come
             self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason, spent=spent))
             self.start_guards_over(current, spent=spent)
             return current, [restart_note(edit_format, files, put_back=False)]

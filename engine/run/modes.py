@@ -16,6 +16,7 @@ from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests
 from engine.model.types import Message
 from engine.project.run_directory import RunDirectory
+from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, Event
 from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
@@ -84,8 +85,7 @@ class RepairMode:
 
     def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
         config = self.config
-        pointers = config.feedback == "packet"  # raw feedback: nothing distilled
-        if config.prompt_profile == "small":
+        if config.strategy.prompt_profile == "small":
             prompt: prompts.Prompt = small_prompt(
                 self.workspace.root,
                 current.packet,
@@ -94,8 +94,7 @@ class RepairMode:
                 config.files,
                 config.edit_format,
                 notes,
-                pointers=pointers,
-                called_code=config.called_code,
+                strategy=config.strategy,
             )
         else:
             prompt = repair_prompt(
@@ -105,11 +104,7 @@ class RepairMode:
                 config.task,
                 config.files,
                 config.edit_format,
-                pointers=pointers,
-                focus=config.test_focus,
-                repeat_called=config.repeat_called,
-                called_code=config.called_code,
-                code_last=config.code_last,
+                strategy=config.strategy,
             )
         self.asked_for = prompt.reply_paths
         return prompt.messages
@@ -155,19 +150,18 @@ def repair_prompt(
     edit_format: EditFormat,
     shown: Callable[[list[str]], list[str]] = list,
     *,
-    pointers: bool = True,
-    focus: bool = False,
-    repeat_called: bool = True,
-    called_code: bool = False,
-    code_last: bool = False,
+    strategy: Strategy = DEFAULT_STRATEGY,
 ) -> prompts.Prompt:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
-    packet (or the raw feedback in its place), and the notes. With `pointers` (packet
-    feedback) also the definitions the failure calls (with `repeat_called` even those whose
-    whole file is shown, else only those cut to excerpts or left out; with `called_code`
-    without their docstrings), and with `focus`
-    (`test_focus`) test files cut to their failing tests; raw feedback shows them whole, as a
-    naive loop would. With `code_last` the code to fix comes after the packet."""
+    packet (or the raw feedback in its place), and the notes. With packet feedback also the
+    definitions the failure calls (with `repeat_called` even those whose whole file is shown,
+    else only those cut to excerpts or left out; with `called_code` without their
+    docstrings), and with `test_focus` test files cut to their failing tests; raw feedback
+    shows them whole, as a naive loop would. With `code_last` the code to fix comes after the
+    packet."""
+    pointers = strategy.feedback == "packet"  # raw feedback: nothing distilled
+    focus, repeat_called = strategy.test_focus, strategy.repeat_called
+    called_code, code_last = strategy.called_code, strategy.code_last
     packet = current.packet
     paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
     files = prompts.load_files(

@@ -3,14 +3,15 @@ one `IterationRecord` per iteration and a `RunResult` out (result.json)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.edits.proposal import EditFormat
 from engine.feedback.packet import DEFAULT_CAP
 from engine.feedback.prompts import DEFAULT_TASK
 from engine.project.settings import DEFAULTS
+from engine.project.strategy import DEFAULT_STRATEGY, LEVERS, Strategy
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
@@ -20,7 +21,21 @@ from engine.verify.tree import Verification
 class RunConfig(BaseModel):
     """The loop's own settings, resolved from every configuration source."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _levers_in_the_strategy(cls, values: Any) -> Any:
+        """A lever given by its own name (`code_noop=False`) changes the strategy, as a
+        settings source's does."""
+        if not isinstance(values, dict) or not any(key in LEVERS for key in values):
+            return values
+        values = dict(values)
+        strategy = values.get("strategy", DEFAULT_STRATEGY)
+        given = strategy.model_dump() if isinstance(strategy, Strategy) else dict(strategy)
+        given.update({key: values.pop(key) for key in LEVERS if key in values})
+        values["strategy"] = given
+        return values
 
     task: str = DEFAULT_TASK
     model: str
@@ -31,24 +46,11 @@ class RunConfig(BaseModel):
     files: list[str] = Field(default_factory=list)
     allow_test_edits: bool = False
     packet_cap: int = DEFAULT_CAP
-    feedback: Literal["packet", "raw"] = "packet"  # raw: the failing output's tail, no packet
     candidates: int = Field(
         default=1, ge=1, le=8
     )  # answers per iteration (engine/run/candidates.py)
-    prompt_profile: Literal["small", "full"] = "full"  # engine/feedback/prompts.py
-    runtime_values: bool = True  # the failing frame's locals in the packet
-    test_focus: bool = False  # the full prompt's test files cut to their failing tests
-    repeat_called: bool = True  # called functions shown again though their file is whole
-    called_code: bool = False  # a called function shown without its docstring
-    code_last: bool = False  # the full prompt: tests, the failure, then the code to fix
-    noop_retry: bool = True  # an answer that changes nothing is re-asked once, in the iteration
-    reask_candidates: bool = False  # the same when no candidate is left to verify
-    code_noop: bool = True  # ... or only comments and strings that run as nothing (Python)
-    docs_noop: bool = False  # an answer that changes only docstrings or comments changes nothing
-    # Once an answer changed nothing, later iterations' first answers are sampled, not greedy.
-    sample_after_noop: bool = True
-    restart_on_stall: bool = True  # a repeated failure restarts from the baseline, once
-    keep_asking: bool = False  # ... and a stall with the code at the baseline uses no restart
+    # How the loop repairs, its prompt profile decided (never `auto`).
+    strategy: Strategy = DEFAULT_STRATEGY
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
 

@@ -92,21 +92,8 @@ def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunC
         ),
         files=list(settings.files or []),
         allow_test_edits=settings.allow_test_edits,
-        feedback=settings.feedback,
         candidates=settings.candidates or default_candidates(model),
-        prompt_profile=prompt_profile(settings),
-        runtime_values=settings.runtime_values,
-        test_focus=settings.test_focus,
-        repeat_called=settings.repeat_called,
-        called_code=settings.called_code,
-        code_last=settings.code_last,
-        noop_retry=settings.noop_retry,
-        reask_candidates=settings.reask_candidates,
-        code_noop=settings.code_noop,
-        docs_noop=settings.docs_noop,
-        sample_after_noop=settings.sample_after_noop,
-        restart_on_stall=settings.restart_on_stall,
-        keep_asking=settings.keep_asking,
+        strategy=settings.strategy.model_copy(update={"prompt_profile": prompt_profile(settings)}),
         escalate_model=settings.escalate_model,
         spec=spec,
     )
@@ -118,8 +105,8 @@ def prompt_profile(settings: Settings) -> Literal["small", "full"]:
     bench tasks than the full one (4 of 10 against 6 of 10, docs/benchmark.md) and the
     demo reached ok later (iteration 4 against 3): the small prompt stays a choice, not a
     default."""
-    if settings.prompt_profile != "auto":
-        return settings.prompt_profile
+    if settings.strategy.prompt_profile != "auto":
+        return settings.strategy.prompt_profile
     return "full"
 
 

@@ -22,6 +22,7 @@ from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Sp
 from bench.suite.scoring import score, sign_test
 from bench.suite.tasks import BenchTask, load_suite
 from engine.project.settings import Settings
+from engine.project.strategy import PRESETS, Strategy
 from engine.run.guards import RunStatus
 from engine.run.outcome import IterationRecord, RunResult
 
@@ -138,28 +139,34 @@ def test_a_task_becomes_a_committed_repository(tmp_path: Path) -> None:
 def test_arms_are_named_presets_of_run_options() -> None:
     base = Settings(model="openai/x", api_base="http://127.0.0.1:1/v1")
     today, raw, full = (arm_settings(name, base) for name in ("today", "raw", "all"))
-    assert (today.feedback, today.candidates, today.prompt_profile) == ("packet", 1, "full")
-    assert (today.runtime_values, today.noop_retry, today.restart_on_stall) == (False,) * 3
-    assert raw == today.model_copy(update={"feedback": "raw"})  # the naive arm differs only there
-    assert (full.candidates, full.prompt_profile) == (3, "small")
-    assert (full.runtime_values, full.noop_retry, full.restart_on_stall) == (True,) * 3
+    t, f = today.strategy, full.strategy
+    assert (t.feedback, today.candidates, t.prompt_profile) == ("packet", 1, "full")
+    assert (t.runtime_values, t.noop_retry, t.restart_on_stall) == (False,) * 3
+    assert t == PRESETS["levers-off"]  # the arms that are strategies are the presets
+    assert raw.strategy == PRESETS["naive"] == t.model_copy(update={"feedback": "raw"})
+    assert (full.candidates, f.prompt_profile) == (3, "small")
+    assert (f.runtime_values, f.noop_retry, f.restart_on_stall) == (True,) * 3
     assert today.api_base == base.api_base
     assert arm_settings("defaults", base) == base
-    assert base.runtime_values  # on by default: the arms measured before keep them off
-    assert base.code_noop  # so is this, since
+    assert base.strategy.runtime_values  # on by default: the arms measured before keep them off
+    assert base.strategy.code_noop  # so is this, since
     assert base.candidates is None  # and the embedded model's 3 candidates: they keep one
-    one = base.model_copy(update={"candidates": 1})
-    older = one.model_copy(update={"code_noop": False})
+
+    def levers(**changed: object) -> Settings:  # one answer, the default strategy changed
+        return base.model_copy(update={"candidates": 1, "strategy": Strategy(**changed)})
+
+    older = levers(code_noop=False)
     assert arm_settings("no-code-noop", base) == older
-    assert arm_settings("code-noop", base) == one
-    before = older.model_copy(update={"runtime_values": False})
+    assert arm_settings("code-noop", base) == levers()
+    before = levers(code_noop=False, runtime_values=False)
     assert arm_settings("no-values", base) == before
-    greedy = before.model_copy(update={"sample_after_noop": False})
+    greedy = levers(code_noop=False, runtime_values=False, sample_after_noop=False)
     assert arm_settings("greedy", base) == greedy
-    assert arm_settings("values", base) == greedy.model_copy(update={"runtime_values": True})
-    assert not today.sample_after_noop
-    assert arm_settings("sampled", base) == before.model_copy(update={"sample_after_noop": True})
-    assert arm_settings("compact", base) == before.model_copy(update={"prompt_profile": "small"})
+    assert arm_settings("values", base) == levers(code_noop=False, sample_after_noop=False)
+    assert not t.sample_after_noop
+    assert arm_settings("sampled", base) == before
+    compact = levers(code_noop=False, runtime_values=False, prompt_profile="small")
+    assert arm_settings("compact", base) == compact
     assert arm_settings("defaults-values", base) == older
     assert arm_settings("defaults-cand3", base) == older.model_copy(update={"candidates": 3})
 

@@ -20,6 +20,7 @@ from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_prompt
 from engine.feedback.tokens import approximate_tokens
 from engine.project.modules import project_modules
 from engine.project.settings import load_settings
+from engine.project.strategy import Strategy
 from engine.run.modes import repair_prompt
 from engine.verify.checkout import verify_checkout
 from engine.verify.classify import classify
@@ -51,7 +52,15 @@ def captured(case: str) -> tuple[StageResult, RepairPacket]:
 def told_small(case: str, *, raw: bool = False, edit_format: EditFormat = "whole") -> str:
     stage, packet = captured(case)
     told = raw_feedback([stage], 2000, approximate_tokens) if raw else packet.render()
-    prompt = small_prompt(PROJECTS / case, packet, told, TASK, [], edit_format, pointers=not raw)
+    prompt = small_prompt(
+        PROJECTS / case,
+        packet,
+        told,
+        TASK,
+        [],
+        edit_format,
+        strategy=Strategy(feedback="raw" if raw else "packet"),
+    )
     messages = prompt.messages
     assert [m.role for m in messages] == ["system", "user"]
     assert messages[0].content == SYSTEM
@@ -198,7 +207,9 @@ def test_a_definition_is_repeated_only_where_its_file_was_cut_to_excerpts(tmp_pa
     assert text.count("def double(x):") == 1
     # The full prompt without `repeat_called` keeps the same rule.
     for root, repeated in ((tmp_path, True), (small, False)):
-        full = repair_prompt(root, current, [], TASK, named, "whole", repeat_called=False).messages
+        full = repair_prompt(
+            root, current, [], TASK, named, "whole", strategy=Strategy(repeat_called=False)
+        ).messages
         assert ("The failing line calls double" in full[1].content) is repeated
         again = repair_prompt(root, current, [], TASK, named, "whole").messages
         assert "The failing line calls double" in again[1].content  # today's prompt
@@ -223,7 +234,7 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
 
     def repeated(*, called_code: bool = False) -> str:
         told = repair_prompt(
-            tmp_path, current, [], TASK, named, "whole", called_code=called_code
+            tmp_path, current, [], TASK, named, "whole", strategy=Strategy(called_code=called_code)
         ).messages
         return told[1].content.split("The failing line calls double, ")[1]
 
@@ -236,7 +247,9 @@ def test_with_called_code_the_repeated_function_is_its_code_without_its_docstrin
     )
     assert "Double x." not in code
     # The whole file, docstring and all, is still shown once above it.
-    whole = repair_prompt(tmp_path, current, [], TASK, named, "whole", called_code=True).messages
+    whole = repair_prompt(
+        tmp_path, current, [], TASK, named, "whole", strategy=Strategy(called_code=True)
+    ).messages
     assert whole[1].content.count('"""Double x.') == 1
 
 
@@ -244,7 +257,13 @@ def test_a_function_that_is_only_its_docstring_is_shown_as_it_is(tmp_path: Path)
     write_project(tmp_path, 'def double(x):\n    """Double x."""\n', "")
     _, current = double_failing(values=False)
     told = repair_prompt(
-        tmp_path, current, [], TASK, ["calc/__init__.py"], "whole", called_code=True
+        tmp_path,
+        current,
+        [],
+        TASK,
+        ["calc/__init__.py"],
+        "whole",
+        strategy=Strategy(called_code=True),
     ).messages
     assert (
         'defined at calc/__init__.py:1:\n```python\ndef double(x):\n    """Double x."""\n```'

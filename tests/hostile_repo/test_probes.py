@@ -527,6 +527,21 @@ PROBES: list[Probe] = [
         flags=("--max-iters", "1"),
         expect=Outcome(exit=1),
     ),
+    # 13. A repository may choose the strategy (what the model is shown, when it is asked
+    # again): the naive loop's with every lever its own way still earns no green by a
+    # deselected test.
+    Probe(
+        "strategy-chosen-by-the-repository",
+        config='strategy = { preset = "naive", keep_asking = true, reask_candidates = true }',
+        answers=(
+            answer(
+                "skip the slow test",
+                whole_file("pytest.ini", "[pytest]\naddopts = -k 'not test_add'\n"),
+            ),
+        ),
+        flags=("--max-iters", "1"),
+        expect=Outcome(never=("ok",), exit=1),
+    ),
 ]
 
 

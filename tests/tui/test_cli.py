@@ -184,12 +184,19 @@ def test_the_prompt_flags_reach_the_run_config(tmp_path: Path) -> None:
         args = build_parser().parse_args(["run", str(tmp_path), "--model", "openai/x", *flags])
         found = settings_from_args(args)
         assert not isinstance(found, int)
-        made = run_config(found[1], "openai/x")
+        made = run_config(found[1], "openai/x").strategy
         return made.repeat_called, made.code_last, made.called_code, made.docs_noop
 
     assert config() == (True, False, False, False)
     assert config("--no-repeat-called", "--code-last") == (False, True, False, False)
     assert config("--called-code", "--docs-noop") == (True, False, True, True)
+    assert config("--set", "strategy.called_code=true") == (True, False, True, False)
+    assert config("--strategy", "levers-off", "--set", "strategy.code_last=on") == (
+        True,
+        True,
+        False,
+        False,
+    )
 
 
 def test_report_of_a_run_without_one_says_why_and_how_to_go_on(tmp_path: Path) -> None:
@@ -219,3 +226,20 @@ def test_report_of_a_run_without_one_says_why_and_how_to_go_on(tmp_path: Path) -
         "run 20990101-000000-cut has no ending (still running, or its process died): "
         f"fixloop-tui resume 20990101-000000-cut {tmp_path}"
     )
+
+
+def test_an_old_lever_flag_works_and_says_what_replaced_it(tmp_path: Path) -> None:
+    from tui.arguments import deprecated_lever_flags
+
+    args = build_parser().parse_args(["run", str(tmp_path), "--no-code-noop", "--model", "m"])
+    assert deprecated_lever_flags(args) == [
+        "fixloop-tui: --no-code-noop is now --set strategy.code_noop=false (it still works)"
+    ]
+    found = settings_from_args(args)
+    assert not isinstance(found, int)
+    assert found[1].strategy.code_noop is False
+
+
+def test_a_set_that_is_not_key_value_is_a_usage_error(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["run", str(tmp_path), "--set", "strategy.code_noop"])
+    assert settings_from_args(args) == 2

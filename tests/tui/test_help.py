@@ -168,3 +168,18 @@ def test_readme_usage_lines_name_no_flag_the_parser_lacks() -> None:
     named = set().union(*(named_flags(line) for line in usage_lines()))
     assert len(named) > 50  # the usage blocks were read, continuation lines too
     assert sorted(named - known) == []
+
+
+def test_the_run_help_fits_one_screen_with_the_common_flags_in_groups() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "run", "--help"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "80", "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        check=True,
+    ).stdout
+    assert len(shown.splitlines()) <= 60
+    for group in ("task:", "model:", "checks", "sandbox:", "budget:", "strategy"):
+        assert f"\n{group}" in shown
+    assert "--no-code-noop" not in shown  # the levers are the strategy's keys now

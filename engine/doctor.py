@@ -41,7 +41,6 @@ from sandbox.host_trees import MountRefused
 from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
 from sandbox.owners import rootless
 
-
 # Seconds to join and hash the embedded model's 1.1 GB (measured 5-15 s: LOCAL_MODEL.md).
 JOIN_ESTIMATE_S = 15
 

@@ -98,10 +98,11 @@ def clean_command(args: argparse.Namespace) -> int:
     if not count:
         print("nothing to remove")
         return 0
+    what = f"{count} item{'s' if count > 1 else ''} ({total})"
     if args.dry_run:
-        print(f"would remove {count} items ({total})")
+        print(f"would remove {what}")
         return 0
-    if not args.yes and not _asked(f"remove {count} items ({total})? [y/N] "):
+    if not args.yes and not _asked(f"remove {what}? [y/N] "):
         print("nothing removed")
         return 0
     failed = 0
@@ -111,7 +112,7 @@ def clean_command(args: argparse.Namespace) -> int:
         except CleanupError as exc:
             failed += 1
             print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-    print(f"removed {count - failed} items ({total})" if not failed else f"{failed} not removed")
+    print(f"removed {what}" if not failed else f"removed {count - failed} of {count} items")
     return 1 if failed else 0
 
 

@@ -52,9 +52,10 @@ def test_the_embedded_model_is_not_ok_before_its_file_exists(tmp_path: Path, cac
     assert check.fix == "fixloop-tui model fetch"
 
 
-def test_the_embedded_model_is_ok_once_its_file_is_in_the_cache(
+def test_the_embedded_model_turns_ok_once_its_file_is_in_the_cache(
     tmp_path: Path, cache: Path
 ) -> None:
+    assert not check_model(tmp_path).ok
     joined_file(cache)
     check = check_model(tmp_path)
     assert check.ok

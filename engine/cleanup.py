@@ -247,43 +247,47 @@ def project_leftovers(project: Path, now: float) -> tuple[list[Leftover], list[L
             alone.append(run)
         else:
             found.append(run)
-    for branch in sorted(branches - {BRANCH_PREFIX + name for name in seen}):
-        found.append(
-            Leftover(
-                group="runs",
-                name=branch,
-                detail="a branch with no run directory",
-                size=0,
-                age_s=now - _branch_time(project, branch),
-                branch=branch,
-                project=str(project),
-                holds_work=True,
-            )
-        )
     worktrees = worktrees_dir(project)
-    for path in sorted(worktrees.iterdir()) if _real_dir(worktrees) else []:
-        if path.name in seen:
-            continue
-        if _is_link(path):
-            alone.append(_link_note(path))
-            continue
-        age = now - _mtime(path)
-        if age < MAY_BE_RUNNING_S:
-            alone.append(LeftAlone(name=str(path), reason="a worktree a run may be starting in"))
-            continue
-        found.append(
-            Leftover(
-                group="runs",
-                name=str(path),
-                detail="a worktree with no run directory",
-                size=tree_size(path),
-                age_s=age,
-                worktree=str(path) if path.resolve() in registered else None,
-                paths=() if path.resolve() in registered else (str(path),),
-                project=str(project),
-            )
-        )
+    left = {name.removeprefix(BRANCH_PREFIX) for name in branches}
+    left |= {p.name for p in worktrees.iterdir()} if _real_dir(worktrees) else set()
+    for name in sorted(left - seen):
+        stray = _stray(project, name, branches, registered, now)
+        if isinstance(stray, LeftAlone):
+            alone.append(stray)
+        elif stray is not None:
+            found.append(stray)
     return found, alone
+
+
+def _stray(
+    project: Path, name: str, branches: set[str], registered: set[Path], now: float
+) -> Leftover | LeftAlone | None:
+    """A branch `fixloop/<name>` or a worktree `.fixloop/worktrees/<name>` with no run
+    directory, together. A worktree made in the last minutes is a run starting (its worktree
+    comes before its run directory): left alone, with its branch."""
+    branch = BRANCH_PREFIX + name if BRANCH_PREFIX + name in branches else None
+    path = worktree_path(project, name)
+    if _is_link(path):
+        return _link_note(path)
+    worktree = path if _real_dir(path) else None
+    if worktree is not None and now - _mtime(worktree) < MAY_BE_RUNNING_S:
+        return LeftAlone(name=str(worktree), reason="a run may be starting in it: left alone")
+    if branch is None and worktree is None:
+        return None
+    registered_here = worktree is not None and worktree.resolve() in registered
+    what = " and its worktree" if branch and worktree else ""
+    return Leftover(
+        group="runs",
+        name=branch or str(worktree),
+        detail=f"{'a branch' if branch else 'a worktree'}{what} with no run directory",
+        size=tree_size(worktree) if worktree else 0,
+        age_s=now - (_mtime(worktree) if worktree else _branch_time(project, branch or "")),
+        worktree=str(worktree) if registered_here else None,
+        paths=(str(worktree),) if worktree and not registered_here else (),
+        branch=branch,
+        project=str(project),
+        holds_work=branch is not None,  # its commits may be all that is left of a run
+    )
 
 
 def _run_leftover(
@@ -438,7 +442,7 @@ def sandbox_state(now: float) -> tuple[list[Leftover], list[LeftAlone]]:
         found.append(
             _bundle_of("sandbox bundles", f"{len(dead)} left by dead processes", dead, now)
         )
-    for base in dict.fromkeys([skeleton_dir(), runtime_dir()]):
+    for base in dict.fromkeys([skeleton_dir(), runtime_dir(), cache_home() / "sandbox"]):
         roots = (
             [p for p in sorted(base.glob("rootfs-*")) if _real_dir(p)] if _real_dir(base) else []
         )

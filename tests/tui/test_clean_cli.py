@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -265,3 +266,17 @@ def test_skeleton_roots_are_kept_while_a_sandbox_runs(machine: dict[str, str]) -
     assert live.is_dir()
     assert root.is_dir()
     assert "sandboxes are running: their skeleton roots are kept" in done.stdout
+
+
+def test_a_branch_whose_run_directory_is_gone_goes_with_its_worktree_only_when_asked(
+    project: Path, machine: dict[str, str]
+) -> None:
+    shutil.rmtree(run_path(project, UNDECIDED))
+    age(worktree_path(project, UNDECIDED))
+    kept = fixloop(machine, "clean", str(project), "--runs", "--yes")
+    assert branches(project) == [f"fixloop/{UNDECIDED}"]
+    assert "a branch and its worktree with no run directory" in kept.stdout
+    done = fixloop(machine, "clean", str(project), "--runs", "--yes", "--include-undecided")
+    assert done.returncode == 0, done.stderr
+    assert branches(project) == []
+    assert not worktree_path(project, UNDECIDED).exists()

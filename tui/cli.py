@@ -1,6 +1,7 @@
 """The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
 its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
-app), imported once the command is known; the flags of the heavy ones are in tui/arguments.py.
+clean, model, app), imported once the command is known; the flags of the heavy ones are in
+tui/arguments.py.
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.

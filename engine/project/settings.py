@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from engine.project.detect import detected_layer
 from engine.project.strategy import (
@@ -22,6 +29,7 @@ from engine.project.strategy import (
     LEVERS,
     Strategy,
     StrategyError,
+    fold_levers,
     resolve_strategy,
 )
 from engine.project.trust import RepoTrust, TrustStore, digest_of, refusal, restricted_in
@@ -48,6 +56,11 @@ class Settings(BaseModel):
     DEFAULT_TEST_CMD below). A source sets some fields; None means "none configured"."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _levers_in_the_strategy(cls, values: Any) -> Any:
+        return fold_levers(values)  # a run record written before strategies
 
     @field_validator("strategy", mode="before")
     @classmethod

@@ -143,6 +143,24 @@ def resolve_strategy(spec: Mapping[str, Any]) -> Strategy:
         raise StrategyError(f"bad value for strategy.{key}: {error['msg']}") from None
 
 
+def fold_levers(values: Any) -> Any:
+    """A model's input with each lever given by its own name (`code_noop=False`, as settings
+    and run records were written before strategies) moved into its `strategy`."""
+    if not isinstance(values, dict) or not any(key in LEVERS for key in values):
+        return values
+    values = dict(values)
+    strategy = values.get("strategy", DEFAULT_STRATEGY)
+    if isinstance(strategy, Strategy):
+        given: dict[str, Any] = strategy.model_dump()
+    elif isinstance(strategy, str):
+        given = {"preset": strategy}
+    else:
+        given = dict(strategy)
+    given.update({key: values.pop(key) for key in LEVERS if key in values})
+    values["strategy"] = given
+    return values
+
+
 def described(strategy: Strategy) -> str:
     """The strategy in a few words: its preset's name when it is one, else the keys that
     differ from the default."""

@@ -11,7 +11,7 @@ from engine.edits.proposal import EditFormat
 from engine.feedback.packet import DEFAULT_CAP
 from engine.feedback.prompts import DEFAULT_TASK
 from engine.project.settings import DEFAULTS
-from engine.project.strategy import DEFAULT_STRATEGY, LEVERS, Strategy
+from engine.project.strategy import DEFAULT_STRATEGY, Strategy, fold_levers
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
@@ -26,16 +26,7 @@ class RunConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _levers_in_the_strategy(cls, values: Any) -> Any:
-        """A lever given by its own name (`code_noop=False`) changes the strategy, as a
-        settings source's does."""
-        if not isinstance(values, dict) or not any(key in LEVERS for key in values):
-            return values
-        values = dict(values)
-        strategy = values.get("strategy", DEFAULT_STRATEGY)
-        given = strategy.model_dump() if isinstance(strategy, Strategy) else dict(strategy)
-        given.update({key: values.pop(key) for key in LEVERS if key in values})
-        values["strategy"] = given
-        return values
+        return fold_levers(values)  # a record written before strategies, or a lever by name
 
     task: str = DEFAULT_TASK
     model: str

@@ -126,3 +126,16 @@ def test_the_report_of_an_unsealed_run_is_refused_before_git_is_given_its_revisi
     assert done.returncode == 2
     assert done.stderr.startswith(f"fixloop-tui: error: {run_path(forged, RUN) / 'run.json'} was")
     assert done.stdout == ""
+
+
+def test_a_run_record_linked_to_an_endless_file_is_refused_at_once(
+    forged: Path, tmp_path: Path
+) -> None:
+    record = run_path(forged, RUN) / "run.json"
+    record.unlink()
+    record.symlink_to("/dev/zero")
+    done = fixloop(tmp_path / "home", "accept", RUN, str(forged))
+    assert done.returncode == 1
+    assert "not a run fixloop wrote" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert (forged / "calc.py").read_text() != HOSTILE

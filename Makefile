@@ -62,5 +62,5 @@ lint: setup
 # Two processes, a test file each at a time (its module fixtures are built once).
 TEST_WORKERS ?= 2
 test: test-system test-engines lint
-	@# the 15 slowest tests are listed at the end: where CI's time goes
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	@# the 40 slowest tests are listed at the end: where CI's time goes
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40

@@ -16,10 +16,12 @@ import pytest
 from engine.verify.learned_times import merged, passing_times, times_path
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
 from tests.engine.test_model_code import committed
+from tests.model_server import ScriptedModelServer
 from tests.projects import REPO
 
 SLOW = "tests/test_slow.py::test_slow_but_fine"
 SLOW_TEST = "import time\n\n\ndef test_slow_but_fine():\n    time.sleep(2.5)\n"
+KEY = "sk-fixloop-canary-2f0c5d1e-learned-times"
 HANGS = "def test_hangs():\n    while True:\n        pass\n"
 
 
@@ -98,6 +100,27 @@ def test_a_remembered_slow_test_is_not_shortened_after_another_test_hangs(
     code, result, _ = verify(slow_project, cache, "--test-timeout", "3")
     assert code == 1
     assert timed_out(result) == ["tests/test_a_hangs.py::test_hangs"]
+
+
+@pytest.mark.usefixtures("needs_gvisor")
+def test_a_runs_baseline_gives_a_slow_test_its_remembered_time(
+    slow_project: Path, tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    cache = tmp_path / "cache"
+    assert verify(slow_project, cache, "--test-timeout", "0")[0] == 0
+    # Green at the baseline with the tiny limit: the run ends before any model call.
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "tui.cli", str(slow_project), "--headless", "--json",
+            "--sandbox", "gvisor", "--test-timeout", "1",
+            "--model", "openai/scripted", "--api-base", model_server.base_url,
+        ],
+        capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+        env=os.environ | {"XDG_CACHE_HOME": str(cache), "OPENAI_API_KEY": KEY},
+    )  # fmt: skip
+    result = json.loads(done.stdout or "{}")
+    assert result.get("status") == "ok", done.stdout + done.stderr
+    assert model_server.count == 0
 
 
 def test_the_cache_inside_the_project_is_not_used(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from engine.verify.results import StageKind, StageResult
 from engine.verify.time_needs import MAX_NODEID
 from sandbox import Sandbox
 from sandbox.contract import describe
-from sandbox.host_trees import is_within
+from sandbox.host_trees import is_within, owned_by_user
 
 FORMAT = 1
 RECORD_S = 0.5  # the plugin reports call times from half a second; shorter ones are not kept
@@ -85,7 +85,9 @@ def project_key(root: Path) -> str:
 def _git_identity(root: Path) -> list[str]:
     """Origin's URL and the root commits, read with git under `host_git_env` (nothing the
     repository's config names runs); empty outside a repository or before its first commit."""
-    from engine.project.git_plumbing import WorkspaceError, run_git  # GitPython: on use
+    from git import GitError  # GitPython: imported on use
+
+    from engine.project.git_plumbing import WorkspaceError, run_git
 
     found = []
     try:
@@ -95,7 +97,7 @@ def _git_identity(root: Path) -> list[str]:
         status, roots = run_git(root, "rev-list", "--max-parents=0", "HEAD", ok=(0, 128))
         if status == 0:
             found.append(roots.decode(errors="replace").strip())
-    except (WorkspaceError, OSError):
+    except (WorkspaceError, GitError, OSError):
         return []
     return found
 
@@ -191,11 +193,14 @@ def longest(*sources: Mapping[str, float]) -> dict[str, float]:
 
 def _read(path: Path | None) -> TimesFile:
     """The file's contents; an empty record when there is none, or it is no regular file of
-    a sane size, or it does not parse."""
+    a sane size, or it or its directory is not the person's own (or root's) or is writable by
+    others (nobody else can have put times there), or it does not parse."""
     if path is None:
         return TimesFile()
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return TimesFile()
+        if not (owned_by_user(path.parent.resolve()) and owned_by_user(path)):
             return TimesFile()
         return TimesFile.model_validate_json(path.read_bytes())
     except (OSError, ValidationError, ValueError):

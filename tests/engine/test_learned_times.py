@@ -13,7 +13,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.verify.learned_times import merged, passing_times, times_path
+from engine.verify.learned_times import LearnedTimes, merged, passing_times, times_path
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
 from tests.engine.test_model_code import committed
 from tests.model_server import ScriptedModelServer
@@ -170,3 +170,17 @@ def test_one_quick_pass_halves_a_remembered_time_and_a_slower_one_replaces_it() 
     old = {"t::a": 100.0, "t::b": 10.0, "t::gone": 0.8, "t::unseen": 5.0}
     new = merged(old, {"t::a": 0.0, "t::b": 30.0, "t::gone": 0.1})
     assert new == {"t::a": 50.0, "t::b": 30.0, "t::unseen": 5.0}
+
+
+def test_a_times_file_others_may_write_is_not_read(tmp_path: Path) -> None:
+    root = committed(tmp_path / "project", {"tests/test_slow.py": SLOW_TEST})
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    kept = times_path(root, environ)
+    assert kept is not None
+    kept.parent.mkdir(parents=True)
+    times = {"sandbox": "gvisor", "times": {SLOW: 3600.0}}
+    kept.write_text(json.dumps({"backends": {"gvisor": times}}))
+    kept.chmod(0o600)
+    assert LearnedTimes(root, "gvisor", environ).remembered() == {SLOW: 3600.0}
+    kept.chmod(0o666)
+    assert LearnedTimes(root, "gvisor", environ).remembered() == {}

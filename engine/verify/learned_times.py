@@ -84,7 +84,9 @@ def project_key(root: Path) -> str:
 
 def _git_identity(root: Path) -> list[str]:
     """Origin's URL and the root commits, read with git under `host_git_env` (nothing the
-    repository's config names runs); empty outside a repository or before its first commit."""
+    repository's config names runs); empty outside a repository or before its first commit.
+    The repository chooses both, and they only go into the key beside the absolute path it
+    does not choose: it can pick no other project's times, only lose its own."""
     from git import GitError  # GitPython: imported on use
 
     from engine.project.git_plumbing import WorkspaceError, run_git

@@ -16,8 +16,16 @@ must be `verify` ok; anything else is a fixloop bug); and for an iteration still
 failing test, its time with failing-tests-first and with the whole suite (`red iter s`:
 first/whole, and the share; the acceptance line is under 20%).
 
+fixloop remembers a project's passing test times in the person's cache and sizes later
+per-test limits from them (`engine/verify/learned_times.py`). So that a bench does not depend
+on what earlier ones taught, each project's verifications keep their times in a cache of their
+own, empty at the start (the cold run starts from nothing; the warm runs have what it learned).
+With `--learned`, two more verifications per project in another empty cache: one with
+`--test-timeout 0` that teaches the times (`teach s`), then one with the default limits
+(`learned s` and its verdict): what a person sees after that one run.
+
     python -m bench.real_projects [--backend gvisor|docker] [--projects a,b] [--runs N]
-                                  [--python PATH] [--test-timeout S] [--json]
+                                  [--python PATH] [--test-timeout S] [--learned] [--json]
 
 Run it from the repository, as root or as a normal user (then `--python /usr/bin/python3`
 or another interpreter that user can read); the docker backend needs an engine
@@ -227,6 +235,10 @@ class Row:
     verify_s: list[float] = field(default_factory=list)  # cold first, then warm
     red_iteration_s: tuple[float, float] | None = None
     problem: str = ""  # the first not-ok verify's output, when bare was green
+    # --learned: the teaching run (--test-timeout 0), then default limits from its times
+    teach_s: float | None = None
+    learned_s: float | None = None
+    learned_status: str = ""
 
     @property
     def cold_s(self) -> float:
@@ -242,7 +254,8 @@ class Row:
 
     @property
     def matches(self) -> bool:
-        ok = all(status == "ok" for status in self.verify_status)
+        statuses = [*self.verify_status, *([self.learned_status] if self.learned_status else [])]
+        ok = all(status == "ok" for status in statuses)
         return ok if self.bare_ok else not ok
 
 
@@ -268,9 +281,10 @@ def bare(checkout: Path, runs: int) -> tuple[bool, str, float]:
 
 
 def verify(
-    checkout: Path, backend: str, test_timeout: float | None = None
+    checkout: Path, backend: str, times: Path, test_timeout: float | None = None
 ) -> tuple[float, dict[str, object], str]:
-    """`fixloop-tui verify` as a person runs it on the checkout: wall time, its JSON, output."""
+    """`fixloop-tui verify` as a person runs it on the checkout, its test times kept under
+    `times` (its XDG_CACHE_HOME): wall time, its JSON, output."""
     argv = [
         sys.executable, "-m", "tui.cli", "verify", str(checkout), "--json",
         "--sandbox", backend,
@@ -279,7 +293,7 @@ def verify(
         *(("--test-timeout", f"{test_timeout:g}") if test_timeout is not None else ()),
     ]  # fmt: skip
     started = time.perf_counter()
-    done = run(argv, REPO, SUITE_TIMEOUT_S)
+    done = run(argv, REPO, SUITE_TIMEOUT_S, XDG_CACHE_HOME=str(times))
     elapsed = time.perf_counter() - started
     try:
         result = json.loads(done.stdout)
@@ -296,7 +310,7 @@ RED_BODY = (
 
 
 def red_iteration_times(
-    checkout: Path, backend: str, runs: int, test_timeout: float | None = None
+    checkout: Path, backend: str, runs: int, times: Path, test_timeout: float | None = None
 ) -> tuple[float, float]:
     """An iteration that is still red on one failing test, timed both ways: (with
     failing-tests-first, the whole suite), seconds, the median of `runs` each. One test that
@@ -308,13 +322,13 @@ def red_iteration_times(
     red = (tests if tests.is_dir() else checkout) / RED_TEST
     red.write_text(RED_BODY)
     try:
-        return asyncio.run(_red_times(checkout, backend, runs, test_timeout))
+        return asyncio.run(_red_times(checkout, backend, runs, times, test_timeout))
     finally:
         red.unlink()
 
 
 async def _red_times(
-    checkout: Path, backend: str, runs: int, test_timeout: float | None
+    checkout: Path, backend: str, runs: int, times: Path, test_timeout: float | None
 ) -> tuple[float, float]:
     from engine.project.settings import load_settings
     from engine.verify.checkout import configured_verifier, open_configured_sandbox
@@ -331,7 +345,12 @@ async def _red_times(
     sandbox = open_configured_sandbox(settings, cast(BackendName, backend))
     try:
         verifier = configured_verifier(
-            sandbox, configured_stages(settings), settings, python, checkout
+            sandbox,
+            configured_stages(settings),
+            settings,
+            python,
+            checkout,
+            environ={"XDG_CACHE_HOME": str(times)},
         )
         whole_times: list[float] = []
         narrowed_times: list[float] = []
@@ -357,23 +376,46 @@ async def _red_times(
 
 
 def bench_project(
-    project: RealProject, python: Path, backend: str, runs: int, test_timeout: float | None
+    project: RealProject,
+    python: Path,
+    backend: str,
+    runs: int,
+    test_timeout: float | None,
+    learned: bool = False,
 ) -> Row:
     checkout = set_up(project, python, cache_root())
     row = Row(project=project.slug, covers=project.covers)
     row.bare_ok, row.bare_summary, row.bare_s = bare(checkout, runs)
-    for _ in range(1 + runs):
-        elapsed, result, output = verify(checkout, backend, test_timeout)
-        status = str(result.get("status"))
-        row.verify_s.append(elapsed)
-        row.verify_status.append(status)
-        tests = result.get("tests")
-        if isinstance(tests, dict) and row.collected is None:
-            row.collected = tests.get("collected")
-        if status != "ok" and row.bare_ok and not row.problem:
-            row.problem = output
-    row.red_iteration_s = red_iteration_times(checkout, backend, runs, test_timeout)
+    with tempfile.TemporaryDirectory(prefix="fixloop-bench-times-") as times:
+        for _ in range(1 + runs):
+            elapsed, result, output = verify(checkout, backend, Path(times), test_timeout)
+            status = str(result.get("status"))
+            row.verify_s.append(elapsed)
+            row.verify_status.append(status)
+            tests = result.get("tests")
+            if isinstance(tests, dict) and row.collected is None:
+                row.collected = tests.get("collected")
+            if status != "ok" and row.bare_ok and not row.problem:
+                row.problem = output
+        row.red_iteration_s = red_iteration_times(
+            checkout, backend, runs, Path(times), test_timeout
+        )
+    if learned:
+        learn_times(row, checkout, backend)
     return row
+
+
+def learn_times(row: Row, checkout: Path, backend: str) -> None:
+    """In an empty cache: one verification with no per-test limit, which teaches fixloop the
+    suite's times, then one with the default limits, sized from them."""
+    with tempfile.TemporaryDirectory(prefix="fixloop-bench-learned-") as times:
+        row.teach_s, taught, output = verify(checkout, backend, Path(times), 0)
+        if taught.get("status") != "ok" and row.bare_ok and not row.problem:
+            row.problem = output
+        row.learned_s, result, output = verify(checkout, backend, Path(times))
+        row.learned_status = str(result.get("status"))
+        if row.learned_status != "ok" and row.bare_ok and not row.problem:
+            row.problem = output
 
 
 def environment(backend: str, python: Path) -> dict[str, str]:
@@ -409,6 +451,9 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
         f"{'project':<22} {'tests':>6} {'bare s':>7} {'cold s':>7} {'warm s':>7} "
         f"{'warm/bare':>9} {'verdict':<14} {'red iter s':>11} {'share':>6}"
     )
+    learned = any(row.learned_status for row in rows)
+    if learned:
+        header += f" {'teach s':>8} {'learned s':>9} {'learned':<8}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -420,11 +465,16 @@ def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
             if row.red_iteration_s and row.red_iteration_s[1]
             else "n/a"
         )
-        print(
+        line = (
             f"{row.project:<22} {row.collected if row.collected is not None else '?':>6} "
             f"{seconds(row.bare_s):>7} {seconds(row.cold_s):>7} {seconds(row.warm_s):>7} "
             f"{row.ratio:>8.2f}x {verdict:<14} {red:>11} {share:>6}"
         )
+        if learned:
+            teach = seconds(row.teach_s) if row.teach_s is not None else "n/a"
+            after = seconds(row.learned_s) if row.learned_s is not None else "n/a"
+            line += f" {teach:>8} {after:>9} {row.learned_status or 'n/a':<8}"
+        print(line)
     print()
     for row in rows:
         print(f"{row.project}: bare: {row.bare_summary}; covers: {row.covers}")
@@ -452,6 +502,12 @@ def main() -> None:
         type=float,
         help="fixloop's per-test limit (default: fixloop's own, 20 s; 0 for none)",
     )
+    parser.add_argument(
+        "--learned",
+        action="store_true",
+        help="also: one verify with --test-timeout 0 that teaches fixloop the suite's times, "
+        "then one with the default limits (in a cache of their own)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
     names = [name for name in args.projects.split(",") if name]
@@ -467,7 +523,12 @@ def main() -> None:
             print(f"real-projects: {name} ...", file=sys.stderr, flush=True)
             rows.append(
                 bench_project(
-                    PROJECTS[name], args.python, args.backend, args.runs, args.test_timeout
+                    PROJECTS[name],
+                    args.python,
+                    args.backend,
+                    args.runs,
+                    args.test_timeout,
+                    learned=args.learned,
                 )
             )
     except BenchFailed as exc:

@@ -15,6 +15,7 @@ from engine.durations import said_duration
 from engine.project.settings import ConfigError, load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.verify.checkout import verify_checkout
+from engine.verify.learned_times import times_path
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 from tui.sandbox_warnings import unsafe_local_said_once
@@ -116,26 +117,34 @@ def print_human(root: Path, result: Verification) -> None:
             print(f"  - {reason}")
     for note in result.notes:
         print(f"  note: {note}")
-    if hint := slow_tests_hint(result):
+    if hint := slow_tests_hint(root, result):
         print(f"  hint: {hint}")
     if result.packet_text:
         print(f"\nRepair packet ({result.packet_tokens} tokens):\n")
         print(result.packet_text)
 
 
-def slow_tests_hint(result: Verification) -> str | None:
+def slow_tests_hint(root: Path, result: Verification) -> str | None:
     """What to do about tests stopped by the per-test limit, when they may only be slow: the
     sandbox runs some tests far slower than bare (threads handing a lock back and forth cost
-    a system call each, and gVisor's system calls are slow), and `verify` has no earlier
-    times to size their limits from (a run's later verifications do)."""
+    a system call each, and gVisor's system calls are slow). One verification that lets them
+    pass teaches fixloop their times (`engine/verify/learned_times.py`), and every later one
+    gives them what they need."""
     packet = result.packet
     stopped = [f for f in packet.failures if f.kind == "timeout"] if packet is not None else []
     if not stopped:
         return None
     tests = "test was" if len(stopped) == 1 else "tests were"
+    kept = times_path(root)
+    learns = (
+        f"; fixloop then remembers their times (in {kept}) and later verifications and runs "
+        "give them the time they need with the default limit"
+        if kept is not None
+        else ""
+    )
     return (
         f"{len(stopped)} {tests} stopped by the per-test limit (--test-timeout, default 20 s). "
         "If they pass bare, they may only be slow in the sandbox (a test whose threads contend "
-        "for a lock can run 50x slower under gVisor): --test-timeout 0 leaves only the "
-        "stage's --exec-timeout, or give them a larger limit"
+        "for a lock can run 50x slower under gVisor): run `fixloop-tui verify --test-timeout 0` "
+        f"once, which leaves only the stage's --exec-timeout{learns}"
     )

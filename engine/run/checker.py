@@ -23,7 +23,6 @@ from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix
 from engine.verify.results import StageResult
-from engine.verify.time_needs import time_needs
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 
@@ -60,6 +59,7 @@ class IterationChecker:
         """What is red before the model is asked; no test, an environment problem, a green or
         a doubtful pass ends the run here."""
         current = self.settled(0, await self.verify(0, retry=True))
+        self.verifier.learn(current.stages)  # the person's tree, before any answer
         judgement = current.judgement
         if (no_tests := no_tests_reason(current.stages)) is not None:
             way = "write a test that shows the bug, or build from a spec (--spec)"
@@ -89,11 +89,9 @@ class IterationChecker:
 
     def allow_baseline_times(self) -> None:
         """Every later verification gives each test at least what the baseline saw it take,
-        with a margin (`engine/verify/time_needs.py`)."""
-        durations = self.baseline_tests.durations if self.baseline_tests else {}
-        self.verifier.time_needs = time_needs(
-            durations, self.verifier.test_timeout, self.verifier.limits.timeout_s
-        )
+        or what earlier verifications remembered, with a margin
+        (`engine/verify/time_needs.py`)."""
+        self.verifier.allow_times(self.baseline_tests.durations if self.baseline_tests else {})
 
     async def after_edit(
         self,

@@ -3,6 +3,7 @@ the one path behind `fixloop-tui verify`, the app's check before a run, and `wat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import git
@@ -12,6 +13,7 @@ from engine.project.paths import project_python
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.go_seed_job import start_seeding
+from engine.verify.learned_times import LearnedTimes
 from engine.verify.stages import Stage, configured_stages, fix_stage
 from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
@@ -30,9 +32,16 @@ def open_configured_sandbox(settings: Settings, backend: BackendName, *, warm: i
 
 
 def configured_verifier(
-    sandbox: Sandbox, stages: list[Stage], settings: Settings, python: Path, project: Path
+    sandbox: Sandbox,
+    stages: list[Stage],
+    settings: Settings,
+    python: Path,
+    project: Path,
+    environ: Mapping[str, str] | None = None,
 ) -> Verifier:
-    return Verifier(
+    """The settings' verifier, its per-test limits sized from the project's remembered test
+    times (the person's cache, found from `environ`, by default the process's own)."""
+    verifier = Verifier(
         sandbox,
         stages,
         python=python,
@@ -42,6 +51,9 @@ def configured_verifier(
         fix=fix_stage(settings),
         failing_first=settings.failing_first,
     )
+    verifier.learned = LearnedTimes(project, sandbox.name, environ)
+    verifier.allow_times()
+    return verifier
 
 
 async def verify_checkout(project: Path, settings: Settings) -> Verification:
@@ -55,14 +67,12 @@ async def verify_checkout(project: Path, settings: Settings) -> Verification:
     python = settings.python or project_python(project)
     # Go's build-cache seed, for the next verification: finished before the sandbox closes.
     seeding = start_seeding(sandbox, [stage.cmd for stage in stages])
+    verifier = configured_verifier(sandbox, stages, settings, python, project)
     try:
         examined = await examine_tree(
-            project,
-            configured_verifier(sandbox, stages, settings, python, project),
-            baseline=baseline,
-            touched=touched,
-            last_diff=diff or None,
+            project, verifier, baseline=baseline, touched=touched, last_diff=diff or None
         )
+        verifier.learn(examined.stages)
     finally:
         if seeding is not None:
             await seeding

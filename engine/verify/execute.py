@@ -19,6 +19,7 @@ from engine.verify.focus import NARROWED_SUFFIX, Plan
 from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests
 from engine.verify.junit_report import parse_junit
+from engine.verify.learned_times import LearnedTimes, longest
 from engine.verify.parsers import (
     extract_report,
     generic_excerpt,
@@ -28,6 +29,7 @@ from engine.verify.parsers import (
 )
 from engine.verify.results import StageFocus, StageKind, StageResult, TestCounts, TestReport
 from engine.verify.stages import Stage
+from engine.verify.time_needs import time_needs
 from engine.verify.toolchains import (
     runner_argv,
     toolchain_env,
@@ -76,13 +78,29 @@ class Verifier:
         # never what is verified.
         self.project = project
         self.test_timeout = test_timeout  # one pytest test's limit; None: only the stage's
-        # Seconds the baseline's slow tests need (`time_needs.time_needs`): floors under
-        # their limits. Empty until a run's baseline has been verified.
+        # Seconds the slow tests need (`time_needs.time_needs`): floors under their limits,
+        # from the remembered times (`learned`) and a run's baseline (`allow_times`).
         self.time_needs: dict[str, float] = {}
+        # The project's passing test times kept in the person's cache; None: not kept.
+        self.learned: LearnedTimes | None = None
         # `fix_cmd`: run before the stages by the run's checker (engine/verify/fix.py)
         self.fix = fix
         # After a failed verification, its failing tests run first (engine/verify/focus.py).
         self.failing_first = failing_first
+
+    def allow_times(self, baseline: Mapping[str, float] | None = None) -> None:
+        """Size the per-test limits from the longest of each test's remembered time and its
+        time at `baseline` (a run's first verification), with a margin."""
+        remembered = self.learned.remembered() if self.learned is not None else {}
+        self.time_needs = time_needs(
+            longest(remembered, baseline or {}), self.test_timeout, self.limits.timeout_s
+        )
+
+    def learn(self, stages: Sequence[StageResult]) -> None:
+        """Remember the passing tests' times of a verification of the person's own tree (never
+        of a model's answer: `learned_times.py` says why)."""
+        if self.learned is not None:
+            self.learned.remember(self.sandbox, stages)
 
     async def run(
         self,

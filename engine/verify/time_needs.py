@@ -1,9 +1,10 @@
 """Each pytest test's time limit from the suite's own times: what the baseline saw a test take,
-with a margin, is a floor under its limit in every later verification of the run, so a test
-that passed at the baseline cannot time out for being slow, nor after another test's timeout.
+and what earlier verifications of the person's tree saw it take (`learned_times.py`), with a
+margin, is a floor under its limit, so a test that passed before cannot time out for being
+slow, nor after another test's timeout.
 
-The times come from the baseline's report (`TestReport.durations`), measured inside the same
-sandbox, so the sandbox's slowdown is already in them. Pure: times in, needs out.
+The times are measured inside the same kind of sandbox, so its slowdown is already in them.
+Pure: times in, needs out.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ def time_needs(
     without a per-test limit.
 
     The times are the project's own report, so a hostile suite chooses them: a need is only
-    ever a floor under a limit the plugin still bounds by the stage's budget, it is capped at
-    half the stage's time (as the plain limit is), and a test stopped by it still fails. A
+    ever a floor under a limit the plugin still bounds by the stage's budget (what is left of
+    the stage's time, less the reserve for the report: `TimeBudget`), it is capped at the
+    stage's time, and a test stopped by it still fails. A need may pass half the stage (the
+    plain limit may not) because the budget bounds it: a test that took minutes and passed
+    gets them, and when it then hangs the tests left are reported not run, never passed. A
     long need can make a hanging test cost more of the stage's time, never turn it green.
     """
     if not test_timeout:
         return {}
-    cap = stage_timeout_s / 2
+    cap = stage_timeout_s
     shortest = test_timeout / SHORTEST_LIMIT_SHARE
     needs: dict[str, float] = {}
     for nodeid, seconds in durations.items():

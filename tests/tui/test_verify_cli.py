@@ -162,7 +162,8 @@ def test_a_broken_pyproject_is_a_one_line_usage_error(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("needs_gvisor")
 def test_a_test_stopped_by_its_limit_is_told_how_to_give_it_time(tmp_path: Path) -> None:
     """`verify` has no earlier times: a test that is only slow in the sandbox is stopped at
-    the per-test limit, and the person is told how to tell slow from hung."""
+    the per-test limit, and the person is told how to tell slow from hung, and that one
+    verification without the limit teaches fixloop its time (and where that is kept)."""
     root = tmp_path / "slow"
     root.mkdir()
     (root / "test_slow.py").write_text(
@@ -172,11 +173,15 @@ def test_a_test_stopped_by_its_limit_is_told_how_to_give_it_time(tmp_path: Path)
     repo.index.add(["test_slow.py"])
     repo.index.commit("a slow test")
 
-    stopped = verify(str(root), "--test-timeout", "1")
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    stopped = verify(str(root), "--test-timeout", "1", env=cache)
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     assert "hint: 1 test was stopped by the per-test limit" in stopped.stdout
-    assert "--test-timeout 0" in stopped.stdout
+    assert "--test-timeout 0` once" in stopped.stdout
+    assert f"remembers their times (in {tmp_path / 'cache' / 'fixloop' / 'test-times'}/" in (
+        stopped.stdout
+    )
 
-    given_time = verify(str(root), "--test-timeout", "0")
+    given_time = verify(str(root), "--test-timeout", "0", env=cache)
     assert given_time.returncode == 0, given_time.stdout + given_time.stderr
     assert "hint:" not in given_time.stdout

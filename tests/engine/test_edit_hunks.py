@@ -136,3 +136,19 @@ def test_a_hunk_whose_old_lines_are_not_in_the_file_is_refused(tmp_path: Path) -
     diff = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a\n+b\n"
     with pytest.raises(EditFormatError, match="does not match the file"):
         keep_hunks(diff, {"m.py": "something else\n"}, {"m.py": "b\n"}, set())
+
+
+def test_kept_hunks_of_a_file_linked_outside_the_project_are_refused_when_written(
+    tmp_path: Path,
+) -> None:
+    root = project(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("SECRET = 1\n")
+    (root / "pkg" / "linked.py").symlink_to(outside)
+    diff = "--- a/pkg/linked.py\n+++ b/pkg/linked.py\n@@ -1 +1 @@\n-SECRET = 1\n+SECRET = 2\n"
+    kept = keep_hunks(
+        diff, {"pkg/linked.py": "SECRET = 1\n"}, {"pkg/linked.py": "SECRET = 2\n"}, set()
+    )
+    with pytest.raises(EditFormatError, match="through a symlink to outside the project"):
+        written(root, kept)
+    assert outside.read_text() == "SECRET = 1\n"

@@ -32,6 +32,7 @@ from tests.tui.test_app import (
 from tests.tui.test_review import SMALL, a_run_at_review, decided, review_shown
 from tests.tui.test_snapshots import app_in
 from tui.gate import ProposalReviewRequest
+from tui.screens.editor import EditorScreen
 from tui.screens.review import ReviewScreen
 from tui.widgets.diff import DiffView
 
@@ -146,6 +147,21 @@ async def test_every_hunk_dropped_rejects_the_proposal_with_the_note(tmp_path: P
     assert decided(request) == Review(
         decision="reject", comment="none of this", note="rejected by you", by="person"
     )
+
+
+async def test_e_after_a_hunk_is_dropped_edits_the_kept_hunks_only(tmp_path: Path) -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        review = await review_shown(pilot, three_hunks(tmp_path))
+        await pilot.press("space", "e")
+        editor = await wait_screen(pilot, EditorScreen)
+        [shown] = editor.files
+        assert shown.text == MODULE.replace("x + 2", "x * 2").replace("x + 3", "x * 3")
+        await pilot.press("ctrl+s")
+        while app.screen is not review:
+            await pilot.pause(0.01)
+        assert review.dropped == set()  # the person's version is taken whole from here
 
 
 async def test_space_in_the_note_is_a_space_not_a_hunk_dropped(tmp_path: Path) -> None:

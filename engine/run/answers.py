@@ -20,6 +20,7 @@ from engine.run.events import AnswerReasked, ModelRequested, ProposalReady, Revi
 from engine.run.gate import (
     Choice,
     Gate,
+    partly_applied_note,
     rejected_proposal_note,
     reviewer_note,
     split_test_edits,
@@ -243,12 +244,15 @@ class Answers:
             return self.unusable(n, exc, explanation)
         edits: dict[str, object] = {"proposal": proposal.model_dump(), "held_back": held_back}
         self.journal.json(n, "edits.json", edits)
-        notes = self.notes(held_back, review.comment)
+        notes = self.notes(held_back, review.comment, review.dropped)
         return Answer(explanation, kept, held_back, notes, comment=review.comment)
 
-    def notes(self, held_back: list[str], comment: str) -> list[str]:
-        """What the next prompt says of an applied answer: held-back files, the person's words."""
+    def notes(self, held_back: list[str], comment: str, dropped: Sequence[str] = ()) -> list[str]:
+        """What the next prompt says of an applied answer: held-back files, the person's words
+        (with the hunks they dropped, when they kept only part of it)."""
         notes = [self.mode.held_back_note(held_back)] if held_back else []
+        if dropped:
+            return [*notes, partly_applied_note(list(dropped), comment)]
         return notes + ([reviewer_note(comment)] if comment.strip() else [])
 
     def unusable(self, n: int, exc: EditFormatError, explanation: str = "") -> Answer:

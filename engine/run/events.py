@@ -171,6 +171,7 @@ class ReviewResolved(BaseEvent):
     by: Literal["person", "policy"] = "policy"
     note: str = ""
     comment: str = ""  # what the person told the model with the decision
+    dropped: list[str] = Field(default_factory=list)  # hunks left out of an edited proposal
 
 
 class EditsApplied(BaseEvent):

@@ -35,12 +35,20 @@ class Review(BaseModel):
     note: str = ""  # why, for the audit trail ("edited by you", "auto mode")
     comment: str = ""  # the person's words to the model, sent with the next prompt
     by: Literal["person", "policy"] = "policy"  # who decided, for the audit trail
+    # "edit" of part of the proposal: the hunks the person dropped, named as the model hears
+    dropped: list[str] = []
 
     def resolved(self, n: int) -> ReviewResolved:
         """The review as the audit trail keeps it."""
         decision, note, comment, by = self.decision, self.note, self.comment, self.by
         return ReviewResolved(
-            n=n, kind="proposal", decision=decision, note=note, comment=comment, by=by
+            n=n,
+            kind="proposal",
+            decision=decision,
+            note=note,
+            comment=comment,
+            by=by,
+            dropped=self.dropped,
         )
 
 
@@ -257,6 +265,15 @@ def rejected_proposal_note(files: list[str], comment: str) -> str:
 def reviewer_note(comment: str) -> str:
     """A comment the person sent with an approved proposal."""
     return f"The reviewer approved your last proposal and said: {_sentence(comment)}"
+
+
+def partly_applied_note(dropped: list[str], comment: str) -> str:
+    """What the model hears after the person kept only some hunks of its proposal."""
+    said = f" The reviewer said: {_sentence(comment)}" if comment.strip() else ""
+    return (
+        "The reviewer applied only part of your last proposal and dropped your changes to "
+        f"{'; '.join(dropped)}: those lines stay as they were.{said}"
+    )
 
 
 def _sentence(text: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.edits.proposal import Proposal
+from engine.edits.proposal import Edit, Proposal
 from engine.model.local import EMBEDDED_MODEL
 from engine.model.types import Completion, Message, ModelError, Usage
 from engine.project.paths import run_path
@@ -396,6 +396,35 @@ async def test_a_note_with_an_approval_goes_with_the_next_prompt(tmp_path: Path)
     result = await run_loop(tmp_path, model, gate=gate)
     assert [r.status for r in result.iterations] == ["failing", "ok"]
     assert "The reviewer approved your last proposal and said: also check 0." in model.prompt(2)
+
+
+async def test_a_proposal_kept_in_part_tells_the_model_the_dropped_hunks_and_the_note(
+    tmp_path: Path,
+) -> None:
+    part = Proposal(
+        explanation="edited by you",
+        edits=[Edit(path="app.py", content="VALUE = 3\n")],
+        format="json",
+    )
+    kept = Review(
+        decision="edit",
+        proposal=part,
+        note="edited by you",
+        comment="leave the docstring alone",
+        by="person",
+        dropped=["app.py lines 1-3"],
+    )
+    gate = ScriptedGate(reviews=[kept])
+    model = ScriptedModel(answer(("app.py", '"""x"""\nVALUE = 3\n')), answer(("app.py", FIXED)))
+    result = await run_loop(tmp_path, model, gate=gate)
+    assert [r.status for r in result.iterations] == ["failing", "ok"]
+    assert (
+        "The reviewer applied only part of your last proposal and dropped your changes to "
+        "app.py lines 1-3: those lines stay as they were. "
+        "The reviewer said: leave the docstring alone."
+    ) in model.prompt(2)
+    resolved = [e for e in events(result) if e["type"] == "ReviewResolved"]
+    assert (resolved[0]["note"], resolved[0]["dropped"]) == ("edited by you", ["app.py lines 1-3"])
 
 
 async def test_a_baseline_without_tests_is_refused_before_the_model_is_asked(

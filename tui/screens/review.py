@@ -1,7 +1,10 @@
 """The review modal (step mode): one proposal, the last check's test counts and its diff; approve
 `a`, reject with a note `n` (or approve with it), edit `e` (committed as `edited by you`), let
 pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`. The diff
-scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen (`d`)."""
+scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen (`d`).
+As `git add -p` does, `space` drops the hunk being read (or keeps it again) and `A` keeps them
+all: approving then commits only the kept hunks, as `edited by you`, and the model hears which
+were dropped."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from tui.widgets.diff import DiffView
 # The engine's models are imported where a decision is made: the app imports this screen
 # before its first frame, which needs none of them.
 if TYPE_CHECKING:
+    from engine.edits.hunks import PartialEdit
     from engine.edits.proposal import EditFormat, Proposal
     from engine.run.gate import Review
     from engine.run.preview import ProposalPreview
@@ -34,6 +38,7 @@ EDITED_BY_YOU = "edited by you"
 REJECTED_BY_YOU = "rejected by you"
 # Only while the note box is open (they stay out of the footer otherwise).
 NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
+HUNK_ACTIONS = frozenset({"toggle_hunk", "keep_all_hunks"})
 
 
 class ReviewScreen(DiffKeys, ModalScreen["Review"]):
@@ -50,6 +55,9 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         Binding("v", "hide", "run"),
         Binding("x", "abort", "abort"),
         Binding("q", "app.quit", "quit"),
+        # Priority: a focused button would take space as a press (approve, at first).
+        Binding("space", "toggle_hunk", "keep/drop hunk", show=False, priority=True),
+        Binding("A", "keep_all_hunks", "keep all hunks", show=False, priority=True),
         # The note box's keys: priority, so the text area does not take them.
         Binding("ctrl+s", "reject", "reject: ask again", priority=True),
         Binding("ctrl+g", "approve_with_note", "approve with note", priority=True),
@@ -69,6 +77,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         self.request = request
         self.allow_test_edits = False
         self.edited: dict[str, str] | None = None  # the person's version of the files
+        self.dropped: set[int] = set()  # the proposal's hunks the person dropped (indexes)
         self.noting = False  # the note box is open
         # Below 100 columns the buttons would not fit: `t` is then said by the notice and footer.
         self.HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -115,6 +124,8 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             return not self.noting and self.diff_action_allowed(action)
         if action == "allow_tests":
             return bool(self.request.held_back) and self.edited is None and not self.noting
+        if action in HUNK_ACTIONS:  # enabled even with no hunks: space never presses a button
+            return not self.noting
         return not self.noting
 
     # -- what the modal shows -------------------------------------------------------------------
@@ -141,6 +152,17 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             view.show_message(Content.styled(preview.error, "$text-error"))
         else:
             view.show(self.diff_text())
+            view.mark_hunks(self.dropped if self.hunks_choosable() else None)
+
+    def hunks_choosable(self) -> bool:
+        """Whether hunks can be kept or dropped: the model's proposal, applicable (the person's
+        own edit is taken whole)."""
+        return self.edited is None and not self.request.preview.error and self.hunk_total() > 0
+
+    def hunk_total(self) -> int:
+        from engine.edits.hunks import hunk_count
+
+        return hunk_count(self.request.preview.diff)
 
     def _notice(self) -> Content:
         request = self.request
@@ -160,6 +182,8 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             )
         files = ", ".join(f.path for f in request.preview.files) or "no file"
         lines = [Content.assemble(("files: ", "bold"), files), *checked]
+        if self.dropped:
+            lines.append(self._hunks_notice())
         if request.preview.error:
             lines.append(
                 Content.styled(
@@ -176,6 +200,15 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
                 text = f"pinned tests {held} will be held back (t: allow these edits)"
                 lines.append(Content.styled(text, "$text-warning"))
         return Content("\n").join(lines)
+
+    def _hunks_notice(self) -> Content:
+        total = self.hunk_total()
+        kept = total - len(self.dropped)
+        if not kept:
+            text = f"0 of {total} hunks kept: approving rejects the proposal (A: keep all)"
+        else:
+            text = f"{kept} of {total} hunks kept: approving commits only those (A: keep all)"
+        return Content.styled(text, "bold $text-accent")
 
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
@@ -200,6 +233,15 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         yield SystemCommand(
             "Review: the diff full screen (d)", "d or esc: back", self.action_diff_full
         )
+        if self.hunks_choosable():
+            yield SystemCommand(
+                "Review: keep or drop this hunk (space)",
+                "approving commits only the kept hunks",
+                self.action_toggle_hunk,
+            )
+            yield SystemCommand(
+                "Review: keep every hunk (A)", "take the whole proposal", self.action_keep_all_hunks
+            )
         yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
         if self.request.held_back:
             yield SystemCommand(
@@ -211,14 +253,71 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
     # -- actions ------------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        self.dismiss(self._approval())
+        self._decide(self._approval())
 
     def action_approve_with_note(self) -> None:
-        self.dismiss(self._approval(self.note_text()))
+        self._decide(self._approval(self.note_text()))
 
-    def _approval(self, comment: str = "") -> Review:
+    def _decide(self, review: Review | None) -> None:
+        if review is not None:
+            self.dismiss(review)
+
+    def _part_approved(self, comment: str) -> Review | None:
+        """Only the kept hunks, as the person's edit; every hunk dropped: a rejection."""
+        from engine.edits.proposal import EditFormatError
         from engine.run.gate import Review
 
+        if len(self.dropped) >= self.hunk_total():
+            return Review(decision="reject", comment=comment, note=REJECTED_BY_YOU, by="person")
+        try:
+            part = self.kept_part()
+        except EditFormatError as error:
+            self.notify(str(error), title="the kept hunks do not apply", severity="error")
+            return None
+        proposal = edited_proposal(part.texts, self.request.proposal.format)
+        return Review(
+            decision="edit",
+            proposal=proposal,
+            note=EDITED_BY_YOU,
+            comment=comment,
+            by="person",
+            dropped=part.dropped,
+        )
+
+    def kept_part(self) -> PartialEdit:
+        """The proposal's kept hunks applied to the files before it; pinned tests held back
+        unless their edits are allowed, as in an edit (`e`)."""
+        from engine.edits.hunks import PartialEdit, keep_hunks
+
+        preview = self.request.preview
+        before = {f.path: f.before for f in preview.files}
+        after = {f.path: f.after for f in preview.files}
+        part = keep_hunks(preview.diff, before, after, self.dropped)
+        held = set(self.request.held_back) if not self.allow_test_edits else set()
+        texts = {path: text for path, text in part.texts.items() if path not in held}
+        return PartialEdit(texts=texts, dropped=part.dropped)
+
+    def action_toggle_hunk(self) -> None:
+        """The hunk being read dropped, or kept again."""
+        if not self.hunks_choosable():
+            return
+        index = self.active_diff().hunk
+        if index < 0:
+            return
+        self.dropped ^= {index}
+        self._refresh()
+
+    def action_keep_all_hunks(self) -> None:
+        if not self.hunks_choosable():
+            return
+        self.dropped.clear()
+        self._refresh()
+
+    def _approval(self, comment: str = "") -> Review | None:
+        from engine.run.gate import Review
+
+        if self.edited is None and self.dropped and self.hunks_choosable():
+            return self._part_approved(comment)
         if self.edited is None:
             return Review(
                 decision="approve",
@@ -273,10 +372,13 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         self.app.push_screen(EditorScreen(self.editable_files()), self._edited)
 
     def editable_files(self) -> list[EditorFile]:
-        """The files as the proposal (or the person's last edit) would leave them; pinned
-        tests only when their edits are allowed."""
+        """The files as the proposal (or its kept hunks, or the person's last edit) would
+        leave them; pinned tests only when their edits are allowed."""
         if self.edited is not None:
             return [EditorFile(path=path, text=text) for path, text in self.edited.items()]
+        if self.dropped and self.hunks_choosable():
+            texts = self.kept_part().texts
+            return [EditorFile(path=path, text=text) for path, text in texts.items()]
         held = set(self.request.held_back) if not self.allow_test_edits else set()
         return files_after(self.request.preview, skip=held)
 
@@ -284,6 +386,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         if texts is None:
             return  # the person went back without saving
         self.edited = texts
+        self.dropped.clear()  # the person's version is taken whole
         self._refresh()
         self.refresh_bindings()
 

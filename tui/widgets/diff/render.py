@@ -4,7 +4,7 @@ a diff adds per file (the code pane marks them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass
 
 from textual.content import Content
@@ -74,12 +74,18 @@ _CODE_KINDS = ("context", "added", "removed")
 _CODE_STYLES: dict[LineKind, str] = {"added": ADDED, "removed": REMOVED, "context": ""}
 
 
+KEPT = "  ✓ kept"
+DROPPED = "  ✗ dropped"
+
+
 @dataclass(frozen=True)
 class ReadableDiff:
-    """A diff as the diff view shows it: its styled lines, and the line each hunk starts on."""
+    """A diff as the diff view shows it: its styled lines, the line each hunk starts on and
+    the line after its last."""
 
     lines: tuple[Content, ...]
     hunks: tuple[int, ...]
+    hunk_ends: tuple[int, ...] = ()
 
     @property
     def content(self) -> Content:
@@ -91,7 +97,23 @@ class ReadableDiff:
         return ReadableDiff(
             lines=(*other.lines, *self.lines),
             hunks=(*other.hunks, *(line + shift for line in self.hunks)),
+            hunk_ends=(*other.hunk_ends, *(line + shift for line in self.hunk_ends)),
         )
+
+    def marked(self, dropped: Set[int]) -> Content:
+        """The lines with each hunk's header marked kept or dropped (as `git add -p` takes
+        them), a dropped hunk's lines dimmed to plain text."""
+        lines = list(self.lines)
+        for index, (start, end) in enumerate(zip(self.hunks, self.hunk_ends, strict=True)):
+            if index in dropped:
+                lines[start] = Content.assemble(
+                    Content.styled(lines[start].plain, META), (DROPPED, "bold $text-error")
+                )
+                for line in range(start + 1, end):
+                    lines[line] = Content.styled(lines[line].plain, "$text-disabled")
+            else:
+                lines[start] = Content.assemble(lines[start], (KEPT, "bold $text-success"))
+        return Content("\n").join(lines)
 
 
 def readable_diff(diff: str) -> ReadableDiff:
@@ -102,6 +124,7 @@ def readable_diff(diff: str) -> ReadableDiff:
     highlighted = diff.count("\n") <= HIGHLIGHT_LIMIT
     lines: list[Content] = [Content(line) for line in parsed.preamble]
     hunks: list[int] = []
+    ends: list[int] = []
     for file in parsed.files:
         lines.extend(_styled(line, _header_style(line)) for line in file.header)
         language = language_of(file.path) if highlighted and file.path else "text"
@@ -109,7 +132,8 @@ def readable_diff(diff: str) -> ReadableDiff:
             hunks.append(len(lines))
             lines.append(Content.styled(hunk.header, HUNK))
             lines.extend(_hunk_lines(hunk, language))
-    return ReadableDiff(lines=tuple(lines), hunks=tuple(hunks))
+            ends.append(len(lines))
+    return ReadableDiff(lines=tuple(lines), hunks=tuple(hunks), hunk_ends=tuple(ends))
 
 
 def _styled(line: str, style: str) -> Content:

@@ -1,10 +1,11 @@
 """The diff view of the reviews: a whole diff, highlighted, scrolled by keyboard (arrows, PgUp,
 PgDn, Home, End), its hunks stepped through with `]`/`[` (the border says which hunk is on
-top: `hunk 2/3`); `enter` asks its screen to show it alone (full screen) or back."""
+top: `hunk 2/3`); `enter` asks its screen to show it alone (full screen) or back. Where its
+screen lets the person keep some hunks and drop the rest, each hunk's header says which."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -53,6 +54,8 @@ class DiffView(VerticalScroll, can_focus=True):
         self.full_key = full_key
         self.shown = ReadableDiff(lines=(), hunks=())
         self.texts: tuple[str, ...] = ()  # the diffs shown, as given
+        # The hunks dropped (their indexes), while the screen offers the choice; None: it does not
+        self.dropped: frozenset[int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Content(""), classes="diff-lines")
@@ -93,9 +96,21 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def _put(self, shown: ReadableDiff) -> None:
         self.shown = shown
-        self.query_one(".diff-lines", Static).update(shown.content)
+        self._paint()
         self.scroll_home(animate=False, immediate=True)
         self._moved()
+
+    def mark_hunks(self, dropped: Set[int] | None) -> None:
+        """Mark each hunk kept or dropped (`dropped`: the indexes of the dropped ones), where
+        the person is reading; None: no marks (the screen offers no such choice)."""
+        self.dropped = None if dropped is None else frozenset(dropped)
+        self._paint()
+        self._moved()
+
+    def _paint(self) -> None:
+        shown = self.shown
+        content = shown.content if self.dropped is None else shown.marked(self.dropped)
+        self.query_one(".diff-lines", Static).update(content)
 
     # -- hunks --------------------------------------------------------------------------------
 
@@ -130,7 +145,11 @@ class DiffView(VerticalScroll, can_focus=True):
         if not hunks:
             self.border_subtitle = ""
             return
-        self.border_subtitle = f"hunk {self.hunk + 1}/{hunks} · ] [ hunks · {self.full_key} full"
+        where = f"hunk {self.hunk + 1}/{hunks}"
+        if self.dropped is not None:
+            state = "dropped" if self.hunk in self.dropped else "kept"
+            where = f"{where} {state} · space keep/drop"
+        self.border_subtitle = f"{where} · ] [ hunks · {self.full_key} full"
 
     def action_full_screen(self) -> None:
         self.post_message(self.FullScreen(self))

@@ -151,6 +151,9 @@ class RunView:
         if isinstance(event, ev.RunStopped):
             self._stopped(event)
             return self.latest
+        if isinstance(event, ev.RunResumed):
+            self.resumed()
+            return None
         n = getattr(event, "n", None)
         if not isinstance(n, int):
             return None
@@ -306,6 +309,12 @@ class RunView:
         for it in self.iterations.values():
             if it.in_progress:
                 it.status, it.ended = "stopped", event.ts
+
+    def resumed(self) -> None:
+        """Taken up again after a stop: live once more (its stopped iteration stays as it
+        was; the resumed run asks or verifies it anew)."""
+        if self.status == "stopped":
+            self.status, self.reason = "", ""
 
     def _finished(self, event: ev.RunFinished) -> None:
         self.status = event.status

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine.run.events import RunResumed
 from engine.run.resume import ResumeError
 from tests.model_server import ScriptedModelServer, reply, status
@@ -106,9 +108,5 @@ async def test_a_run_that_ended_is_refused_before_the_app_opens(
     app = make_app(model_server, project, approve="auto")
     async with app.run_test(size=SIZE) as pilot:
         await end_of_run(pilot)
-    try:
+    with pytest.raises(ResumeError, match=r"^the run already ended \(error\): nothing to resume$"):
         resumed_app(project, app.main.view.run_id)
-    except ResumeError as exc:
-        assert str(exc) == "the run already ended (error): nothing to resume"
-    else:
-        raise AssertionError("an ended run was opened to resume")

@@ -4,8 +4,9 @@ read back by `report_from_trail`, and each sentence compared with what the event
 
 The kinds: the heading and the ending; the spent line; what to look at (by status, an idle or
 held-back stall, an accepted suspicious pass) and where the attempts are now; each iteration's
-heading, explanation, tests, verifier line and commit; a run that committed nothing; the
-commands to inspect the branch; the person's decision. (Spec runs' lines: test_spec_report.)"""
+heading, explanation, tests, verifier line and commit; the packet's progress line ("N new
+failures"), quoted with the packet; a run that committed nothing; the commands to inspect the
+branch; the person's decision. (Spec runs' lines: test_spec_report.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.feedback.distill import progress_between
 from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings
@@ -35,6 +37,14 @@ from engine.run.no_change import ONLY_HELD_BACK
 from engine.run.outcome import RunConfig
 from engine.run.report import LOOK_AT_HELD_BACK, LOOK_AT_IDLE, report_from_trail
 from engine.run.start import run_record
+from engine.verify.results import (
+    CollectionError,
+    StageKind,
+    StageResult,
+    TestCase,
+    TestCounts,
+    TestReport,
+)
 from tests.engine.test_workspace import FIXED_STATS, isolated_git, make_project, root_of, write
 
 __all__ = ["isolated_git"]  # the autouse fixture: no git config from outside tmp_path
@@ -315,3 +325,54 @@ def test_report_md_is_written_again_once_the_run_is_decided(repo: git.Repo) -> N
     written = path.read_text(encoding="utf-8")
     assert "## Inspect the branch" not in written
     assert written.endswith("**Decided:** discarded: its branch was deleted\n")
+
+
+# -- the packet's progress line, quoted in the report -------------------------------------------
+
+
+def pytest_stage(
+    nodeids: list[str],
+    failed: list[str],
+    *,
+    collection_errors: list[CollectionError] | None = None,
+    truncated: bool = False,
+) -> StageResult:
+    """A pytest stage as the plugin reports it: every test collected, those that failed."""
+    report = TestReport(
+        exitstatus=1 if failed or collection_errors else 0,
+        counts=TestCounts(
+            collected=len(nodeids), passed=len(nodeids) - len(failed), failed=len(failed)
+        ),
+        nodeids=nodeids,
+        tests=[TestCase(nodeid=nodeid, outcome="failed") for nodeid in failed],
+        collection_errors=collection_errors or [],
+        truncated=truncated,
+    )
+    return StageResult(
+        name="tests", kind=StageKind.TESTS, cmd="pytest", exit_code=1, duration_ms=1, report=report
+    )
+
+
+def test_a_failure_a_collection_error_hid_before_is_not_called_new() -> None:
+    # The previous attempt broke an import: no test ran. The failure now is the baseline's.
+    broken = pytest_stage(
+        [],
+        [],
+        collection_errors=[CollectionError(nodeid="tests/test_stats.py", exception_message="boom")],
+    )
+    now = pytest_stage(["tests/test_stats.py::test_mean"], ["tests/test_stats.py::test_mean"])
+    assert progress_between([broken], [now]) is None
+
+
+def test_a_failure_a_cut_report_left_out_is_neither_new_nor_said_to_pass() -> None:
+    ids = ["t::a", "t::b", "t::c"]
+    cut = pytest_stage(ids, ["t::a"], truncated=True)  # t::b failed too; its entry was dropped
+    now = pytest_stage(ids, ["t::a", "t::b"])
+    assert progress_between([cut], [now]) == "1 still fails"
+
+
+def test_a_test_that_passed_before_and_fails_now_is_one_new_failure() -> None:
+    ids = ["t::a", "t::b"]
+    assert progress_between([pytest_stage(ids, ["t::a"])], [pytest_stage(ids, ["t::b"])]) == (
+        "1 test now passes that failed before; 1 new failure; 1 of them passed before your edit"
+    )

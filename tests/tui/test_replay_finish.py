@@ -10,6 +10,7 @@ from pathlib import Path
 import git
 
 from engine.project.run_directory import list_runs
+from engine.run.finish import finish_run
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import MEAN_FIX, TOP_FIX, answer
 
@@ -21,6 +22,7 @@ from tests.tui.test_app import (  # noqa: F401
     make_app,
     project,
     sandboxed,
+    text_of,
     wait_for,
     wait_screen,
 )
@@ -92,3 +94,25 @@ async def test_discard_from_replay_asks_first(
         await wait_screen(pilot, ConfirmScreen)
     assert [run.outcome for run in list_runs(project)] == ["undecided"]
     assert f"fixloop/{ran.main.view.run_id}" in [h.name for h in git.Repo(project).heads]
+
+
+@sandboxed
+async def test_a_run_decided_from_the_shell_while_replay_shows_it_is_not_decided_again(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    ran = await undecided_run(model_server, project)
+    run_id = ran.main.view.run_id
+    app = replaying(ran)
+    async with app.run_test(size=SIZE) as pilot:
+        replay = await wait_screen(pilot, ReplayScreen)
+        await wait_for(pilot, lambda: replay.undecided, "the run read as undecided")
+        await pilot.press("f")
+        end = await wait_screen(pilot, EndScreen)
+        assert finish_run(project, run_id, "keep", only_undecided=True).done  # the shell's keep
+        await pilot.press("a")
+        await wait_for(pilot, lambda: end.finished is not None and not end.busy, "the git work")
+        assert end.finished is not None
+        assert not end.finished.done
+        assert text_of(end, "#result").startswith(f"accept refused: run {run_id} was kept")
+    assert [run.outcome for run in list_runs(project)] == ["kept"]
+    assert f"fixloop/{run_id}" in [h.name for h in git.Repo(project).heads]

@@ -196,7 +196,9 @@ class EndScreen(DiffKeys, ModalScreen[None]):
             late = f"{self.late_choice} no longer applies" if self.late_choice else ""
             note = f" · {late or 'nothing more to decide'}"
             return Content.assemble((finished.detail, "bold $text-success"), (note, "$text-muted"))
-        return Content.assemble(("accept refused: ", "bold $text-error"), finished.detail)
+        # From replay a keep or a discard can be refused too: the run was decided meanwhile.
+        refused = f"{finished.choice} refused: "
+        return Content.assemble((refused, "bold $text-error"), finished.detail)
 
     def _settled(self) -> bool:
         return self.finished is not None and self.finished.done

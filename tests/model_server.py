@@ -116,13 +116,15 @@ class RecordedRequest:
 class ScriptedModelServer:
     """Real HTTP on a free port, in a background thread. Unscripted requests get a 500."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        """On `port` (0: a free one); a test that stopped a server starts another on its
+        port, as a server that comes back."""
         self.requests: list[RecordedRequest] = []
         self._steps: list[Step] = []
         self._routes: dict[str, list[Step]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _QuietServer(("127.0.0.1", port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -132,6 +134,10 @@ class ScriptedModelServer:
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
 
     @property
     def base_url(self) -> str:

@@ -111,6 +111,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         browse: str | None = None,
         watch: bool = False,
         config_refused: str | None = None,
+        resume: str | None = None,
+        resume_with: OutageChoice | None = None,
     ) -> None:
         super().__init__()
         self.project = project
@@ -122,6 +124,10 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         # Not None: no run, only the trail — "" opens the list of runs, a run id that run.
         self.browse = browse
         self.watching = watch  # watch mode: verify on every save until the person starts a run
+        # Not None: a stopped run taken up again (`fixloop-tui resume`), its trail shown first;
+        # `resume_with`: the person's --model/--api-base for it.
+        self.resuming = resume
+        self.resume_with = resume_with or OutageChoice()
         self._checks = 0
         self.spec: Spec | None = None  # spec mode, from the "New from spec" form
         self.mode: Mode = settings.approve
@@ -179,6 +185,9 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 self.replay(self.browse)
             else:
                 self.action_open_runs()
+            return
+        if self.resuming is not None:
+            self.call_after_refresh(self._take_up, self.resuming)
             return
         if not self.autostart:
             return
@@ -240,6 +249,22 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.main.note = "starting: the worktree, the sandbox and the first verification…"
         self.main.refresh_header()
         self._run_engine(task)
+
+    def _take_up(self, run_id: str) -> None:
+        """A stopped run opened in the app: its trail folded in as a live run's events are
+        (the history, the panes), then the run goes on where it stopped, in its own mode."""
+        from engine.project.paths import run_path
+        from engine.project.run_directory import read_events
+
+        self.main.loader = artifact_loader(self.project, run_id)
+        for event in read_events(run_path(self.project, run_id) / "events.jsonl"):
+            self.main.apply(event)
+        self.main.view.resumed()
+        self.running = True
+        self.refresh_bindings()
+        self.main.note = "resuming: where the run stopped…"
+        self.main.refresh_header()
+        self._resume_engine(run_id, self.resume_with)
 
     # -- the engine's thread --------------------------------------------------------------------
 
@@ -309,8 +334,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         from engine.run.events import RunFinished, RunStarted
 
         event = message.event
+        self.main.note = ""  # "starting…" or "resuming…": the run is under way
         if isinstance(event, RunStarted):
-            self.main.note = ""
             self.main.loader = artifact_loader(self.project, event.run_id)
         self.main.apply(event)
         if isinstance(event, RunFinished):
@@ -403,6 +428,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 return
             self.stopped = ""
             self.exit_status = 0
+            self.main.view.resumed()
             self.running = True
             self.refresh_bindings()
             self.main.note = "resuming: the model is asked again…"

@@ -41,11 +41,13 @@ class RunEnding(App[int]):
         def post_from_thread(self, message: Message) -> bool: ...
 
     class Settled(Message):
-        """Accept, keep or discard is done (or the accept was refused)."""
+        """Accept, keep or discard is done (or the accept was refused); `run_id`: a past
+        run's, finished from replay ("" the app's own run)."""
 
-        def __init__(self, finished: Finished) -> None:
+        def __init__(self, finished: Finished, run_id: str = "") -> None:
             super().__init__()
             self.finished = finished
+            self.run_id = run_id
 
     class SquashDiffRead(Message):
         """The change an accept would squash onto the person's branch (or why it is unread)."""
@@ -103,26 +105,31 @@ class RunEnding(App[int]):
 
     @on(EndScreen.Decided)
     def _decided(self, message: EndScreen.Decided) -> None:
+        if message.run_id:  # a past run, from replay
+            self._finish(message.run_id, message.choice, past=True)
+            return
         view = self.main.view
         if view.run_id:
             self._finish(view.run_id, message.choice)
 
     @work(thread=True, exclusive=True, group="finish", exit_on_error=False)
-    def _finish(self, run_id: str, choice: Finish) -> None:
+    def _finish(self, run_id: str, choice: Finish, past: bool = False) -> None:
+        """A past run (`past`) is finished as the shell finishes it: only while undecided,
+        checked under its finish lock."""
         from engine.run.finish import Finished, finish_run
 
         try:
-            finished = finish_run(self.project, run_id, choice)
-        except Exception as exc:  # the git work failed unexpectedly: say so, change nothing
+            finished = finish_run(self.project, run_id, choice, only_undecided=past)
+        except Exception as exc:  # refused (FinishRefused) or the git work failed: say so
             finished = Finished(choice=choice, done=False, detail=str(exc))
-        self.post_from_thread(self.Settled(finished))
+        self.post_from_thread(self.Settled(finished, run_id if past else ""))
 
     @on(Settled)
     def _settled(self, message: Settled) -> None:
-        if message.finished.done:
+        if message.finished.done and not message.run_id:
             self.finished = message.finished
         for screen in self.screen_stack:
-            if isinstance(screen, EndScreen):
+            if isinstance(screen, EndScreen) and screen.run_id == message.run_id:
                 screen.show_finished(message.finished)
         self.notify(
             message.finished.detail,

@@ -221,15 +221,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     resume = commands.add_parser(
         "resume",
-        help="continue a stopped run or one whose process died, losing no committed iteration",
+        help="continue a stopped run or one whose process died in the app (--headless: without"
+        " it), losing no committed iteration",
     )
     resume.add_argument("run", help=RUN_ID_HELP)
     resume.add_argument("path", nargs="?", type=Path, default=Path.cwd(), help="project directory")
-    resume.add_argument("--json", action="store_true", help="print one JSON object")
+    resume.add_argument(
+        "--headless",
+        action="store_true",
+        help="go on without the app: progress lines on stderr, reviews decided by policy",
+    )
+    resume.add_argument(
+        "--json", action="store_true", help="print one JSON object (implies --headless)"
+    )
     resume.add_argument(
         "--accept-suspicious",
         action="store_true",
-        help="accept a suspicious pass if the run ends on one (recorded)",
+        help="with --headless: accept a suspicious pass if the run ends on one (recorded)",
     )
     resume.add_argument(
         "--model", help="ask this model from here on (after an outage, or to switch)"
@@ -439,6 +447,10 @@ def _main(argv: list[str] | None) -> int:
 
             return batch_command(args)
         if args.command == "resume":
+            if not (args.headless or args.json):
+                from tui.interactive import resume_app
+
+                return resume_app(args)
             from tui.headless import resume_headless
 
             return resume_headless(args)

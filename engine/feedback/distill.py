@@ -215,30 +215,43 @@ def summarise(stages: Sequence[StageResult]) -> str:
     return "; ".join(parts) or "all stages passed"
 
 
-def _outcomes(stages: Sequence[StageResult]) -> tuple[set[str], set[str]]:
-    """(passing, failing) nodeids of every pytest report."""
+def _outcomes(stages: Sequence[StageResult]) -> tuple[set[str], set[str], bool]:
+    """(passing, failing) nodeids of every pytest report, and whether they are the whole
+    suite: no collection error hid tests, no report dropped entries to fit its size (then a
+    test absent from its entries is not known to have passed: it is in neither set)."""
     passing: set[str] = set()
     failing: set[str] = set()
+    whole = True
     for stage in stages:
         if stage.report is None:
             continue
         not_passed = {case.nodeid for case in stage.report.tests}
         failing |= {case.nodeid for case in stage.report.tests if _fails(case)}
-        passing |= set(stage.report.nodeids) - not_passed
-    return passing, failing
+        if stage.report.truncated:
+            whole = False
+        else:
+            passing |= set(stage.report.nodeids) - not_passed
+        whole = whole and not stage.report.collection_errors
+    return passing, failing, whole
 
 
 def progress_between(
     previous: Sequence[StageResult] | None, current: Sequence[StageResult]
 ) -> str | None:
-    """ "3 tests now pass that failed before; 2 still fail; 1 new failure"."""
+    """ "3 tests now pass that failed before; 2 still fail; 1 new failure". A new failure
+    is a test failing now that the previous verification saw pass, or that it did not have
+    while it saw the whole suite; a test it could not see (a collection error, a report cut
+    to fit) is never called new: it may have failed all along."""
     if previous is None:
         return None
-    before_pass, before_fail = _outcomes(previous)
-    now_pass, now_fail = _outcomes(current)
+    before_pass, before_fail, before_whole = _outcomes(previous)
+    now_pass, now_fail, _ = _outcomes(current)
     fixed = len(before_fail & now_pass)
     still = len(before_fail & now_fail)
-    broke = len(now_fail - before_fail)
+    new_failures = now_fail - before_fail
+    if not before_whole:
+        new_failures &= before_pass
+    broke = len(new_failures)
     parts = []
     if fixed:
         verb = "tests now pass" if fixed != 1 else "test now passes"

@@ -33,6 +33,8 @@ class IterationArtifacts(BaseModel):
     packet_text: str = ""
     diff: str = ""
     response: str = ""
+    # With candidates: each one's answer (`candidates/K/response.txt`), by K; `response` is "".
+    candidates: dict[int, str] = Field(default_factory=dict)
     files: list[CodeFile] = Field(default_factory=list)
 
 
@@ -61,6 +63,7 @@ def iteration_artifacts(
         packet_text=_read(directory / "packet.txt") or "",
         diff=_read(directory / "patch.diff") or "",
         response=_read(directory / "response.txt") or "",
+        candidates=candidate_answers(directory),
         files=files_at(project, rev, paths) if rev else [],
     )
 
@@ -108,6 +111,21 @@ def _blob_text(tree: git.Tree, path: str) -> str | None:
         return data.decode("utf-8")
     except (KeyError, UnicodeDecodeError):
         return None
+
+
+def candidate_answers(directory: Path) -> dict[int, str]:
+    """Each candidate's answer under the iteration's `candidates/K/`, by K (only directories
+    named by a number; an answer not written, or not text, is left out)."""
+    try:
+        entries = list((directory / "candidates").iterdir())
+    except OSError:
+        return {}
+    found = {
+        int(entry.name): text
+        for entry in entries
+        if entry.name.isdigit() and (text := _read(entry / "response.txt")) is not None
+    }
+    return dict(sorted(found.items()))
 
 
 def _read(path: Path) -> str | None:

@@ -27,6 +27,7 @@ from engine.project.run_directory import (
     summarize,
 )
 from engine.project.workspace import Workspace, accept_message
+from engine.run.report import refresh_report
 from sandbox import FixloopError
 
 Finish = FinishChoice
@@ -68,6 +69,7 @@ def finish_run(
         finished = _finish(project, run, choice)
         if finished.done:
             run.write_finish(FinishRecord(choice=choice, commit=finished.commit))
+            refresh_report(project, run_id)
     return finished
 
 

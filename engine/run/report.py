@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.durations import said_duration
 from engine.project.git_plumbing import WorkspaceError
-from engine.project.run_directory import RunDirectory
+from engine.project.run_directory import FinishRecord, RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
 from engine.spec.report import report_lines
@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 DIFF_LINES = 120
 
 LOOK_AT = {
-    RunStatus.OK: "The tests pass, honestly. Read the change on the branch, then accept, keep "
-    "or discard it.",
+    RunStatus.OK: "The tests pass, honestly.",
     RunStatus.NO_TESTS: "No test ran at the start, so no fix could be shown to be right. Write "
     "a test that shows the bug (or build from a spec), then run again. The model was not asked.",
     RunStatus.ENV_FAILURE: "The environment, not the code: fix what the reason names, then "
@@ -36,11 +35,10 @@ LOOK_AT = {
     "the last diff: the hypothesis is probably wrong, or the task needs a hint (--task, --file).",
     RunStatus.NO_PROGRESS: "No attempt made more tests pass. Check whether the failing tests "
     "are right, and whether the relevant files were in the prompt (--file).",
-    RunStatus.EXHAUSTED: "Every attempt failed. The last packet says what still fails; the "
-    "branch holds every attempt.",
+    RunStatus.EXHAUSTED: "Every attempt failed. The last packet says what still fails.",
     RunStatus.BUDGET_EXCEEDED: "The run hit its budget. Raise --max-tokens / --max-cost / "
     "--wall-clock, or narrow the task.",
-    RunStatus.ABORTED: "The run was stopped. Every applied attempt is committed on the branch.",
+    RunStatus.ABORTED: "The run was stopped.",
     RunStatus.ERROR: "fixloop itself failed (model or sandbox). The reason says what; "
     "`fixloop-tui doctor` checks the machine.",
 }
@@ -61,17 +59,45 @@ LOOK_AT_HELD_BACK = (
 )
 
 
-def look_at(result: RunResult) -> str:
-    """What the report tells the person to look at, for how the run ended."""
+def look_at(
+    result: RunResult, *, committed: bool = True, finish: FinishRecord | None = None
+) -> str:
+    """What the report tells the person to look at, for how the run ended, and where its
+    attempts are: on the branch only while there is one (`committed`, and not accepted or
+    discarded, both of which delete it)."""
     if result.status is RunStatus.STALLED and HELD_BACK_STALL in result.reason:
-        return LOOK_AT_HELD_BACK
-    if result.status is RunStatus.STALLED and IDLE_STALL in result.reason:
-        return LOOK_AT_IDLE
-    if result.status is RunStatus.OK and result.accepted_suspicious:
-        return "The tests pass, but not honestly, and the pass was accepted: " + "; ".join(
+        said = LOOK_AT_HELD_BACK
+    elif result.status is RunStatus.STALLED and IDLE_STALL in result.reason:
+        said = LOOK_AT_IDLE
+    elif result.status is RunStatus.OK and result.accepted_suspicious:
+        said = "The tests pass, but not honestly, and the pass was accepted: " + "; ".join(
             result.accepted_suspicious
         )
-    return LOOK_AT.get(result.status, "")
+    else:
+        said = LOOK_AT.get(result.status, "")
+    where = where_the_attempts_are(result.status, committed=committed, finish=finish)
+    return f"{said} {where}".strip()
+
+
+def where_the_attempts_are(
+    status: RunStatus, *, committed: bool, finish: FinishRecord | None
+) -> str:
+    """Where the run's attempts are now, or "" when the report says it elsewhere (a run that
+    committed nothing says so under its iterations)."""
+    if not committed:
+        return ""
+    if finish is not None:
+        return {
+            "accept": "It was accepted: its change is one commit on your branch, and its branch "
+            "is deleted.",
+            "keep": "Its branch was kept: every applied attempt is committed on it.",
+            "discard": "It was discarded: its branch, and every attempt on it, is deleted.",
+        }[finish.choice]
+    if status is RunStatus.OK:
+        return "Read the change on the branch, then accept, keep or discard it."
+    if status in (RunStatus.EXHAUSTED, RunStatus.ABORTED):
+        return "Every applied attempt is committed on the branch."
+    return ""
 
 
 def write_report(
@@ -95,8 +121,10 @@ def report_text(
     run_dir: RunDirectory,
     *,
     committed: bool,
+    finish: FinishRecord | None = None,
 ) -> str:
-    """What report.md says (see write_report)."""
+    """What report.md says (see write_report); `finish`: what the person chose since (the
+    report read back from the trail), so that no sentence names a branch that is gone."""
     lines = [
         f"# fixloop run {result.run_id}: {result.status.value}",
         "",
@@ -110,7 +138,7 @@ def report_text(
         "",
         "## What to look at",
         "",
-        look_at(result),
+        look_at(result, committed=committed, finish=finish),
         "",
     ]
     if config.spec is not None:
@@ -138,6 +166,8 @@ def report_text(
             lines += [f"Commit `{record.commit[:12]}`:", "", "```diff", *shown, "```", ""]
     if not committed:  # its branch is removed
         lines += ["The run committed nothing, so no branch was kept.", ""]
+        return "\n".join(lines)
+    if finish is not None and finish.choice != "keep":  # accept and discard delete the branch
         return "\n".join(lines)
     project = shlex.quote(str(workspace.project))
     lines += [
@@ -199,7 +229,9 @@ def report_from_trail(project: Path, run_id: str) -> str:
         baseline=record.baseline,
     )
     finish = read_finish(run_dir.path)
-    text = report_text(record.config, result, workspace, run_dir, committed=bool(finished.branch))
+    text = report_text(
+        record.config, result, workspace, run_dir, committed=bool(finished.branch), finish=finish
+    )
     if finish is None:
         return text
     if finish.choice == "accept":
@@ -207,3 +239,15 @@ def report_from_trail(project: Path, run_id: str) -> str:
     else:
         done = {"keep": "kept", "discard": "discarded: its branch was deleted"}[finish.choice]
     return text + f"\n**Decided:** {done}\n"
+
+
+def refresh_report(project: Path, run_id: str) -> None:
+    """report.md written again from the trail once the person decided on the run, so that it
+    says what was decided and names no branch an accept or a discard deleted (a run without
+    report.md, an ok one, keeps none: `fixloop-tui report` reads its trail). Reads only the
+    sealed record and the events, as `report_from_trail`."""
+    from engine.project.paths import run_path
+
+    run_dir = RunDirectory(run_path(project, run_id))
+    if (run_dir.path / "report.md").is_file():
+        run_dir.write_text("report.md", report_from_trail(project, run_id))

@@ -5,9 +5,12 @@ one committed but not verified is verified on resume; one cut off earlier is ask
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.project.paths import run_path
+from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord
 from engine.run.events import (
     AnswerReasked,
     CandidateVerified,
@@ -80,6 +83,20 @@ class ResumeState(BaseModel):
 
     def iteration_records(self) -> list[IterationRecord]:
         return [IterationRecord.model_validate(record) for record in self.records]
+
+
+def resumable(project: Path, run_id: str) -> tuple[RunRecord, ResumeState]:
+    """The sealed record of a run `resume` can take up and where it stands; ResumeError, in
+    one line, when it cannot (no such run, a record fixloop did not seal for this user, a run
+    that ended). Reads only: the app checks this before it opens on a resumed run."""
+    run_dir = RunDirectory(run_path(project, run_id))
+    if not run_dir.has_record():
+        raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
+    try:
+        record = run_dir.sealed_record()
+    except UnsealedRecord as exc:
+        raise ResumeError(str(exc)) from None
+    return record, resume_state(run_dir.events())
 
 
 def resume_state(events: Sequence[Event]) -> ResumeState:

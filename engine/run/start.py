@@ -19,7 +19,7 @@ from engine.model.local import EMBEDDED_MODEL
 from engine.model.preflight import require_usable_model
 from engine.model.types import ModelClient
 from engine.project.paths import project_python, run_path
-from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord, new_run_id
+from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink, RunResumed
@@ -28,7 +28,7 @@ from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
-from engine.run.resume import ResumeError, ResumeState, resume_state
+from engine.run.resume import ResumeState, resumable
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.checkout import configured_verifier, open_configured_sandbox
 from engine.verify.go_seed_job import start_seeding
@@ -206,13 +206,7 @@ async def resume_run(
     sealed with the person's key) ask another model or server from here on, after a model
     outage."""
     run_dir = RunDirectory(run_path(project, run_id))
-    if not run_dir.has_record():
-        raise ResumeError(f"no run {run_id!r} in {project} (see `fixloop-tui runs`)")
-    try:
-        record = run_dir.sealed_record()
-    except UnsealedRecord as exc:
-        raise ResumeError(str(exc)) from None
-    state = resume_state(run_dir.events())
+    record, state = resumable(project, run_id)
     settings, config = record.settings, record.config
     if api_base is not None:
         settings = settings.model_copy(update={"api_base": api_base})

@@ -218,7 +218,7 @@ def test_sighup_stops_a_headless_run_resumable_and_resume_finishes_it(
     assert f"fixloop-tui: stopped: the terminal closed (SIGHUP); continue it: {resume}" in said
 
     resumed = subprocess.run(
-        [pty.command[0], "resume", run.name, str(root)],
+        [pty.command[0], "resume", run.name, str(root), "--headless"],
         env=pty.env,
         capture_output=True,
         text=True,

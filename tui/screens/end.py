@@ -82,14 +82,22 @@ class EndScreen(DiffKeys, ModalScreen[None]):
     ]
 
     class Decided(Message):
-        def __init__(self, choice: Finish) -> None:
+        """`run_id`: the run decided on; "" for the app's own run."""
+
+        def __init__(self, choice: Finish, run_id: str = "") -> None:
             super().__init__()
             self.choice = choice
+            self.run_id = run_id
 
-    def __init__(self, outcome: RunOutcome, finished: Finished | None = None) -> None:
+    def __init__(
+        self, outcome: RunOutcome, finished: Finished | None = None, *, run_id: str = ""
+    ) -> None:
         super().__init__()
         self.outcome = outcome
         self.finished = finished
+        # A past run's (opened from replay, `f`); "" the app's own run. Its choice is carried
+        # out only while the run is undecided, as the shell's accept/keep/discard.
+        self.run_id = run_id
         self.busy = False
         self.late_choice = ""  # a choice pressed after the decision was made
 
@@ -188,7 +196,9 @@ class EndScreen(DiffKeys, ModalScreen[None]):
             late = f"{self.late_choice} no longer applies" if self.late_choice else ""
             note = f" · {late or 'nothing more to decide'}"
             return Content.assemble((finished.detail, "bold $text-success"), (note, "$text-muted"))
-        return Content.assemble(("accept refused: ", "bold $text-error"), finished.detail)
+        # From replay a keep or a discard can be refused too: the run was decided meanwhile.
+        refused = f"{finished.choice} refused: "
+        return Content.assemble((refused, "bold $text-error"), finished.detail)
 
     def _settled(self) -> bool:
         return self.finished is not None and self.finished.done
@@ -262,7 +272,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
 
     def _decide(self, choice: Finish) -> None:
         self.show_finished(None)
-        self.post_message(self.Decided(choice))
+        self.post_message(self.Decided(choice, self.run_id))
 
     def _can_decide(self) -> bool:
         return self.outcome.decidable and not self.busy and not self._settled()

@@ -65,6 +65,17 @@ class PendingDiff:
     empty: str = "the proposal changes nothing"
 
 
+def candidate_labels(it: IterationView, answers: dict[int, str]) -> list[tuple[str, str]]:
+    """Each candidate's answer with its label: which of how many, and what became of it."""
+    total = max(len(answers), it.candidates)
+    labelled = []
+    for k, text in answers.items():
+        fate = [it.candidate_fate[k]] if k in it.candidate_fate else []
+        chosen = ["chosen"] if k == it.chosen else []
+        labelled.append((" · ".join([f"candidate {k} of {total}", *chosen, *fate]), text))
+    return labelled
+
+
 class MainScreen(Screen[None]):
     """The run, live or finished; the selected iteration drives every pane."""
 
@@ -237,7 +248,10 @@ class MainScreen(Screen[None]):
         feedback.show(it, artifacts.packet_text)
         live_answer = it is not None and it.status == "asking" and n == self.view.latest
         if it is not None and not live_answer:
-            feedback.show_response(artifacts.response or it.model_text)
+            answers = candidate_labels(it, artifacts.candidates)
+            # With candidates, the streamed text is only the first's: their answers from disk.
+            streamed = "" if answers else it.model_text
+            feedback.show_response(artifacts.response or streamed, answers)
         self.query_one(CodePane).show(artifacts.files, added_lines(artifacts.diff))
         diff, empty, title = artifacts.diff, empty_diff_note(it), "diff"
         pending = self.pending

@@ -1,9 +1,13 @@
 """Replay: a past run opened read-only in the four panes, from its audit trail (the run
 directory's events and the commits on its branch). The history's cursor, or `[` and `]`,
-steps through its iterations; `escape` closes it. Nothing here can change the run."""
+steps through its iterations; `escape` closes it. Nothing here changes the run but `f` on an
+undecided run (ended with a branch nobody accepted, kept or discarded): it opens the end
+modal's choice, carried out as the shell's `fixloop-tui accept|keep|discard` is
+(engine/run/finish.py, only while the run is undecided, under its finish lock)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -12,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from engine.project.paths import run_path
+from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
 
@@ -57,12 +62,22 @@ class ReplayScreen(MainScreen):
         Binding("escape", "close", "close replay"),
         Binding("[", "step(-1)", "previous", key_display="["),
         Binding("]", "step(1)", "next", key_display="]"),
+        # `f` finishes an undecided run; on any other run it is the code pane's next file.
+        Binding("f", "finish", "finish"),
+        Binding("f", "next_file", "next file", show=False),
     ]
 
     class Read(Message):
-        def __init__(self, view: RunView | None, error: str = "") -> None:
+        def __init__(self, view: RunView | None, error: str = "", undecided: bool = False) -> None:
             super().__init__()
             self.view = view
+            self.error = error
+            self.undecided = undecided
+
+    class SquashDiffRead(Message):
+        def __init__(self, diff: str, error: str) -> None:
+            super().__init__()
+            self.diff = diff
             self.error = error
 
     def __init__(
@@ -79,6 +94,8 @@ class ReplayScreen(MainScreen):
         self.given = view  # already read (a snapshot); None: read the run's trail
         self.follow = False
         self._loader = loader or artifact_loader(project, run_id)
+        self.undecided = False  # ended with a branch nobody decided on: `f` finishes it
+        self._end: EndScreen | None = None  # the finish modal, while it is open
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -94,7 +111,15 @@ class ReplayScreen(MainScreen):
         except (OSError, ValueError) as exc:
             self.post_message(self.Read(None, str(exc)))
             return
-        self.post_message(self.Read(view))
+        self.post_message(self.Read(view, undecided=self._is_undecided()))
+
+    def _is_undecided(self) -> bool:
+        from engine.run.finish import undecided_runs
+
+        try:
+            return any(run.id == self.run_id for run in undecided_runs(self.project))
+        except (OSError, ValueError):
+            return False
 
     @on(Read)
     def _shown(self, message: Read) -> None:
@@ -102,7 +127,51 @@ class ReplayScreen(MainScreen):
             self.app.notify(message.error, title="replay", severity="error")
             self.dismiss(None)
             return
+        self.undecided = message.undecided
         self.show_run(message.view, self._loader)
+
+    # -- finishing an undecided run ---------------------------------------------------------
+
+    def action_finish(self) -> None:
+        if not self.undecided or self._end is not None:
+            return
+        view = self.view
+        report = run_path(self.project, self.run_id) / "report.md"
+        outcome = RunOutcome(
+            status=view.status,
+            reason=view.reason,
+            iterations=view.current_n,
+            branch=view.branch,
+            tokens=view.tokens,
+            cost_usd=view.cost_usd,
+            duration_s=view.duration_s,
+            report=str(report) if report.is_file() else "",
+        )
+        self._end = EndScreen(outcome, run_id=self.run_id)
+        self.app.push_screen(self._end, self._finish_closed)
+        self._read_squash_diff()
+
+    @work(thread=True, exclusive=True, group="replay-squash", exit_on_error=False)
+    def _read_squash_diff(self) -> None:
+        from engine.run.finish import squash_diff
+
+        try:
+            diff, error = squash_diff(self.project, self.run_id), ""
+        except Exception as exc:  # shown in the modal's diff pane; the choices still work
+            diff, error = "", str(exc) or type(exc).__name__
+        self.post_message(self.SquashDiffRead(diff, error))
+
+    @on(SquashDiffRead)
+    def _squash_diff_read(self, message: SquashDiffRead) -> None:
+        if self._end is not None:
+            outcome = replace(self._end.outcome, diff=message.diff, diff_error=message.error)
+            self._end.show_outcome(outcome)
+
+    def _finish_closed(self, _: None) -> None:
+        end, self._end = self._end, None
+        if end is not None and end.finished is not None and end.finished.done:
+            self.undecided = False
+            self.refresh_bindings()
 
     def action_step(self, delta: int) -> None:
         numbers = sorted(self.view.iterations)
@@ -110,6 +179,11 @@ class ReplayScreen(MainScreen):
             return
         at = numbers.index(self.selected) if self.selected in numbers else 0
         self.select(numbers[max(0, min(at + delta, len(numbers) - 1))])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "finish":
+            return self.undecided
+        return super().check_action(action, parameters)
 
     def action_close(self) -> None:
         self.dismiss(None)

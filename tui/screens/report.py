@@ -1,4 +1,5 @@
-"""The run's report.md, rendered, over whatever is on screen; `escape` closes it."""
+"""The run's report.md, rendered, over whatever is on screen; `escape` closes it. It scrolls by
+keyboard whatever has the focus: up/down a line, PgUp/PgDn a page, Home/End to its ends."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ class ReportScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "close"),
         Binding("q", "app.quit", "quit"),
+        # The screen's own: the Markdown takes no focus, so its scroll keys never reached it.
+        Binding("down", "scroll('down')", "scroll", show=False),
+        Binding("up", "scroll('up')", "scroll", show=False),
+        Binding("pagedown", "scroll('page_down')", "page", key_display="PgDn"),
+        Binding("pageup", "scroll('page_up')", "page up", key_display="PgUp", show=False),
+        Binding("end", "scroll('end')", "end", show=False),
+        Binding("home", "scroll('home')", "top", key_display="Home"),
     ]
 
     class Read(Message):
@@ -55,7 +63,19 @@ class ReportScreen(ModalScreen[None]):
     async def _shown(self, message: Read) -> None:
         markdown = self.query_one(Markdown)
         await markdown.update(message.text)
-        markdown.focus()
+
+    def action_scroll(self, where: str) -> None:
+        report = self.query_one(Markdown)
+        moves = {
+            "down": report.scroll_down,
+            "up": report.scroll_up,
+            "page_down": report.scroll_page_down,
+            "page_up": report.scroll_page_up,
+            "end": report.scroll_end,
+            "home": report.scroll_home,
+        }
+        if move := moves.get(where):
+            move(animate=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -77,6 +77,9 @@ class IterationView:
     model_text: str = ""  # streamed while the model answers
     retry: str = ""  # while the model is asked again: "... retry 2/4 in 3 s"
     candidates: int = 0  # candidates verified or dropped so far (`--candidates N`)
+    chosen: int = 0  # the candidate the iteration committed (0: none, or no candidates)
+    # Per candidate K, what became of it: its verdict, or why it was dropped.
+    candidate_fate: dict[int, str] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)  # a line per candidate not verified: why
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
     unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
@@ -151,6 +154,9 @@ class RunView:
         if isinstance(event, ev.RunStopped):
             self._stopped(event)
             return self.latest
+        if isinstance(event, ev.RunResumed):
+            self.resumed()
+            return None
         n = getattr(event, "n", None)
         if not isinstance(n, int):
             return None
@@ -250,6 +256,9 @@ class RunView:
             it.levers.append(reasked_line(event))
         elif isinstance(event, ev.CandidateVerified):
             it.candidates += 1
+            it.candidate_fate[event.k] = (
+                f"dropped: {event.dropped}" if event.dropped else event.verdict.replace("_", " ")
+            )
             if event.dropped:  # said in the history, and in the candidates modal under the rest
                 it.dropped.append(verified_line(event))
                 it.levers.append(it.dropped[-1])
@@ -257,6 +266,7 @@ class RunView:
                 it.status = "candidates"  # all in: one is being chosen
         elif isinstance(event, ev.CandidateChosen):
             it.status = "applying"
+            it.chosen = event.k
             it.levers.append(chosen_line(event, it.candidates))
         elif isinstance(event, ev.Formatted):
             if line := formatted_line(event):
@@ -306,6 +316,12 @@ class RunView:
         for it in self.iterations.values():
             if it.in_progress:
                 it.status, it.ended = "stopped", event.ts
+
+    def resumed(self) -> None:
+        """Taken up again after a stop: live once more (its stopped iteration stays as it
+        was; the resumed run asks or verifies it anew)."""
+        if self.status == "stopped":
+            self.status, self.reason = "", ""
 
     def _finished(self, event: ev.RunFinished) -> None:
         self.status = event.status

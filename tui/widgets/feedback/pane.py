@@ -5,6 +5,8 @@ reading (`answer.readable_answer`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
@@ -27,6 +29,16 @@ def stage_line(stage: StageView) -> Content:
         parts.append((f" {said_duration(stage.duration_ms / 1000)}", "$text-muted"))
     parts.append((f" · {stage.cmd}", "$text-muted"))
     return Content.assemble(*parts)
+
+
+def candidates_content(candidates: Sequence[tuple[str, str]]) -> Content:
+    """Each candidate's answer laid out for reading under its label."""
+    parts: list[Content] = []
+    for label, answer in candidates:
+        parts.append(Content.styled(f"── {label} ──", "bold $text-accent"))
+        parts.append(Content(readable_answer(answer) or "(empty answer)"))
+        parts.append(Content(""))
+    return Content("\n").join(parts[:-1])
 
 
 def verdict_line(it: IterationView) -> Content:
@@ -151,17 +163,25 @@ class FeedbackPane(Vertical):
         if moved:
             self.query_one("#packet-scroll", VerticalScroll).scroll_home(animate=False)
 
-    def show_response(self, text: str) -> None:
-        """The model's whole answer (a finished iteration); unchanged text keeps the scroll."""
+    def show_response(self, text: str, candidates: Sequence[tuple[str, str]] = ()) -> None:
+        """The model's whole answer (a finished iteration); unchanged text keeps the scroll.
+        With no single answer, the `candidates`' answers (label, text), one after another."""
+        several = not text and bool(candidates)
+        if several:  # what is shown, to tell a change from the same answers shown again
+            text = "\n".join(f"{label}\n{answer}" for label, answer in candidates)
         if text == self._response and self._laid_out:
             return
         keep_scroll = text == self._response  # the streamed answer, now whole
         self._response = text
         self._streamed = False
         self._laid_out = True
-        self.query_one("#model-log", Static).update(
-            Content(readable_answer(text)) if text else Content("(no answer for this iteration)")
-        )
+        if several:
+            body = candidates_content(candidates)
+        elif text:
+            body = Content(readable_answer(text))
+        else:
+            body = Content("(no answer for this iteration)")
+        self.query_one("#model-log", Static).update(body)
         if not keep_scroll:
             self.query_one("#model-scroll", VerticalScroll).scroll_home(animate=False)
 

@@ -246,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-base",
         help="ask the model at this server from here on (yours: a repository cannot set it)",
     )
+    resume.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        help="a file the model must see from here on (repeatable; a file of the project)",
+    )
 
     report = commands.add_parser(
         "report", help="print a run's report (an ok run's too, read back from its trail)"

@@ -195,6 +195,7 @@ def resume_headless(args: argparse.Namespace) -> int:
         sinks=[printer],
         model=args.model,
         api_base=args.api_base,
+        files=args.files or (),
     )
     return _complete(args, project, printer, resumed)
 

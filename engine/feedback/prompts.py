@@ -124,6 +124,17 @@ def render_file(file: PromptFile) -> str:
     return f"{label}\n{fence}{language}\n{file.text.rstrip(chr(10))}\n{fence}"
 
 
+def person_note(text: str) -> str:
+    """A note the person typed while the run went on, for the next prompt: their words as
+    data, appended as typed (never formatted into a template)."""
+    return "The person watching this run says:\n" + text
+
+
+def shown_files_note(files: Sequence[str]) -> str:
+    """Names the files the person added to every prompt (shown above with the others)."""
+    return "The person asked that you see these files: " + ", ".join(files) + "."
+
+
 def relevant_paths(
     root: Path,
     packet: RepairPacket | None,

@@ -95,6 +95,7 @@ class Answers:
         self.previous: Verification | None = None
         self.echoed = False  # an answer of this model changed nothing (`sample_after_noop`)
         self.noop: Noop = "lines"  # what changes nothing in this iteration's answers
+        self.shown: list[str] = []  # the files the person added: in every prompt (talk.py)
 
     async def answer(self, steps: Steps, current: Verification, notes: list[str]) -> Answer:
         """The iteration's answer, from the prompt built on `current` and `notes`."""
@@ -168,7 +169,7 @@ class Answers:
     ) -> list[Message]:
         """The messages of a request, in the iteration's trail as `trail` (a re-ask's apart
         from the first answer's, which it would otherwise overwrite)."""
-        messages = self.mode.messages(current, notes)
+        messages = self.mode.messages(current, notes, self.shown)
         self.journal.prompt(n, messages, trail)
         return messages
 

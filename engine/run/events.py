@@ -163,6 +163,26 @@ class ReviewRequested(BaseEvent):
     reasons: list[str] = Field(default_factory=list)
 
 
+class PersonNoted(BaseEvent):
+    """A note the person typed while the run went on, as it went into iteration n's prompt
+    (the first prompt built after it was typed)."""
+
+    type: Literal["PersonNoted"] = "PersonNoted"
+    n: int
+    text: str
+
+
+class FilesShown(BaseEvent):
+    """The person added or dropped files (the app's picker) before iteration n's prompt;
+    `shown`: every file the person added that this and later prompts show."""
+
+    type: Literal["FilesShown"] = "FilesShown"
+    n: int
+    added: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    shown: list[str] = Field(default_factory=list)
+
+
 class ReviewResolved(BaseEvent):
     type: Literal["ReviewResolved"] = "ReviewResolved"
     n: int
@@ -333,6 +353,8 @@ Event = Annotated[
     | StrategyChanged
     | ReviewRequested
     | ReviewResolved
+    | PersonNoted
+    | FilesShown
     | EditsApplied
     | Committed
     | Formatted

@@ -8,12 +8,21 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.edits.instructions import restart_note
+from engine.feedback.prompts import person_note, shown_files_note
 from engine.model.types import ModelClient, ModelError
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
 from engine.run.checker import IterationChecker
-from engine.run.events import Committed, EventSink, IterationStarted, RunStarted, StrategyChanged
+from engine.run.events import (
+    Committed,
+    EventSink,
+    FilesShown,
+    IterationStarted,
+    PersonNoted,
+    RunStarted,
+    StrategyChanged,
+)
 from engine.run.events import RunStopped as RunStoppedEvent
 from engine.run.gate import Gate
 from engine.run.guards import (
@@ -31,6 +40,7 @@ from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
 from engine.run.steps import Steps, apply_and_commit
+from engine.run.talk import Talk
 from engine.verify.execute import Verifier
 from engine.verify.tree import Verification, relabelled
 from sandbox import FixloopError
@@ -51,6 +61,7 @@ class Deps:
     approval: Literal["step", "auto"] = "step"  # for the audit trail: who approves proposals
     versions: dict[str, str] = field(default_factory=dict)
     escalation: ModelClient | None = None  # `escalate_model`: after a stall, and for the last
+    talk: Talk | None = None  # what the person says while the run goes on (the app)
 
 
 class FixLoop:
@@ -120,6 +131,7 @@ class FixLoop:
             steps = Steps(n)
             try:
                 shown = relabelled(current, n, self.config.model)
+                notes = [*notes, *self.heard(n)]
                 current, notes = await self.iteration(steps, shown, notes)
             finally:  # an ending mid-iteration keeps what the iteration got to
                 self.records.append(steps.record())
@@ -159,6 +171,23 @@ class FixLoop:
         if check.ending is not None:
             raise check.ending
         return check.verification, []
+
+    def heard(self, n: int) -> list[str]:
+        """What the person said since the last prompt, taken once before iteration n's prompt
+        is built (a note typed later waits for the next one), into the trail; the lines it
+        adds to the prompt. The files they added go to every prompt from here on."""
+        if self.deps.talk is None:
+            return []
+        said = self.deps.talk.take()
+        for text in said.notes:
+            self.journal.emit(PersonNoted(n=n, text=text))
+        if said.files_changed:
+            added, dropped, now = list(said.added), list(said.dropped), list(said.shown)
+            self.journal.emit(FilesShown(n=n, added=added, dropped=dropped, shown=now))
+        self.answers.shown = list(said.shown)
+        return [person_note(text) for text in said.notes] + (
+            [shown_files_note(said.shown)] if said.shown else []
+        )
 
     # -- the steps, in order ------------------------------------------------------------
 
@@ -225,6 +254,8 @@ class FixLoop:
         if "escalate" in state.strategy_changes and self.deps.escalation is not None:
             self.answers.model = self.deps.escalation
         self.answers.echoed = state.echoed
+        if self.deps.talk is not None:
+            self.deps.talk.restore([*state.shown_files, *self.deps.talk.shown()])
         self.checker.restore(state.baseline_collected)
         if state.pending_commit is None:
             return await self.checker.resumed(state.next_n - 1)

@@ -42,7 +42,12 @@ class RunMode(Protocol):
         """A resumed run's mode state, from its events."""
         ...
 
-    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]: ...
+    def messages(
+        self, current: Verification, notes: Sequence[str], added: Sequence[str] = ()
+    ) -> list[Message]:
+        """The prompt built on `current` with `notes`, showing the files the person added
+        (`added`: engine/run/talk.py) beside the run's named ones."""
+        ...
 
     def parse(self, text: str) -> Proposal: ...
 
@@ -83,15 +88,18 @@ class RepairMode:
     def restore(self, events: Sequence[Event]) -> None:
         return None
 
-    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
+    def messages(
+        self, current: Verification, notes: Sequence[str], added: Sequence[str] = ()
+    ) -> list[Message]:
         config = self.config
+        named = list(dict.fromkeys([*config.files, *added]))
         if config.strategy.prompt_profile == "small":
             prompt: prompts.Prompt = small_prompt(
                 self.workspace.root,
                 current.packet,
                 current.packet_text,
                 config.task,
-                config.files,
+                named,
                 config.edit_format,
                 notes,
                 strategy=config.strategy,
@@ -102,7 +110,7 @@ class RepairMode:
                 current,
                 notes,
                 config.task,
-                config.files,
+                named,
                 config.edit_format,
                 strategy=config.strategy,
             )

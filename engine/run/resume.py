@@ -17,6 +17,7 @@ from engine.run.events import (
     Committed,
     EditsApplied,
     Event,
+    FilesShown,
     IterationStarted,
     ModelGivenUp,
     ModelResponded,
@@ -68,6 +69,7 @@ class ResumeState(BaseModel):
     observations: list[Observation] = Field(default_factory=list)
     strategy_changes: list[str] = Field(default_factory=list)  # StrategyChanged kinds, in order
     echoed: bool = False  # an answer (or first candidate) changed nothing: sample_after_noop
+    shown_files: list[str] = Field(default_factory=list)  # the files the person added (app)
 
     def prime(self, guards: Guards, spend: Spend) -> None:
         """The guards and the spend as the dead run left them."""
@@ -122,6 +124,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     cost = 0.0
     changed: list[str] = []
     echoed = False
+    shown: list[str] = []
     reasked: set[int] = set()
     reask_answered: set[int] = set()  # a re-ask whose request failed is no idle answer
     for event in events:
@@ -142,6 +145,8 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             tokens += event.prompt_tokens
             record = records.setdefault(n, {"n": n})
             record["tokens"] = _number(record.get("tokens")) + event.prompt_tokens
+        elif isinstance(event, FilesShown):
+            shown = list(event.shown)
         elif isinstance(event, AnswerReasked):
             echoed = True
             reasked.add(n)
@@ -207,6 +212,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         observations=[observations[n] for n in sorted(observations)],
         strategy_changes=changed,
         echoed=echoed,
+        shown_files=shown,
     )
 
 

@@ -29,6 +29,7 @@ from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resumable
+from engine.run.talk import Talk, checked_files
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.checkout import configured_verifier, open_configured_sandbox
 from engine.verify.go_seed_job import start_seeding
@@ -161,13 +162,17 @@ async def start_run(
     model_client: ModelClient | None = None,
     sandbox: Sandbox | None = None,
     spec: Spec | None = None,
+    talk: Talk | None = None,
 ) -> RunResult:
     """One whole run; with a spec (given, or `settings.spec`), in spec mode. Configuration
-    problems raise before anything is created."""
+    problems raise before anything is created: a named file (`--file`) the model may not be
+    shown too (`checked_files`). `talk`: what the person says while it runs (the app)."""
     model = resolve_model(settings)
+    config = run_config(settings, model, resolve_spec(project, settings, spec))
+    if config.spec is None:  # a spec run's named files may be the ones it is to write
+        config = config.model_copy(update={"files": checked_files(project, config.files)})
     if model_client is None:  # a missing key or unknown provider stops here, not 25 s later
         await require_usable_model(model, settings.api_base)
-    config = run_config(settings, model, resolve_spec(project, settings, spec))
     escalation = await escalation_client(config, settings, model_client)
     # Stage commands come from the user's checkout, never from the run's worktree:
     # the model must not be able to rewrite how it is judged.
@@ -185,6 +190,7 @@ async def start_run(
         approval=gate.approval,
         versions=found,
         escalation=escalation,
+        talk=talk,
     )
     return await _execute(config, stages, python, settings, deps, backend, sandbox, project=project)
 
@@ -200,11 +206,14 @@ async def resume_run(
     sandbox: Sandbox | None = None,
     model: str | None = None,
     api_base: str | None = None,
+    files: Sequence[str] = (),
+    talk: Talk | None = None,
 ) -> RunResult:
     """Continue a run whose process died or that stopped, with the settings it started with;
     `model` and `api_base` (the person's own flags, never a repository's: a run record is
     sealed with the person's key) ask another model or server from here on, after a model
-    outage."""
+    outage. `files` (`resume --file`, checked as `start_run` checks them) are shown in every
+    prompt from here on, beside the ones the run named."""
     run_dir = RunDirectory(run_path(project, run_id))
     record, state = resumable(project, run_id)
     settings, config = record.settings, record.config
@@ -212,6 +221,9 @@ async def resume_run(
         settings = settings.model_copy(update={"api_base": api_base})
     if model is not None:
         config = config.model_copy(update={"model": model})
+    if files:
+        named = list(dict.fromkeys([*config.files, *checked_files(project, files)]))
+        config = config.model_copy(update={"files": named})
     if model_client is None:
         await require_usable_model(config.model, settings.api_base)
     stages = configured_stages(settings)
@@ -227,7 +239,9 @@ async def resume_run(
     # No approval or versions: a resumed run keeps the RunStarted it began with.
     escalation = await escalation_client(config, settings, model_client)
     deps = functools.partial(
-        _wiring(client, workspace, gate, run_dir, sinks, on_model_text), escalation=escalation
+        _wiring(client, workspace, gate, run_dir, sinks, on_model_text),
+        escalation=escalation,
+        talk=talk,
     )
     run_dir.emit(
         RunResumed(n=state.next_n, model=config.model, endpoint_changed=api_base is not None)

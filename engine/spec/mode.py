@@ -115,13 +115,15 @@ class SpecMode:
 
     # -- the prompt -------------------------------------------------------------------------
 
-    def messages(self, current: Verification, notes: Sequence[str]) -> list[Message]:
+    def messages(
+        self, current: Verification, notes: Sequence[str], added: Sequence[str] = ()
+    ) -> list[Message]:
         """The draft's prompt until the tests latch; then a repair prompt that names the
-        module and shows no file the model may not change."""
+        module (and the files the person added) and shows no file the model may not change."""
         if not self.latched:
             return self.draft_messages(notes)
         config = self.config
-        named = [self.spec.module, *config.files]
+        named = list(dict.fromkeys([self.spec.module, *config.files, *added]))
         root = self.workspace.root
         task = self.repair_task()
         prompt = repair_prompt(root, current, notes, task, named, config.edit_format, self.shown)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.project.git_plumbing import git_bytes, nul_paths
 from engine.project.reading import shown_file
 from engine.project.settings import ConfigError
+
+NAME_ONE = "the model is shown only files of the project (name one by its path in it)"
 
 
 class FileRefused(ConfigError):
@@ -35,11 +36,11 @@ def checked_file(project: Path, path: str) -> str:
         try:
             name = name.relative_to(project.resolve())
         except ValueError:
-            raise FileRefused(f"--file {path}: not a file inside {project}") from None
+            raise FileRefused(f"{path} is not a file inside {project}: {NAME_ONE}") from None
     try:
         shown_file(project, name)
     except OSError as exc:
-        raise FileRefused(f"--file {path}: {exc}") from None
+        raise FileRefused(f"{exc}: {NAME_ONE}") from None
     return name.as_posix()
 
 
@@ -49,7 +50,10 @@ def checked_files(project: Path, paths: Sequence[str]) -> list[str]:
 
 
 def tracked_files(project: Path) -> list[str]:
-    """The project's tracked files (`git ls-files`), names only: what the app's picker offers."""
+    """The project's tracked files (`git ls-files`), names only: what the app's picker offers.
+    Git is imported here: the app imports this module on its first frame's path."""
+    from engine.project.git_plumbing import git_bytes, nul_paths
+
     return sorted(nul_paths(git_bytes(project, "ls-files", "-z")))
 
 

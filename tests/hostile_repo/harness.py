@@ -75,7 +75,7 @@ class Outcome:
     stdout or stderr; `status`: the run's (or verification's) status, exactly; `never`: statuses
     it must not end with; `within`: seconds the command may take; `prompt_says`: words the
     second iteration's prompt (trail iterations/02/prompt.json) must hold; `json`: stdout is one
-    valid JSON object."""
+    valid JSON object; `nothing_started`: no trail written and no model asked."""
 
     exit: int | None = None
     says: tuple[str, ...] = ()
@@ -84,6 +84,7 @@ class Outcome:
     within: float | None = None
     prompt_says: tuple[str, ...] = ()
     json: bool = False
+    nothing_started: bool = False
 
 
 @dataclass(frozen=True)
@@ -443,6 +444,9 @@ def check(lab: Lab, probe: Probe, seen: Seen) -> None:
         assert seen.status not in expect.never, f"the run ended {seen.status}; {where}"
     if expect.within is not None:
         assert seen.seconds < expect.within, f"took {seen.seconds:.0f} s; {where}"
+    if expect.nothing_started:
+        assert seen.requests == [], f"the model was asked; {where}"
+        assert not seen.trail, f"a trail was written: {sorted(seen.trail)[:5]}; {where}"
     if expect.prompt_says:
         prompt = second_prompt(seen)
         for word in expect.prompt_says:

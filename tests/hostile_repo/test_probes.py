@@ -136,6 +136,11 @@ def refused(*words: str) -> Outcome:
     return Outcome(exit=2, says=words)
 
 
+def not_shown(*words: str) -> Outcome:
+    """A named file refused before anything starts: exit 2, these words, no trail, no prompt."""
+    return Outcome(exit=2, says=words, nothing_started=True)
+
+
 PROBES: list[Probe] = [
     # 1. The project's Python, named by the repository, is never run on the host.
     Probe(
@@ -275,14 +280,59 @@ PROBES: list[Probe] = [
         flags=("--max-iters", "1"),
         expect=Outcome(never=()),
     ),
-    # A file the prompt shows is read from inside the project, never through a link.
+    # A file the prompt shows is read from inside the project, never through a link: one the
+    # repository's config or the person's --file names that leads out is refused before the
+    # run starts, in one line, and nothing of it is read.
     Probe(
         "prompt-file-links-to-a-host-secret",
         files={"notes.py": Link(CANARY)},
         config='files = ["calc.py", "notes.py"]',
         answers=(FIXED,),
         flags=("--max-iters", "1"),
-        expect=Outcome(never=()),
+        expect=not_shown("notes.py", "leads outside the project"),
+    ),
+    Probe(
+        "file-flag-names-a-link-to-a-host-secret",
+        files={"notes.py": Link(CANARY)},
+        answers=(FIXED,),
+        flags=("--max-iters", "1", "--file", "notes.py"),
+        expect=not_shown("notes.py", "leads outside the project"),
+    ),
+    Probe(
+        "file-flag-names-a-host-file-by-climbing-out",
+        answers=(FIXED,),
+        flags=("--max-iters", "1", "--file", "../" * 20 + CANARY),
+        expect=not_shown("not a path inside the project"),
+    ),
+    Probe(
+        "file-flag-names-a-host-file-by-its-absolute-path",
+        answers=(FIXED,),
+        flags=("--max-iters", "1", "--file", CANARY),
+        expect=not_shown("not a file inside"),
+    ),
+    # git's own directory is never shown: .git/config may hold a remote's token.
+    Probe(
+        "file-flag-names-git-config",
+        git_config=f'[remote "origin"]\n\turl = https://user:{KEY}@example.com/r.git\n',
+        answers=(FIXED,),
+        flags=("--max-iters", "1", "--file", ".git/config"),
+        expect=not_shown(".git/config", "git's own directory"),
+    ),
+    Probe(
+        "file-flag-names-a-link-into-git",
+        files={"remote.cfg": Link(".git/config")},
+        git_config=f'[remote "origin"]\n\turl = https://user:{KEY}@example.com/r.git\n',
+        answers=(FIXED,),
+        flags=("--max-iters", "1", "--file", "remote.cfg"),
+        expect=not_shown("remote.cfg", "git's own directory"),
+    ),
+    Probe(
+        "config-files-names-git-config",
+        config='files = [".git/config"]',
+        git_config=f'[remote "origin"]\n\turl = https://user:{KEY}@example.com/r.git\n',
+        answers=(FIXED,),
+        flags=("--max-iters", "1"),
+        expect=not_shown(".git/config", "git's own directory"),
     ),
     # A conftest that reads the user's key finds none: the sandbox's environment is clean.
     Probe(

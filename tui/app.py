@@ -28,6 +28,7 @@ import themes
 from engine.project.settings import ConfigError, Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.guards import ModelUnreachable, RunStopped
+from engine.run.talk import Talk
 from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
 from tui.app_quit import OnItsLoop, StopAndQuit, cancel
@@ -133,6 +134,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self.mode: Mode = settings.approve
         self.gate = InteractiveGate(self.post_from_thread, self.mode)
         self.sink = UiSink(self.post_from_thread)
+        # What the person says while the run goes on: notes and files for the next prompts.
+        self.talk = Talk(project)
         self.main = MainScreen(
             project=str(project),
             model=settings.model or FINDING_MODEL,
@@ -281,6 +284,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 sinks=[self.gate, self.sink],
                 on_model_text=self.sink.model_text,
                 spec=self.spec,
+                talk=self.talk,
             )
         )
 
@@ -298,6 +302,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
                 on_model_text=self.sink.model_text,
                 api_base=choice.api_base,
                 model=choice.model,
+                talk=self.talk,
             )
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
@@ -33,6 +34,7 @@ from tui.widgets.run_view import IterationView, RunView, starts_stream
 if TYPE_CHECKING:
     from engine.run.artifacts import IterationArtifacts
     from engine.run.events import BaseEvent
+    from engine.run.talk import Talk
 
 # (n, rev, touched files, files the user named) -> what the iteration left behind
 ArtifactLoader = Callable[[int, str | None, list[str], list[str]], "IterationArtifacts"]
@@ -85,6 +87,11 @@ class MainScreen(Screen[None]):
         Binding("f", "next_file", "next file", show=False),
         Binding("o", "toggle_output", "output"),
         Binding("l", "follow", "follow"),
+        # While a run goes on: a note for the next prompt, a file added to or dropped from
+        # every later prompt (engine/run/talk.py).
+        Binding("n", "note", "note"),
+        Binding("plus", "add_file", "file", key_display="+"),
+        Binding("minus", "drop_file", "drop file", key_display="-", show=False),
     ]
 
     class Loaded(Message):
@@ -282,7 +289,64 @@ class MainScreen(Screen[None]):
         """`l` only when there is a live iteration to go back to."""
         if action == "follow":
             return not self.follow
+        if action in ("note", "add_file"):
+            return self._talk() is not None
+        if action == "drop_file":
+            talk = self._talk()
+            return talk is not None and bool(talk.shown())
         return True
+
+    def _talk(self) -> Talk | None:
+        """The run's ear while a run goes on in this app; None otherwise (a replay)."""
+        talk = getattr(self.app, "talk", None)
+        return talk if getattr(self.app, "running", False) else None
+
+    def action_note(self) -> None:
+        from tui.screens.note import NoteScreen
+
+        def sent(text: str | None) -> None:
+            talk = self._talk()
+            if text is None or talk is None or not talk.note(text):
+                return
+            self.notify(f"you: {text.strip()}", title="for the next prompt")
+
+        self.app.push_screen(NoteScreen(), sent)
+
+    def action_add_file(self) -> None:
+        from engine.run.talk import FileRefused
+        from tui.screens.files import FilesScreen
+
+        def picked(name: str | None) -> None:
+            talk = self._talk()
+            if name is None or talk is None:
+                return
+            try:
+                talk.add(name)
+            except FileRefused as exc:
+                self.notify(str(exc), title="not added", severity="error")
+                return
+            self.refresh_bindings()
+            self.notify(f"{name}: shown in every prompt from the next", title="file added")
+
+        project = Path(getattr(self.app, "project", "."))
+        self.app.push_screen(FilesScreen("add a file to the prompts", project=project), picked)
+
+    def action_drop_file(self) -> None:
+        from tui.screens.files import FilesScreen
+
+        talk = self._talk()
+        if talk is None:
+            return
+
+        def picked(name: str | None) -> None:
+            if name is not None and talk.drop(name):
+                self.refresh_bindings()
+                self.notify(f"{name}: no longer added to the prompts", title="file dropped")
+
+        project = Path(getattr(self.app, "project", "."))
+        self.app.push_screen(
+            FilesScreen("drop an added file", talk.shown(), project=project), picked
+        )
 
     def action_next_file(self) -> None:
         self.query_one(CodePane).next_file()

@@ -271,6 +271,11 @@ class RunView:
         elif isinstance(event, ev.Formatted):
             if line := formatted_line(event):
                 it.levers.append(line)
+        elif isinstance(event, ev.PersonNoted):  # the person's own words, marked as theirs
+            it.levers.append(f"you: {event.text}")
+        elif isinstance(event, ev.FilesShown):
+            said = [f"+{path}" for path in event.added] + [f"-{path}" for path in event.dropped]
+            it.levers.append(f"you: files {' '.join(said)}")
         elif isinstance(event, ev.StrategyChanged):
             it.levers.append(strategy_line(event))
             if event.kind == "escalate" and event.model:

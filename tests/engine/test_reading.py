@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from engine.feedback.prompts import load_files
-from engine.project.reading import OutsideProject, inside, project_text
+from engine.project.reading import (
+    MAX_SHOWN_BYTES,
+    OutsideProject,
+    TooLarge,
+    inside,
+    project_text,
+    shown_file,
+)
 
 
 @pytest.fixture
@@ -53,3 +60,19 @@ def test_an_absolute_path_is_refused(project: Path, secret: tuple[Path, str]) ->
 
 def test_links_that_stay_inside_are_read(project: Path) -> None:
     assert project_text(project, "docs/code.py") == "VALUE = 1\n"
+
+
+def test_a_file_under_git_is_not_read_for_the_prompt(project: Path) -> None:
+    (project / ".git").mkdir()
+    token = f"sk-fixloop-canary-{uuid.uuid4()}"
+    (project / ".git" / "config").write_text(f"[remote]\n\turl = https://u:{token}@x/r\n")
+    (project / "remote.cfg").symlink_to(project / ".git" / "config")
+    files = load_files(project, ["src/code.py", ".git/config", "remote.cfg"])
+    assert [f.path for f in files] == ["src/code.py"]
+
+
+def test_a_file_too_large_to_show_is_refused_before_it_is_read(project: Path) -> None:
+    with (project / "big.py").open("wb") as big:
+        big.truncate(MAX_SHOWN_BYTES + 1)
+    with pytest.raises(TooLarge, match="too large to show"):
+        shown_file(project, "big.py")

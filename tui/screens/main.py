@@ -88,9 +88,10 @@ class MainScreen(Screen[None]):
         Binding("o", "toggle_output", "output"),
         Binding("l", "follow", "follow"),
         # While a run goes on: a note for the next prompt, a file added to or dropped from
-        # every later prompt (engine/run/talk.py).
+        # every later prompt (engine/run/talk.py). `+` and `-` stay out of the footer, which
+        # is full at 80 columns; the note box names them.
         Binding("n", "note", "note"),
-        Binding("plus", "add_file", "file", key_display="+"),
+        Binding("plus", "add_file", "add file", key_display="+", show=False),
         Binding("minus", "drop_file", "drop file", key_display="-", show=False),
     ]
 

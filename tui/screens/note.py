@@ -26,7 +26,11 @@ class NoteScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog note") as dialog:
             dialog.border_title = "a note for the next prompt"
-            yield Static("enter sends it; the prompt under way stays as it is", id="note-said")
+            yield Static(
+                "enter sends it; the prompt under way stays as it is. "
+                "On the run, + adds a file to the prompts and - drops one.",
+                id="note-said",
+            )
             yield Input(placeholder="what the model should know", id="note-text")
         yield Footer(compact=True)
 

@@ -73,6 +73,10 @@ class Settings(BaseModel):
 
     task: str | None = None
     spec: Path | None = None  # spec mode: a spec TOML file (engine/spec/definition.py)
+    # Files every prompt shows: the person's `--file`, or the project's config. Files of the
+    # project only (no link out, nothing under .git, none too large), checked before a run
+    # starts (engine/run/talk.py, `checked_files`). A repository cannot name what leaves the
+    # machine beyond its own files; more are added only by the person, in the app.
     files: list[str] | None = None
     test_cmd: str | None = None  # None: DEFAULT_TEST_CMD
     lint_cmd: str | None = None

@@ -204,3 +204,32 @@ def test_the_picker_keeps_the_names_that_hold_the_typed_letters_in_order() -> No
     assert fuzzy_matches("gls", names) == ["docs/glossary.md"]
     assert set(fuzzy_matches("core", names)) == {"textstats/core.py", "tests/test_core.py"}
     assert fuzzy_matches("", names) == names
+
+
+@sandboxed
+async def test_a_file_dropped_with_minus_is_not_in_the_next_request(
+    model_server: ScriptedModelServer, with_glossary: Path
+) -> None:
+    answering = threading.Event()
+    model_server.script(*fixes_held(answering))
+    app = make_app(model_server, with_glossary, approve="auto")
+    try:
+        async with app.run_test(size=SMALL) as pilot:
+            await wait_for(pilot, lambda: model_server.count == 1, "the first request")
+            await pilot.press("plus")
+            adding = await wait_screen(pilot, FilesScreen)
+            await wait_for(pilot, lambda: not adding.loading, "the project's files listed")
+            await pilot.press(*"gloss", "enter")
+            await wait_for(pilot, lambda: app.screen is not adding, "the picker closed")
+            await pilot.press("minus")
+            dropping = await wait_screen(pilot, FilesScreen, after=adding)
+            listed = dropping.query_one(OptionList)
+            assert [listed.get_option_at_index(0).id, listed.option_count] == [GLOSSARY, 1]
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: app.screen is not dropping, "the picker closed")
+            answering.set()
+            await end_of_run(pilot)
+    finally:
+        answering.set()
+    assert GLOSSARY_TEXT not in prompt_of(model_server.requests[1])
+    assert not [event for event in run_events(app) if isinstance(event, FilesShown)]

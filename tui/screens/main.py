@@ -309,7 +309,9 @@ class MainScreen(Screen[None]):
             talk = self._talk()
             if text is None or talk is None or not talk.note(text):
                 return
-            self.notify(f"you: {text.strip()}", title="for the next prompt")
+            self.view.waiting.append(text.strip())  # the history says it until a prompt has it
+            if self.ready:
+                self.query_one(HistoryPane).show(self.view)
 
         self.app.push_screen(NoteScreen(), sent)
 

@@ -111,6 +111,7 @@ class RunView:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     named_files: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # the person's notes not yet in a prompt
     iterations: dict[int, IterationView] = field(default_factory=dict)
     status: str = ""  # empty while the run is live
     reason: str = ""
@@ -273,6 +274,8 @@ class RunView:
                 it.levers.append(line)
         elif isinstance(event, ev.PersonNoted):  # the person's own words, marked as theirs
             it.levers.append(f"you: {event.text}")
+            if event.text in self.waiting:
+                self.waiting.remove(event.text)
         elif isinstance(event, ev.FilesShown):
             said = [f"+{path}" for path in event.added] + [f"-{path}" for path in event.dropped]
             it.levers.append(f"you: files {' '.join(said)}")

@@ -135,7 +135,10 @@ class HistoryPane(Vertical):
             Content.assemble((f"{it.n} · ", "$text-muted"), line)
             for _, it in sorted(view.iterations.items())
             for line in it.levers
-        ][-LEVER_LINES:]
+        ]
+        # The person's notes still waiting for the next prompt, theirs from the moment typed.
+        said += [Content.assemble(("next · ", "$text-muted"), f"you: {t}") for t in view.waiting]
+        said = said[-LEVER_LINES:]
         levers = self.query_one("#levers", Static)
         levers.set_class(not said, "empty")
         levers.update(Content("\n").join(said))

@@ -32,6 +32,7 @@ def resume_app(args: argparse.Namespace) -> int:
     it ran in (step mode's reviews shown); a run that cannot be resumed is said in one line
     before the app opens."""
     from engine.run.resume import ResumeError
+    from engine.run.talk import FileRefused
     from tui.trail import named_project, named_run
 
     project = named_project(args.path)
@@ -40,7 +41,9 @@ def resume_app(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         app = resumed_app(project, run_id, model=args.model, api_base=args.api_base)
-    except ResumeError as exc:
+        for path in args.files or ():  # `--file`: added as the app's + adds one
+            app.talk.add(path)
+    except (ResumeError, FileRefused) as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     app.run()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from engine.feedback import tokens as budget
 from engine.feedback.tokens import approximate_tokens
 from engine.model.types import Message
 
@@ -63,3 +64,33 @@ def shared_out(total: int, weights: Sequence[int]) -> list[int]:
     shares = [total * weight // sum(weights) for weight in weights]
     shares[-1] += total - sum(shares)
     return shares
+
+
+class StreamTokens:
+    """An answer's completion tokens counted as it streams, for the screen while it is
+    written (the server's usage corrects the count once the answer ends). Each piece is
+    counted once: the text up to the last whitespace is tokenized and added for good, and only
+    the word still being written is counted again with the next piece, so a long answer is
+    never tokenized whole. Tokenizers split words at whitespace, so the sum is the whole
+    text's count but for the odd token that spans a space."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._settled = 0  # tokens of the text before the word being written
+        self._word = ""  # the text since the last whitespace, counted again with each piece
+
+    def add(self, piece: str) -> int:
+        """The answer's tokens so far, with `piece` added."""
+        text = self._word + piece
+        cut = max(text.rfind(space) for space in " \n\t")
+        if cut > 0:  # a tokenizer puts the space before a word with that word
+            self._settled += count_text(text[:cut], self.model)
+            text = text[cut:]
+        self._word = text
+        return self._settled + (count_text(text, self.model) if text else 0)
+
+
+def count_text(text: str, model: str) -> int:
+    """Tokens of `text` by the tokenizer the run's prompt budgets use (litellm's, once it is
+    loaded; else their stated approximation)."""
+    return budget.count_tokens(text, model)

@@ -213,9 +213,22 @@ class Candidates:
                 return list(await asyncio.gather(*(one(k) for k in ks)))
             for k in ks:  # the prompt's estimate once, on the first of them
                 requested(k, together=len(ks), tokens=prompt_tokens if k == ks[0] else 0)
+            streams = [streamed_to(on_text, n, k, model.model) for k in ks]
+            heard: dict[str, Callable[[int, str], None]] = {}
+            if on_text is not None:  # streamed only for a screen; choice i is candidate ks[i]
+
+                def choice_text(i: int, text: str) -> None:
+                    if 0 <= i < len(streams) and (stream := streams[i]) is not None:
+                        stream(text)
+
+                heard["on_text"] = choice_text
             try:
                 answers = await sampler.sample(
-                    messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=seed_of(n, ks[0])
+                    messages,
+                    len(ks),
+                    temperature=CANDIDATE_TEMPERATURE,
+                    seed=seed_of(n, ks[0]),
+                    **heard,
                 )
             except ModelError as exc:
                 return [got(k, exc) for k in ks]

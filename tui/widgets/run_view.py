@@ -179,6 +179,7 @@ class RunView:
             return False
         stream = it.streams.setdefault(piece.candidate, StreamView())
         stream.tokens, stream.per_second, stream.state = piece.tokens, piece.per_second, "writing"
+        it.retry = ""  # an answer is coming in again: the wait is over
         if it.shown is None:
             it.shown = piece.candidate
         if it.shown != piece.candidate:

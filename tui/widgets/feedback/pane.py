@@ -168,7 +168,9 @@ class FeedbackPane(Vertical):
     FeedbackPane ContentSwitcher { height: 1fr; }
     FeedbackPane #packet-scroll { height: 1fr; }
     FeedbackPane #model-scroll { height: 1fr; }
-    FeedbackPane #model-streams { height: auto; display: none; border-bottom: solid $foreground 20%; }
+    FeedbackPane #model-streams {
+        height: auto; display: none; border-bottom: solid $foreground 20%;
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -50,7 +50,7 @@ def activity_of(view: RunView) -> Activity:
         where = "the project before any edit" if latest.n == 0 else f"iteration {latest.n}"
         stage = f": {running.name}" if running else ""
         return Activity(f"verifying {where} in the sandbox{stage}", busy=True)
-    if latest.status == "asking" and latest.retry and not latest.model_text:
+    if latest.status == "asking" and latest.retry:
         return Activity(latest.retry, busy=True)
     if latest.status == "asking" or (latest.status == "answered" and latest.writing):
         return Activity(answering(latest), busy=True)

@@ -3,6 +3,7 @@ it sent none), shared out among the answers of one request, and their price in U
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -66,28 +67,36 @@ def shared_out(total: int, weights: Sequence[int]) -> list[int]:
     return shares
 
 
+# Where a word starts: the space before it, which a tokenizer puts in the word's token.
+WORD_START = re.compile(r" (?=\S)")
+
+
 class StreamTokens:
     """An answer's completion tokens counted as it streams, for the screen while it is
     written (the server's usage corrects the count once the answer ends). Each piece is
     counted once: the text up to the last whitespace is tokenized and added for good, and only
     the word still being written is counted again with the next piece, so a long answer is
-    never tokenized whole. Tokenizers split words at whitespace, so the sum is the whole
-    text's count but for the odd token that spans a space."""
+    never tokenized whole. Tokenizers start a word's token at the space before it (not at a
+    newline, which may end the token before it, nor inside a run of spaces, often one token):
+    the sum is the whole text's count but for the odd token that spans such a space."""
 
     def __init__(self, model: str) -> None:
         self.model = model
         self._settled = 0  # tokens of the text before the word being written
-        self._word = ""  # the text since the last whitespace, counted again with each piece
+        self._word = ""  # the text since the last word began, counted again with each piece
+        self._said = 0
 
     def add(self, piece: str) -> int:
         """The answer's tokens so far, with `piece` added."""
         text = self._word + piece
-        cut = max(text.rfind(space) for space in " \n\t")
-        if cut > 0:  # a tokenizer puts the space before a word with that word
+        cut = max((found.start() for found in WORD_START.finditer(text)), default=-1)
+        if cut > 0:
             self._settled += count_text(text[:cut], self.model)
             text = text[cut:]
         self._word = text
-        return self._settled + (count_text(text, self.model) if text else 0)
+        # A word half written may be a token more than the whole word: the count never drops.
+        self._said = max(self._said, self._settled + (count_text(text, self.model) if text else 0))
+        return self._said
 
 
 def count_text(text: str, model: str) -> int:

@@ -45,8 +45,9 @@ def header_tokens(app: FixloopApp) -> int:
 
 
 def answered(app: FixloopApp) -> bool:
+    """The first iteration's answer is in (its `ModelResponded` folded in)."""
     it = app.main.view.iterations.get(1)
-    return it is not None and any(s.state == "done" for s in it.streams.values())
+    return it is not None and it.status != "asking"
 
 
 @sandboxed

@@ -67,6 +67,9 @@ def shared_out(total: int, weights: Sequence[int]) -> list[int]:
     return shares
 
 
+# The most characters counted again with each piece: a "word" longer (a model's line of
+# 100,000 characters without a space) is settled where it stands, a token miscounted at most.
+LONGEST_WORD = 200
 # Where a word starts: the space before it, which a tokenizer puts in the word's token.
 WORD_START = re.compile(r" (?=\S)")
 
@@ -74,11 +77,12 @@ WORD_START = re.compile(r" (?=\S)")
 class StreamTokens:
     """An answer's completion tokens counted as it streams, for the screen while it is
     written (the server's usage corrects the count once the answer ends). Each piece is
-    counted once: the text up to the last whitespace is tokenized and added for good, and only
-    the word still being written is counted again with the next piece, so a long answer is
-    never tokenized whole. Tokenizers start a word's token at the space before it (not at a
-    newline, which may end the token before it, nor inside a run of spaces, often one token):
-    the sum is the whole text's count but for the odd token that spans such a space."""
+    counted once: the text up to where the last word starts is tokenized and added for good,
+    and only the word still being written is counted again with the next piece (up to
+    LONGEST_WORD characters of it), so a long answer is never tokenized whole. Tokenizers
+    start a word's token at the space before it (not at a newline, which may end the token
+    before it, nor inside a run of spaces, often one token): the sum is the whole text's count
+    but for the odd token that spans such a space."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -90,6 +94,8 @@ class StreamTokens:
         """The answer's tokens so far, with `piece` added."""
         text = self._word + piece
         cut = max((found.start() for found in WORD_START.finditer(text)), default=-1)
+        if len(text) - max(cut, 0) > LONGEST_WORD:  # an answer is hostile input: no quadratic
+            cut = len(text)
         if cut > 0:
             self._settled += count_text(text[:cut], self.model)
             text = text[cut:]

@@ -5,6 +5,7 @@ tokens counted as they come, through the real litellm client against the scripte
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -122,6 +123,18 @@ def test_indented_code_streamed_in_small_pieces_counts_within_a_percent(
     streamed = [tokens.add(piece) for piece in pieces_of(code)][-1]
     whole = litellm_module.token_counter(model="gpt-4o", text=code)
     assert abs(streamed - whole) <= whole / 100
+
+
+def test_an_answer_without_spaces_is_not_counted_again_with_each_piece(
+    litellm_module: ModuleType,
+) -> None:
+    # A hostile answer: one "word" of 20,000 characters, a character a piece. Counted again
+    # whole with each piece it takes minutes; a word is settled at LONGEST_WORD characters.
+    tokens = StreamTokens("gpt-4o")
+    started = time.monotonic()
+    for _ in range(20_000):
+        tokens.add("x")
+    assert time.monotonic() - started < 5.0
 
 
 def pieces_of(text: str) -> list[str]:

@@ -156,7 +156,7 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        if starts_stream(event):
+        if starts_stream(event, self.view.iterations.get(getattr(event, "n", -1))):
             if following:
                 feedback.begin_stream()
                 feedback.open_tab("model")

@@ -249,7 +249,7 @@ class RunView:
     def _update(self, it: IterationView, event: ev.BaseEvent) -> None:
         from engine.run import events as ev
 
-        if starts_stream(event):
+        if starts_stream(event, it):
             it.model_text = ""
         if isinstance(event, ev.ModelRequested):
             it.status, it.retry = "asking", ""
@@ -414,14 +414,15 @@ class RunView:
                 it.ended = event.ts
 
 
-def starts_stream(event: ev.BaseEvent) -> bool:
-    """Whether the answer shown as it streams starts anew with `event`: a first answer (only
-    candidate 1 streams; the others may be asked later), a re-asked one, or a retry of the
-    streamed request (not a sampled candidate's)."""
+def starts_stream(event: ev.BaseEvent, it: IterationView | None = None) -> bool:
+    """Whether the answer shown as it streams starts anew with `event`: a first answer (the
+    model tab shows candidate 1; the others may be asked later), a re-asked one, or a retry
+    of a streamed request while `it` (the iteration) waits for no other answer (a retry does
+    not say whose it is: with candidates being written it may be any one's)."""
     from engine.run import events as ev
 
     if isinstance(event, ev.ModelRequested):
         return event.candidate <= 1
     if isinstance(event, ev.ModelRetrying):
-        return event.streamed
+        return event.streamed and (it is None or len(it.writing) <= 1)
     return isinstance(event, ev.AnswerReasked)

@@ -195,3 +195,15 @@ async def test_a_truncated_choice_of_a_streamed_request_is_still_its_error(
     assert "finish_reason length" in second.cause
     assert {i for i, _ in pieces} == {0, 1}
     assert model_server.requests[0].body["stream"]
+
+
+async def test_a_streamed_choices_escape_sequences_never_reach_the_screen(
+    model_server: ScriptedModelServer,
+) -> None:
+    # An answer is hostile input: choice 1 tries to clear the person's terminal.
+    model_server.script(replies("one two", "clear \x1b[2J\x1b[H it"))
+    client = client_for(model_server)
+    shown: list[str] = []
+    await client.sample(ASK, 2, temperature=0.8, seed=1, on_text=lambda i, t: shown.append(t))
+    assert "clear" in "".join(shown)
+    assert "\x1b" not in "".join(shown)

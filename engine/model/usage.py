@@ -3,8 +3,10 @@ it sent none), shared out among the answers of one request, and their price in U
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -86,9 +88,16 @@ class StreamTokens:
 
     def __init__(self, model: str) -> None:
         self.model = model
+        # Resolved at the first piece: the request that streams has loaded litellm by then.
+        self._counter: Callable[[str], int] | None = None
         self._settled = 0  # tokens of the text before the word being written
         self._word = ""  # the text since the last word began, counted again with each piece
         self._said = 0
+
+    def _count(self, text: str) -> int:
+        if self._counter is None:
+            self._counter = text_counter(self.model)
+        return self._counter(text)
 
     def add(self, piece: str) -> int:
         """The answer's tokens so far, with `piece` added."""
@@ -97,15 +106,38 @@ class StreamTokens:
         if len(text) - max(cut, 0) > LONGEST_WORD:  # an answer is hostile input: no quadratic
             cut = len(text)
         if cut > 0:
-            self._settled += count_text(text[:cut], self.model)
+            self._settled += self._count(text[:cut])
             text = text[cut:]
         self._word = text
         # A word half written may be a token more than the whole word: the count never drops.
-        self._said = max(self._said, self._settled + (count_text(text, self.model) if text else 0))
+        self._said = max(self._said, self._settled + (self._count(text) if text else 0))
         return self._said
 
 
-def count_text(text: str, model: str) -> int:
-    """Tokens of `text` by the tokenizer the run's prompt budgets use (litellm's, once it is
-    loaded; else their stated approximation)."""
+def text_counter(model: str) -> Callable[[str], int]:
+    """How `model`'s tokens in a text are counted, by the tokenizer the run's prompt budgets
+    use (`engine.feedback.tokens`: litellm's, once it is loaded; else their approximation).
+    litellm's count function for the model is resolved once here: `token_counter` resolves it
+    again on every call (~0.5 ms, a stream's every piece); where litellm has no such function
+    (another version), `token_counter` it is."""
+    litellm = sys.modules.get("litellm")
+    utils = getattr(getattr(litellm, "litellm_core_utils", None), "token_counter", None)
+    resolve = getattr(utils, "_get_count_function", None)
+    if resolve is None:
+        return functools.partial(_budget_count, model=model)
+    try:
+        count = resolve(model)
+    except Exception:  # a model litellm cannot place: the budgets' own fallback
+        return functools.partial(_budget_count, model=model)
+
+    def counted(text: str) -> int:
+        try:
+            return int(count(text))
+        except Exception:
+            return approximate_tokens(text)
+
+    return counted
+
+
+def _budget_count(text: str, model: str) -> int:
     return budget.count_tokens(text, model)

@@ -12,6 +12,7 @@ from engine.run.events import (
     ModelResponded,
     ModelRetrying,
     RunStarted,
+    RunStopped,
 )
 from tui.widgets.feedback.pane import stream_rows
 from tui.widgets.header import activity_of
@@ -109,4 +110,12 @@ def test_a_failed_candidate_no_longer_counts_once_the_next_iteration_starts() ->
     view = candidates()
     view.stream(piece(2, 50))
     view.apply(IterationStarted(n=2, max_n=4))
+    assert view.live_tokens == 0
+
+
+def test_a_stopped_runs_unanswered_requests_no_longer_count_once_it_is_resumed() -> None:
+    view = candidates()
+    view.stream(piece(1, 50))
+    view.apply(RunStopped(n=1, reason="stopped by you"))
+    view.resumed()
     assert view.live_tokens == 0

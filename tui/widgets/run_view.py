@@ -374,8 +374,8 @@ class RunView:
         stage.oom_killed = event.oom_killed
 
     def _close_streams(self) -> None:
-        """An answer still written when a new iteration starts failed (its request's error
-        ended the iteration): it no longer counts as being spent."""
+        """An answer still written when a new iteration starts, or the run stops, failed or
+        was cut off: it no longer counts as being spent."""
         for it in self.iterations.values():
             for stream in it.streams.values():
                 if stream.pending:
@@ -391,6 +391,7 @@ class RunView:
     def _stopped(self, event: ev.RunStopped) -> None:
         """Stopped to be resumed: not an ending, but nothing runs any more."""
         self.status, self.reason = "stopped", event.reason or "stopped by you"
+        self._close_streams()  # a resumed run asks them anew
         for it in self.iterations.values():
             if it.in_progress:
                 it.status, it.ended = "stopped", event.ts

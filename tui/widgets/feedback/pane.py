@@ -78,7 +78,7 @@ def stream_row(k: int, stream: StreamView, *, shown: bool) -> Content:
     mark, style = STREAM_MARKS.get(stream.state, ("?", "$text-muted"))
     parts: list[str | tuple[str, str]] = [(f"#{k}", "bold" if shown else ""), " ", (mark, style)]
     if stream.state == "together":
-        parts.append((" asked with others in one request", "$text-muted"))
+        parts.append((" asked in one request", "$text-muted"))
     elif stream.state == "asked":
         parts.append((" asked", "$text-muted"))
     if stream.tokens or stream.state == "writing":

@@ -2,11 +2,13 @@
 
 A script is a list of steps, one consumed per request: `reply`, `replies` (several choices in
 one answer, for a request's `n`), `status`, `hang`, `malformed`, `empty`, `truncated`; `held`
-makes any step wait for a test's signal. Of the answers scripted, a request that asks for
-`n` > 1 takes the first `replies`, any other request the first plain one (so concurrent
-requests get the same answers whatever their order); failures go to whoever comes first. With
-no `replies` scripted, an `n` request gets a plain `reply`: a server that ignores `n`. Runs at
-once (a batch) each get a script of their own with `route`, chosen by what their prompt says.
+makes any step wait for a test's signal; `paced` streams an answer a piece at a time with a
+pause before each, and `paused` streams part of it, the rest once a test says so. Of the
+answers scripted, a request that asks for `n` > 1 takes the first `replies`, any other
+request the first plain one (so concurrent requests get the same answers whatever their
+order); failures go to whoever comes first. With no `replies` scripted, an `n` request gets a
+plain `reply`: a server that ignores `n`. Runs at once (a batch) each get a script of their
+own with `route`, chosen by what their prompt says.
 Every request is recorded (path, headers, parsed JSON body, the route, the client's port) so
 tests can assert exactly what the client sent and how often. Use the `model_server` fixture.
 """
@@ -42,6 +44,9 @@ class Step:
     seconds: float = 0.0
     until: threading.Event | None = None  # held: answered once this is set
     more: tuple[tuple[str, str], ...] = ()  # `replies`: choices 1, 2, ... (text, finish_reason)
+    pace_s: float = 0.0  # streamed: the pause before each piece of text
+    pause_after: int = 0  # streamed: this many pieces of each choice, then wait for `resume`
+    resume: threading.Event | None = None
 
 
 def reply(
@@ -102,6 +107,18 @@ def held(step: Step, until: threading.Event) -> Step:
     """`step`, answered only once `until` is set (or the server stops): a run kept busy while
     a test does something to it."""
     return replace(step, until=until)
+
+
+def paced(step: Step, seconds: float) -> Step:
+    """`step`, streamed a piece (a word) at a time with `seconds` before each: a model that
+    writes slowly."""
+    return replace(step, pace_s=seconds)
+
+
+def paused(step: Step, after: int, until: threading.Event) -> Step:
+    """`step`, streamed: the first `after` pieces of each choice, then the rest only once
+    `until` is set (or the server stops): an answer caught while it is being written."""
+    return replace(step, pause_after=after, resume=until)
 
 
 @dataclass(frozen=True)
@@ -248,6 +265,13 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"data: {this is not json\n\n")
                 return
             for chunk in _chunks(step, body):
+                if chunk is PAUSE:
+                    assert step.resume is not None
+                    while not (step.resume.is_set() or server._stopping.is_set()):
+                        step.resume.wait(0.1)
+                    continue
+                if step.pace_s and _has_text(chunk):
+                    server._stopping.wait(step.pace_s)
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
@@ -290,19 +314,38 @@ def _completion(step: Step, body: dict[str, Any]) -> dict[str, Any]:
     return {**_envelope(body, "chat.completion"), "choices": choices, **usage}
 
 
+# Between two chunks of a `paused` answer: where it waits for the test.
+PAUSE: dict[str, Any] = {}
+
+
+def _has_text(chunk: dict[str, Any]) -> bool:
+    return any(choice["delta"].get("content") for choice in chunk.get("choices", ()))
+
+
 def _chunks(step: Step, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """For each choice in turn: role first, then the text in small pieces (words), then the
-    finish; usage last, if asked."""
+    """Each choice's role first, then the texts in small pieces (words), the choices taking
+    turns as a server decoding them together sends them, each choice's finish after its last
+    piece; usage last, if asked. A `paused` answer yields PAUSE after `pause_after` turns."""
     env = _envelope(body, "chat.completion.chunk")
 
     def chunk(i: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**env, "choices": [{"index": i, "delta": delta, "finish_reason": finish}]}
 
-    for i, (text, finish) in enumerate(_choices(step, body)):
+    choices = _choices(step, body)
+    pieces = [_pieces(text) for text, _ in choices]
+    for i in range(len(choices)):
         yield chunk(i, {"role": "assistant", "content": ""})
-        for piece in _pieces(text):
-            yield chunk(i, {"content": piece})
-        yield chunk(i, {}, finish)
+    for turn in range(max(map(len, pieces), default=0)):
+        if step.resume is not None and turn == step.pause_after:
+            yield PAUSE
+        for i, (text_pieces, (_, finish)) in enumerate(zip(pieces, choices, strict=True)):
+            if turn < len(text_pieces):
+                yield chunk(i, {"content": text_pieces[turn]})
+            if turn == len(text_pieces) - 1:
+                yield chunk(i, {}, finish)
+    for i, (text_pieces, (_, finish)) in enumerate(zip(pieces, choices, strict=True)):
+        if not text_pieces:  # an empty answer: its finish alone
+            yield chunk(i, {}, finish)
     if step.send_usage and (body.get("stream_options") or {}).get("include_usage"):
         yield {**env, "choices": [], "usage": _usage(step, body)}
 

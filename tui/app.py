@@ -354,7 +354,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     @on(ModelText)
     def _model_text(self, message: ModelText) -> None:
-        self.main.stream(message.text)
+        self.main.stream(message.piece)
 
     @on(ReviewAsked)
     def _review_asked(self, message: ReviewAsked) -> None:

@@ -67,7 +67,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--task", help='what to do (default: "Make the failing tests pass.")')
     task.add_argument("--task-file", type=Path, metavar="F", help="read the task from a file")
     task.add_argument(
-        "--file", dest="files", action="append", metavar="F", help="a project file shown in every prompt"
+        "--file", dest="files", action="append", metavar="F", help="a project file in every prompt"
     )
     task.add_argument("--spec", type=Path, help="spec mode: a new module and tests from a spec")
     model = parser.add_argument_group("model")

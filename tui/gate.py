@@ -29,7 +29,7 @@ from engine.run.guards import RunStopped
 # previews) are imported where the engine's thread first asks or tells it something.
 if TYPE_CHECKING:
     from engine.edits.proposal import Proposal
-    from engine.run.events import BaseEvent
+    from engine.run.events import AnswerStreamed, BaseEvent
     from engine.run.gate import CandidateView, Choice, PassReview, Review
     from engine.run.preview import ProposalPreview
 
@@ -50,11 +50,12 @@ class EngineEvent(Message):
 
 
 class ModelText(Message):
-    """A piece of the model's answer as it streams in."""
+    """A piece of one of the model's answers as it streams in: which iteration and candidate,
+    the text, and that answer's tokens so far."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, piece: AnswerStreamed) -> None:
         super().__init__()
-        self.text = text
+        self.piece = piece
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,8 @@ class UiSink:
     def emit(self, event: BaseEvent) -> None:
         self._post(EngineEvent(event))
 
-    def model_text(self, text: str) -> None:
-        self._post(ModelText(text))
+    def model_text(self, piece: AnswerStreamed) -> None:
+        self._post(ModelText(piece))
 
 
 class InteractiveGate:

@@ -9,6 +9,7 @@ of messages in `redact`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import random
@@ -31,11 +32,15 @@ log = logging.getLogger(__name__)
 MAX_RETRY_AFTER_S = 30.0
 MAX_BACKOFF_S = 30.0
 MAX_TOKENS_CAP = 16384
-# A request for several answers at once (a provider's `n`) is not streamed: litellm's stream
-# keeps the choices' texts apart but drops the finish reason of all but the first, and a
-# truncated answer must be known as one. Unstreamed, the one wait is the whole answer, so it
-# is bounded by this many times `timeout_s` (the bound on each wait of a streamed answer).
+# A request for several answers at once (a provider's `n`) streams only where litellm hands
+# over the OpenAI SDK's own stream, whose chunks keep each choice's finish reason: litellm's
+# processed stream keeps the choices' texts apart but drops the finish reason of all but the
+# first, and a truncated answer must be known as one. Elsewhere it is not streamed, and the
+# one wait is the whole answer, bounded by this many times `timeout_s` (the bound on each wait
+# of a streamed answer).
 SEVERAL_TIMEOUT_FACTOR = 3
+# (choice index, piece of its text): several answers of one request as they stream
+OnChoiceText = Callable[[int, str], None]
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,21 @@ class _Answer:
     text: str
     finish_reason: str | None
     usage: Any  # litellm's Usage from the final chunk, when the server sent one
+
+
+@dataclass(frozen=True)
+class _Choice:
+    index: int
+    text: str
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class _Several:
+    """The answers of one request for several: each choice, and the server's usage (or None)."""
+
+    choices: list[_Choice]
+    usage: Any
 
 
 class LiteLLMClient:
@@ -96,6 +116,9 @@ class LiteLLMClient:
         self.temperature = temperature
         self._local_ready = False
         self._ignores_n = False  # its server answered a request for several with one
+        # Whether litellm hands over a stream that keeps each choice's finish reason (None:
+        # not tried yet): a request for several answers streams only then.
+        self._streams_several: bool | None = None
         if api_key:
             remember_secret(api_key)
 
@@ -182,19 +205,27 @@ class LiteLLMClient:
             return False
 
     async def sample(
-        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+        self,
+        messages: Sequence[Message],
+        n: int,
+        *,
+        temperature: float,
+        seed: int,
+        on_text: OnChoiceText | None = None,
     ) -> list[Completion | ModelError]:
-        """Up to `n` answers from one request (`n`, unstreamed), sampled at `temperature` with
-        `seed`. The prompt is counted once, on the first answer; the completion tokens the
-        server counted are shared out by each answer's length. A truncated or empty choice is
-        that answer's ModelError (not asked again: the others came with it); a failed request
-        is retried as `complete`'s are, then raised. Fewer answers than asked: the server
-        ignores `n`, and `samples_together` says so from then on."""
+        """Up to `n` answers from one request (`n`), sampled at `temperature` with `seed`;
+        with `on_text`, streamed where the provider's stream keeps each choice's finish
+        reason (`SEVERAL_TIMEOUT_FACTOR`), each piece told with its choice's index. The
+        prompt is counted once, on the first answer; the completion tokens the server counted
+        are shared out by each answer's length. A truncated or empty choice is that answer's
+        ModelError (not asked again: the others came with it); a failed request is retried as
+        `complete`'s are, then raised. Fewer answers than asked: the server ignores `n`, and
+        `samples_together` says so from then on."""
         litellm = await load_litellm()
         started = time.monotonic()
         sampling = Sampling(temperature, seed)
         for attempt in range(1, self.max_attempts + 1):
-            outcome = await self._several_once(litellm, messages, n, sampling)
+            outcome = await self._several_once(litellm, messages, n, sampling, on_text)
             if not isinstance(outcome, Failure):
                 break
             if not outcome.retryable:
@@ -206,12 +237,14 @@ class LiteLLMClient:
             delay = self._backoff(attempt)
             if outcome.retry_after_s is not None:
                 delay = min(outcome.retry_after_s, MAX_RETRY_AFTER_S)
+            # streamed=False: the answer shown as it streams (the first's) does not start anew.
             await self._pause(attempt, delay, outcome.cause, outcome.said_briefly, streamed=False)
-        choices = sorted(outcome.choices or (), key=lambda choice: int(choice.index or 0))[:n]
+        assert isinstance(outcome, _Several)  # the loop ends with the answers or raises
+        choices = sorted(outcome.choices, key=lambda choice: choice.index)[:n]
         if len(choices) < n:
             self._ignores_n = True
             self._log(logging.INFO, f"{self.where}: asked for {n} answers, got {len(choices)}")
-        texts = [valid_unicode(str(choice.message.content or "")) for choice in choices]
+        texts = [choice.text for choice in choices]
         prompt, shares = counted(litellm, self.model, messages, outcome.usage, texts)
         duration = time.monotonic() - started
         answers: list[Completion | ModelError] = []
@@ -246,18 +279,96 @@ class LiteLLMClient:
         return answers
 
     async def _several_once(
-        self, litellm: ModuleType, messages: Sequence[Message], n: int, sampling: Sampling
-    ) -> Any:
-        """One unstreamed request for `n` answers: litellm's response, or the Failure."""
+        self,
+        litellm: ModuleType,
+        messages: Sequence[Message],
+        n: int,
+        sampling: Sampling,
+        on_text: OnChoiceText | None,
+    ) -> _Several | Failure:
+        """One request for `n` answers, streamed to `on_text` where it can be: the answers,
+        or the Failure."""
+        if on_text is not None and self._streams_several is not False:
+            escaped: Exception | None = None
+            try:
+                streamed = await self._several_streamed(litellm, messages, n, sampling, on_text)
+            except _CallbackFailed as exc:
+                escaped = exc.original
+            except Exception as exc:
+                timeout_s = self.timeout_s
+                return classify_failure(exc, timeout_s=timeout_s, key_variable=self._key_variable)
+            if escaped is not None:
+                raise escaped  # outside the handler: the caller's own exception, untouched
+            if streamed is not None:
+                return streamed
         timeout = self.timeout_s * SEVERAL_TIMEOUT_FACTOR
         kwargs = self._request(messages, self.max_tokens, sampling)
         kwargs.update(stream=False, n=n, timeout=timeout)
         kwargs.pop("stream_options")
         try:
             async with asyncio.timeout(timeout):
-                return await litellm.acompletion(**kwargs)
+                response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             return classify_failure(exc, timeout_s=timeout, key_variable=self._key_variable)
+        choices = [
+            _Choice(
+                int(choice.index or 0),
+                valid_unicode(str(choice.message.content or "")),
+                choice.finish_reason,
+            )
+            for choice in response.choices or ()
+        ]
+        return _Several(choices, getattr(response, "usage", None))
+
+    async def _several_streamed(
+        self,
+        litellm: ModuleType,
+        messages: Sequence[Message],
+        n: int,
+        sampling: Sampling,
+        on_text: OnChoiceText,
+    ) -> _Several | None:
+        """One streamed request for `n` answers, read from the OpenAI SDK's stream under
+        litellm's (each chunk's choices with their index and finish reason); None, and never
+        again for this client, when litellm hands over no such stream (the request is then
+        made unstreamed). `timeout_s` bounds each wait, as in `complete`."""
+        from openai import AsyncStream  # litellm's own dependency, loaded with it
+
+        kwargs = self._request(messages, self.max_tokens, sampling)
+        kwargs["n"] = n
+        parts: dict[int, list[str]] = {}
+        finish: dict[int, str | None] = {}
+        usage: Any = None
+        stream: Any = None
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.timeout_s) as deadline:
+                stream = await litellm.acompletion(**kwargs)
+                raw = getattr(stream, "completion_stream", None)
+                if not isinstance(raw, AsyncStream):
+                    self._streams_several = False
+                    self._log(logging.INFO, f"{self.where}: several answers are not streamed")
+                    return None
+                self._streams_several = True
+                async for chunk in raw:
+                    deadline.reschedule(loop.time() + self.timeout_s)
+                    for choice in chunk.choices or ():
+                        index = int(choice.index or 0)
+                        delta = choice.delta.content if choice.delta else None
+                        parts.setdefault(index, [])
+                        if delta:
+                            parts[index].append(delta)
+                            _deliver(functools.partial(on_text, index), delta)
+                        finish[index] = choice.finish_reason or finish.get(index)
+                    usage = getattr(chunk, "usage", None) or usage
+        finally:
+            if stream is not None:
+                await _close_quietly(stream)
+        choices = [
+            _Choice(index, valid_unicode("".join(texts)), finish.get(index))
+            for index, texts in parts.items()
+        ]
+        return _Several(choices, usage)
 
     async def _pause(
         self, attempt: int, delay: float, cause: str, brief: str, *, streamed: bool

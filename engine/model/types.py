@@ -105,8 +105,16 @@ class SamplesTogether(Protocol):
         ...
 
     async def sample(
-        self, messages: Sequence[Message], n: int, *, temperature: float, seed: int
+        self,
+        messages: Sequence[Message],
+        n: int,
+        *,
+        temperature: float,
+        seed: int,
+        on_text: Callable[[int, str], None] | None = None,
     ) -> list[Completion | ModelError]:
         """Up to `n` answers from one request (fewer: the server ignores `n`), each a
-        Completion or the ModelError of a choice that came back truncated or empty."""
+        Completion or the ModelError of a choice that came back truncated or empty; where
+        the client can, each piece of text is told to `on_text` with its choice's index (from
+        0) as it streams."""
         ...

@@ -39,6 +39,7 @@ from engine.run.no_change import (
 from engine.run.outcome import RunConfig
 from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
+from engine.run.streaming import OnPiece, streamed_to
 from engine.verify.pins import pinned_why
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
@@ -85,7 +86,7 @@ class Answers:
         mode: RunMode,
         checker: IterationChecker,
         spend: Spend,
-        on_text: Callable[[str], None] | None,
+        on_text: OnPiece | None,
         after_ask: Callable[[int], None],
     ) -> None:
         self.config, self.model, self.workspace, self.gate = config, model, workspace, gate
@@ -197,8 +198,9 @@ class Answers:
             sampled_because=because,
         )
         self.journal.emit(requested)
+        on_text = streamed_to(self.on_text, n, candidate, model.model)
         completion = await model.complete(
-            messages, on_text=self.on_text, temperature=temperature, seed=seed
+            messages, on_text=on_text, temperature=temperature, seed=seed
         )
         self.spent(steps, [completion], completion.duration_s)
         self.journal.responded(n, completion, candidate=candidate or None)

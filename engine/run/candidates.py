@@ -32,6 +32,7 @@ from engine.run.no_change import (
 )
 from engine.run.outcome import RunConfig
 from engine.run.ranking import diff_size, tree_diff
+from engine.run.streaming import OnPiece, streamed_to
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 
@@ -112,13 +113,13 @@ class Candidate:
 @dataclass(frozen=True)
 class Request:
     """What an iteration asks its candidates with: the prompt, its estimated tokens, where
-    the first answer streams, and how that one is sampled (None: greedy)."""
+    each answer's pieces go as they stream, and how the first is sampled (None: greedy)."""
 
     n: int
     model: ModelClient
     messages: Sequence[Message]
     prompt_tokens: int
-    on_text: Callable[[str], None] | None = None
+    on_text: OnPiece | None = None
     first_sampled: Sampled | None = None
 
 
@@ -152,10 +153,11 @@ class Candidates:
         self, request: Request, arrived: Arrived | None = None
     ) -> list[Completion | ModelError]:
         """The iteration's answers, asked at once (a provider or local server that batches
-        decodes them together); only the first one streams to the screen, greedy unless
-        `first_sampled` says how to sample it instead. A candidate the model fails to answer
-        (a sampled answer that runs past max_tokens, say) is its error: the run ends in error
-        only when every candidate failed. `arrived` hears of each answer as it comes back."""
+        decodes them together); each one asked on its own streams to the screen (those asked
+        together in one request come back whole), the first greedy unless `first_sampled` says
+        how to sample it instead. A candidate the model fails to answer (a sampled answer that
+        runs past max_tokens, say) is its error: the run ends in error only when every
+        candidate failed. `arrived` hears of each answer as it comes back."""
         n, model, messages = request.n, request.model, request.messages
         prompt_tokens, on_text, first_sampled = (
             request.prompt_tokens,
@@ -191,9 +193,9 @@ class Candidates:
             requested(k)
             temperature, seed = sampling(k)
             try:
-                completion = await model.complete(  # the first one streamed
+                completion = await model.complete(
                     messages,
-                    on_text=on_text if k == 1 else None,
+                    on_text=streamed_to(on_text, n, k, model.model),
                     temperature=temperature,
                     seed=seed,
                 )
@@ -211,9 +213,22 @@ class Candidates:
                 return list(await asyncio.gather(*(one(k) for k in ks)))
             for k in ks:  # the prompt's estimate once, on the first of them
                 requested(k, together=len(ks), tokens=prompt_tokens if k == ks[0] else 0)
+            streams = [streamed_to(on_text, n, k, model.model) for k in ks]
+            heard: dict[str, Callable[[int, str], None]] = {}
+            if on_text is not None:  # streamed only for a screen; choice i is candidate ks[i]
+
+                def choice_text(i: int, text: str) -> None:
+                    if 0 <= i < len(streams) and (stream := streams[i]) is not None:
+                        stream(text)
+
+                heard["on_text"] = choice_text
             try:
                 answers = await sampler.sample(
-                    messages, len(ks), temperature=CANDIDATE_TEMPERATURE, seed=seed_of(n, ks[0])
+                    messages,
+                    len(ks),
+                    temperature=CANDIDATE_TEMPERATURE,
+                    seed=seed_of(n, ks[0]),
+                    **heard,
                 )
             except ModelError as exc:
                 return [got(k, exc) for k in ks]

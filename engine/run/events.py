@@ -74,6 +74,31 @@ class ModelResponded(BaseEvent):
     candidate: int = 0
 
 
+class AnswerStreamed(BaseModel):
+    """A piece of an answer as it streams in, for a screen: its iteration and candidate, the
+    text, and the answer's completion tokens so far (`StreamTokens`). Not an event of the
+    trail: pieces come many times a second, and the answer is written whole once it ends
+    (`ModelResponded`, whose usage then replaces this count)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    candidate: int = 0  # as `ModelRequested.candidate`: 0 for an iteration's only answer
+    text: str
+    tokens: int  # the answer's completion tokens so far, this piece's included
+    seconds: float = 0.0  # since the answer's first piece
+
+    @property
+    def per_second(self) -> float | None:
+        """Tokens a second since the first piece; None until there is time to measure."""
+        return self.tokens / self.seconds if self.seconds >= MEASURED_S else None
+
+
+# The time an answer streams before its tokens a second are said: a rate over the first few
+# pieces is the network's, not the model's.
+MEASURED_S = 0.5
+
+
 class ModelRetrying(BaseEvent):
     """An attempt at the model failed in a way worth another; the next waits `wait_s`."""
 

@@ -3,7 +3,6 @@ apply + commit, verify, judge, then the next packet or an ending (a `RunEnded`, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -40,6 +39,7 @@ from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
 from engine.run.steps import Steps, apply_and_commit
+from engine.run.streaming import OnPiece
 from engine.run.talk import Talk
 from engine.verify.execute import Verifier
 from engine.verify.tree import Verification, relabelled
@@ -57,7 +57,7 @@ class Deps:
     gate: Gate
     run_dir: RunDirectory
     sinks: list[EventSink] = field(default_factory=list)
-    on_model_text: Callable[[str], None] | None = None
+    on_model_text: OnPiece | None = None  # each answer's pieces as they stream
     approval: Literal["step", "auto"] = "step"  # for the audit trail: who approves proposals
     versions: dict[str, str] = field(default_factory=dict)
     escalation: ModelClient | None = None  # `escalate_model`: after a stall, and for the last

@@ -29,6 +29,7 @@ from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resumable
+from engine.run.streaming import OnPiece
 from engine.run.talk import Talk, checked_files
 from engine.spec.definition import Spec, check_new_files, load_spec
 from engine.verify.checkout import configured_verifier, open_configured_sandbox
@@ -158,7 +159,7 @@ async def start_run(
     *,
     gate: Gate,
     sinks: Sequence[EventSink] = (),
-    on_model_text: Callable[[str], None] | None = None,
+    on_model_text: OnPiece | None = None,
     model_client: ModelClient | None = None,
     sandbox: Sandbox | None = None,
     spec: Spec | None = None,
@@ -201,7 +202,7 @@ async def resume_run(
     *,
     gate: Gate,
     sinks: Sequence[EventSink] = (),
-    on_model_text: Callable[[str], None] | None = None,
+    on_model_text: OnPiece | None = None,
     model_client: ModelClient | None = None,
     sandbox: Sandbox | None = None,
     model: str | None = None,
@@ -268,7 +269,7 @@ def _wiring(
     gate: Gate,
     run_dir: RunDirectory,
     sinks: Sequence[EventSink],
-    on_model_text: Callable[[str], None] | None,
+    on_model_text: OnPiece | None,
 ) -> Callable[..., Deps]:
     """The loop's parts but the verifier, which `_execute` adds once the sandbox is open."""
     return functools.partial(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.run.events import (
     AnswerReasked,
+    AnswerStreamed,
     BaseEvent,
     IterationStarted,
     ModelRequested,
@@ -47,9 +48,9 @@ def test_a_short_wait_is_said_in_tenths() -> None:
 
 
 def test_once_the_retry_streams_its_answer_the_header_says_so() -> None:
-    assert activity_of(view_after(RETRY), streamed=40).text == (
-        "the model is answering (40 characters so far)"
-    )
+    view = view_after(RETRY)
+    view.stream(AnswerStreamed(n=1, text="def mean(", tokens=3, seconds=0.1))
+    assert activity_of(view).text == "answering: 3 tok"
 
 
 def test_the_answer_clears_the_retry() -> None:

@@ -33,7 +33,7 @@ from tui.widgets.run_view import IterationView, RunView, starts_stream
 # arrives: this screen is composed before the first frame, which needs none of them.
 if TYPE_CHECKING:
     from engine.run.artifacts import IterationArtifacts
-    from engine.run.events import BaseEvent
+    from engine.run.events import AnswerStreamed, BaseEvent
     from engine.run.talk import Talk
 
 # (n, rev, touched files, files the user named) -> what the iteration left behind
@@ -118,7 +118,6 @@ class MainScreen(Screen[None]):
         self.loader = loader
         self.selected: int | None = None
         self.follow = True
-        self.streamed = 0
         self.note = ""  # what happens before the run's first event
         self.paused = ""  # while the person holds the loop: what that means right now
         self.aside = ""  # while the person looks at the run with a decision hidden
@@ -165,8 +164,7 @@ class MainScreen(Screen[None]):
         self.query_one(HistoryPane).show(self.view)
         feedback = self.query_one(FeedbackPane)
         following = self.follow and getattr(event, "n", None) == self.view.latest
-        if starts_stream(event):
-            self.streamed = 0
+        if starts_stream(event, self.view.iterations.get(getattr(event, "n", -1))):
             if following:
                 feedback.begin_stream()
                 feedback.open_tab("model")
@@ -180,14 +178,15 @@ class MainScreen(Screen[None]):
             self.schedule_reload()
         self.refresh_header()
 
-    def stream(self, text: str) -> None:
-        """A piece of the model's answer for the iteration under way."""
-        self.streamed += len(text)
-        latest = self.view.latest
-        if latest is not None:
-            self.view.iterations[latest].model_text += text
-        if self.ready and self.follow and self.selected == latest:
-            self.query_one(FeedbackPane).stream(text)
+    def stream(self, piece: AnswerStreamed) -> None:
+        """A piece of one of the answers being written: its count in the header and the
+        model tab's rows, its text in the model tab when it is the answer shown there."""
+        shown = self.view.stream(piece)
+        if self.ready and self.selected == piece.n:
+            feedback = self.query_one(FeedbackPane)
+            if shown and self.follow:
+                feedback.stream(piece.text)
+            feedback.show_streams(self.view.iterations.get(piece.n))
         self.refresh_header()
 
     def set_paused(self, note: str) -> None:
@@ -236,7 +235,7 @@ class MainScreen(Screen[None]):
     def refresh_header(self) -> None:
         if not self.ready:
             return
-        activity = activity_of(self.view, self.streamed)
+        activity = activity_of(self.view)
         if not self.view.run_id and self.note:
             activity = Activity(self.note, busy=True)
         elif self.aside and self.view.live:
@@ -254,6 +253,7 @@ class MainScreen(Screen[None]):
         artifacts = artifacts or IterationArtifacts()
         feedback = self.query_one(FeedbackPane)
         feedback.show(it, artifacts.packet_text)
+        feedback.show_streams(it)
         live_answer = it is not None and it.status == "asking" and n == self.view.latest
         if it is not None and not live_answer:
             answers = candidate_labels(it, artifacts.candidates)

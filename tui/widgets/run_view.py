@@ -54,6 +54,32 @@ class StageView:
         return "sandbox error" if self.exit_code < 0 else f"exit {self.exit_code}"
 
 
+# A stream in one of these still waits for its answer (its tokens are an estimate).
+PENDING = frozenset({"asked", "together", "writing"})
+
+
+@dataclass
+class StreamView:
+    """One answer of an iteration while it is written: its tokens so far (counted as they
+    stream, replaced by the server's count once it ends) and their rate, or how it ended."""
+
+    prompt_tokens: int = 0  # the prompt's estimate, spent once the model reads it
+    tokens: int = 0
+    per_second: float | None = None
+    # asked; together (asked in one request with others, which comes back whole); writing;
+    # done; failed; given up
+    state: str = "asked"
+
+    @property
+    def pending(self) -> bool:
+        return self.state in PENDING
+
+    @property
+    def live_tokens(self) -> int:
+        """What this answer has cost so far, while it is written: prompt and completion."""
+        return self.prompt_tokens + self.tokens if self.pending else 0
+
+
 @dataclass
 class IterationView:
     n: int
@@ -83,6 +109,14 @@ class IterationView:
     dropped: list[str] = field(default_factory=list)  # a line per candidate not verified: why
     levers: list[str] = field(default_factory=list)  # re-asked, chosen, strategy: a line each
     unchanged: str = ""  # why its answer counted as no change (`EditsApplied.because`)
+    # Each answer asked, by candidate (0: the iteration's only answer), while and since it streams.
+    streams: dict[int, StreamView] = field(default_factory=dict)
+    shown: int | None = None  # the candidate whose text `model_text` holds
+
+    @property
+    def writing(self) -> list[int]:
+        """The candidates whose answers are still being written."""
+        return [k for k, stream in sorted(self.streams.items()) if stream.pending]
 
     @property
     def only_held_back(self) -> bool:
@@ -130,6 +164,31 @@ class RunView:
         return max(self.iterations) if self.iterations else None
 
     @property
+    def live_tokens(self) -> int:
+        """The tokens spent so far, with the answers still being written counted as they
+        stream (their prompts' estimates and the completion tokens so far)."""
+        if not self.live:
+            return self.tokens
+        writing = sum(s.live_tokens for it in self.iterations.values() for s in it.streams.values())
+        return self.tokens + writing
+
+    def stream(self, piece: ev.AnswerStreamed) -> bool:
+        """Fold in a piece of an answer being written; whether it belongs to the text shown
+        (`IterationView.model_text`), which it is then added to."""
+        it = self.iterations.get(piece.n)
+        if it is None:
+            return False
+        stream = it.streams.setdefault(piece.candidate, StreamView())
+        stream.tokens, stream.per_second, stream.state = piece.tokens, piece.per_second, "writing"
+        it.retry = ""  # an answer is coming in again: the wait is over
+        if it.shown is None:
+            it.shown = piece.candidate
+        if it.shown != piece.candidate:
+            return False
+        it.model_text += piece.text
+        return True
+
+    @property
     def current_n(self) -> int:
         """The iteration under way (or last), counting only the model's iterations."""
         return max((n for n in self.iterations if n > 0), default=0)
@@ -163,6 +222,7 @@ class RunView:
             return None
         if isinstance(event, ev.IterationStarted):
             self._close_unfinished()
+            self._close_streams()
             self.iterations[n] = IterationView(n=n, started=event.ts)
         it = self.iterations.setdefault(n, IterationView(n=n, started=event.ts))
         it.ended = event.ts
@@ -190,21 +250,28 @@ class RunView:
     def _update(self, it: IterationView, event: ev.BaseEvent) -> None:
         from engine.run import events as ev
 
-        if starts_stream(event):
+        if starts_stream(event, it):
             it.model_text = ""
         if isinstance(event, ev.ModelRequested):
             it.status, it.retry = "asking", ""
+            state = "together" if event.together > 1 else "asked"
+            it.streams[event.candidate] = StreamView(event.prompt_tokens, state=state)
+            if starts_stream(event):
+                it.shown = event.candidate
             if line := sampled_line(event) or together_line(event):
                 it.levers.append(line)
         elif isinstance(event, ev.ModelRetrying):
             it.retry = event.said
         elif isinstance(event, ev.ModelResponded):  # an iteration may ask more than once
             it.status, it.retry = "answered", ""
+            done = it.streams.setdefault(event.candidate, StreamView())
+            done.tokens, done.state = event.completion_tokens, "done"  # the server's count
             it.tokens += event.prompt_tokens + event.completion_tokens
             it.cost_usd += event.cost_usd
             self.tokens = sum(i.tokens for i in self.iterations.values())
             self.cost_usd = sum(i.cost_usd for i in self.iterations.values())
         elif isinstance(event, ev.ModelGivenUp):  # its prompt was read: spent all the same
+            it.streams.setdefault(event.candidate, StreamView()).state = "given up"
             it.tokens += event.prompt_tokens
             self.tokens = sum(i.tokens for i in self.iterations.values())
         elif isinstance(event, ev.ProposalReady):
@@ -260,6 +327,9 @@ class RunView:
             it.candidate_fate[event.k] = (
                 f"dropped: {event.dropped}" if event.dropped else event.verdict.replace("_", " ")
             )
+            stream = it.streams.get(event.k)
+            if stream is not None and stream.pending:  # the model gave it no answer
+                stream.state = "failed"
             if event.dropped:  # said in the history, and in the candidates modal under the rest
                 it.dropped.append(verified_line(event))
                 it.levers.append(it.dropped[-1])
@@ -311,6 +381,14 @@ class RunView:
         stage.timed_out = event.timed_out
         stage.oom_killed = event.oom_killed
 
+    def _close_streams(self) -> None:
+        """An answer still written when a new iteration starts, or the run stops, failed or
+        was cut off: it no longer counts as being spent."""
+        for it in self.iterations.values():
+            for stream in it.streams.values():
+                if stream.pending:
+                    stream.state = "failed"
+
     def _close_unfinished(self) -> None:
         """An approved proposal whose edits did not apply leaves no event of its own."""
         for it in self.iterations.values():
@@ -321,6 +399,7 @@ class RunView:
     def _stopped(self, event: ev.RunStopped) -> None:
         """Stopped to be resumed: not an ending, but nothing runs any more."""
         self.status, self.reason = "stopped", event.reason or "stopped by you"
+        self._close_streams()  # a resumed run asks them anew
         for it in self.iterations.values():
             if it.in_progress:
                 it.status, it.ended = "stopped", event.ts
@@ -344,14 +423,15 @@ class RunView:
                 it.ended = event.ts
 
 
-def starts_stream(event: ev.BaseEvent) -> bool:
-    """Whether the answer shown as it streams starts anew with `event`: a first answer (only
-    candidate 1 streams; the others may be asked later), a re-asked one, or a retry of the
-    streamed request (not a sampled candidate's)."""
+def starts_stream(event: ev.BaseEvent, it: IterationView | None = None) -> bool:
+    """Whether the answer shown as it streams starts anew with `event`: a first answer (the
+    model tab shows candidate 1; the others may be asked later), a re-asked one, or a retry
+    of a streamed request while `it` (the iteration) waits for no other answer (a retry does
+    not say whose it is: with candidates being written it may be any one's)."""
     from engine.run import events as ev
 
     if isinstance(event, ev.ModelRequested):
         return event.candidate <= 1
     if isinstance(event, ev.ModelRetrying):
-        return event.streamed
+        return event.streamed and (it is None or len(it.writing) <= 1)
     return isinstance(event, ev.AnswerReasked)

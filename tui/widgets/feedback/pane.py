@@ -1,7 +1,8 @@
 """The feedback pane, two tabs: `packet` — each verifier stage's state, the verdict, and the
 repair packet the model is told next (or why there is none); `model` — the model's answer,
 streamed in while it is generated, wrapped to the pane, and once finished laid out for
-reading (`answer.readable_answer`)."""
+reading (`answer.readable_answer`); with candidates, a row per answer above it: its tokens as
+they stream, and which are done."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from engine.durations import said_duration
 from tui.widgets.feedback.answer import readable_answer
 from tui.widgets.history.pane import status_colour
-from tui.widgets.run_view import IterationView, StageView
+from tui.widgets.run_view import IterationView, StageView, StreamView
 
 STREAM_REFRESH_S = 0.1
 STAGE_MARKS = {"ok": ("✓", "$text-success"), "running": ("…", "$text-muted")}
@@ -60,6 +61,40 @@ def verdict_line(it: IterationView) -> Content:
     if it.error_class and it.error_class != "none":
         parts.append((f" · {it.error_class}", "$text-muted"))
     return Content.assemble(*parts)
+
+
+STREAM_MARKS = {
+    "asked": ("…", "$text-muted"),
+    "together": ("…", "$text-muted"),
+    "writing": ("▍", "$text-accent"),
+    "done": ("done", "$text-success"),
+    "failed": ("failed", "$text-error"),
+    "given up": ("given up", "$text-muted"),
+}
+
+
+def stream_row(k: int, stream: StreamView, *, shown: bool) -> Content:
+    """`#2 ▍ 88 tok · 11 tok/s`: one candidate's answer while (and once) it is written."""
+    mark, style = STREAM_MARKS.get(stream.state, ("?", "$text-muted"))
+    parts: list[str | tuple[str, str]] = [(f"#{k}", "bold" if shown else ""), " ", (mark, style)]
+    if stream.state == "together":
+        parts.append((" asked in one request", "$text-muted"))
+    elif stream.state == "asked":
+        parts.append((" asked", "$text-muted"))
+    if stream.tokens or stream.state == "writing":
+        parts.append(f" {stream.tokens:,} tok")
+    if stream.state == "writing" and stream.per_second:
+        parts.append((f" · {stream.per_second:,.0f} tok/s", "$text-muted"))
+    return Content.assemble(*parts)
+
+
+def stream_rows(it: IterationView | None) -> Content | None:
+    """A row per candidate answer of the iteration; None for an iteration of one answer."""
+    if it is None or len([k for k in it.streams if k > 0]) < 2:
+        return None
+    return Content("\n").join(
+        stream_row(k, s, shown=k == it.shown) for k, s in sorted(it.streams.items()) if k > 0
+    )
 
 
 BASELINE_INTRO = "Before any edit: the project as the run started."
@@ -133,6 +168,9 @@ class FeedbackPane(Vertical):
     FeedbackPane ContentSwitcher { height: 1fr; }
     FeedbackPane #packet-scroll { height: 1fr; }
     FeedbackPane #model-scroll { height: 1fr; }
+    FeedbackPane #model-streams {
+        height: auto; display: none; border-bottom: solid $foreground 20%;
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -142,6 +180,8 @@ class FeedbackPane(Vertical):
         self._response: str | None = None
         self._streamed = False  # a piece arrived that the tab does not show yet
         self._laid_out = False  # the tab shows `_response` whole, laid out for reading
+        self._rows: Content | None = None  # the candidates' rows, shown at the next refresh
+        self._rows_due = False
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="packet"):
@@ -149,8 +189,10 @@ class FeedbackPane(Vertical):
                 yield Static(
                     Content.styled("nothing verified yet", "$text-muted"), id="packet-text"
                 )
-            with TabPane("model", id="model"), VerticalScroll(id="model-scroll"):
-                yield Static("", id="model-log", markup=False)
+            with TabPane("model", id="model"):
+                yield Static("", id="model-streams", markup=False)
+                with VerticalScroll(id="model-scroll"):
+                    yield Static("", id="model-log", markup=False)
 
     def show(self, it: IterationView | None, packet_text: str) -> None:
         body = feedback_content(it, packet_text)
@@ -201,6 +243,26 @@ class FeedbackPane(Vertical):
         if not self._streamed:
             self._streamed = True
             self.set_timer(STREAM_REFRESH_S, self._show_stream)
+
+    def show_streams(self, it: IterationView | None) -> None:
+        """The rows of the iteration's candidate answers (hidden for one answer), shown at
+        most ten times a second, as the streamed text is."""
+        self._rows = stream_rows(it)
+        if not self._rows_due:
+            self._rows_due = True
+            self.set_timer(STREAM_REFRESH_S, self._show_rows)
+
+    def _show_rows(self) -> None:
+        self._rows_due = False
+        rows = self.query_one("#model-streams", Static)
+        rows.display = self._rows is not None
+        rows.update(self._rows or "")
+
+    @property
+    def streams_text(self) -> str:
+        """The candidates' rows as the tab shows them now (empty: none shown)."""
+        rows = self.query_one("#model-streams", Static)
+        return str(rows.render()) if rows.display else ""
 
     def _show_stream(self) -> None:
         if not self._streamed:

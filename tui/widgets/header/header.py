@@ -10,7 +10,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from tui.widgets.history.pane import status_colour
-from tui.widgets.run_view import RunView
+from tui.widgets.run_view import IterationView, RunView
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -21,7 +21,22 @@ class Activity:
     busy: bool = False
 
 
-def activity_of(view: RunView, streamed: int = 0) -> Activity:
+def answering(it: IterationView) -> str:
+    """The answers being written, in a few words: `answering: 143 tok, 12 tok/s`; with
+    candidates, their sum and how many are in (each one's own count is in the model tab)."""
+    streams = list(it.streams.values())
+    tokens = sum(s.tokens for s in streams if s.state in ("writing", "done"))
+    if not tokens:
+        return "the model is answering"
+    rates = [s.per_second for s in streams if s.state == "writing" and s.per_second]
+    said = f"answering: {tokens:,} tok" + (f", {sum(rates):,.0f} tok/s" if rates else "")
+    if len(streams) > 1:
+        done = sum(s.state == "done" for s in streams)
+        said += f" ({len(streams)} candidates" + (f", {done} done)" if done else ")")
+    return said
+
+
+def activity_of(view: RunView) -> Activity:
     """What the loop is doing, in a few words, from the run so far."""
     if not view.run_id:
         return Activity("")
@@ -35,11 +50,10 @@ def activity_of(view: RunView, streamed: int = 0) -> Activity:
         where = "the project before any edit" if latest.n == 0 else f"iteration {latest.n}"
         stage = f": {running.name}" if running else ""
         return Activity(f"verifying {where} in the sandbox{stage}", busy=True)
-    if latest.status == "asking" and latest.retry and not streamed:
+    if latest.status == "asking" and latest.retry:
         return Activity(latest.retry, busy=True)
-    if latest.status == "asking":
-        got = f" ({streamed:,} characters so far)" if streamed else ""
-        return Activity(f"the model is answering{got}", busy=True)
+    if latest.status == "asking" or (latest.status == "answered" and latest.writing):
+        return Activity(answering(latest), busy=True)
     if latest.status == "answered" and view.candidates > 1:
         return Activity(f"verifying {view.candidates} candidates side by side", busy=True)
     if latest.status == "answered":
@@ -127,7 +141,8 @@ class RunHeader(Widget):
                 spinner = f"{SPINNER[self._frame]} " if self.activity.busy else ""
                 return fit(width, Content.styled(spinner + self.activity.text, "$text-accent"))
             return fit(width, Content.styled(self.idle, "$text-muted"))
-        tokens = f"{view.tokens:,}"
+        spent = view.live_tokens
+        tokens = f"{spent:,}"
         if view.max_tokens:
             tokens += f"/{view.max_tokens:,}"
         cost = f"${view.cost_usd:.4f}"
@@ -149,7 +164,7 @@ class RunHeader(Widget):
         )
         # Narrow: the caps go, the labels shrink; what the loop does keeps the rest.
         short = Content.assemble(
-            f"iter {iteration}", sep, f"{view.tokens:,} tok", sep, f"${view.cost_usd:.4f}", sep, now
+            f"iter {iteration}", sep, f"{spent:,} tok", sep, f"${view.cost_usd:.4f}", sep, now
         )
         return fit(width, full, short)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
@@ -43,6 +43,7 @@ from tui.gate import (
     ReviewAsked,
     UiSink,
 )
+from tui.keymap import APP, bindings_for
 from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
@@ -69,20 +70,16 @@ def sandbox_label(settings: Settings) -> str:
     return f"{label}, runc allowed (not gVisor!)" if settings.allow_runc else label
 
 
+# The keys that change the live run (off while a past run is replayed).
+LIVE_RUN_ACTIONS = frozenset({"toggle_mode", "toggle_pause", "abort_run", "show_review"})
+
+
 class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
     """One run of the repair loop, watched and steered by a person."""
 
     CSS_PATH = str(themes.STYLESHEET)
     TITLE = "fixloop"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("m", "toggle_mode", "mode"),
-        Binding("p", "toggle_pause", "pause"),
-        Binding("x", "abort_run", "abort"),
-        Binding("s", "show_summary", "end of run"),
-        Binding("r", "open_runs", "runs"),
-        Binding("q", "quit", "quit"),
-        Binding("v", "show_review", "review"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(APP)]
 
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up

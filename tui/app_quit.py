@@ -18,6 +18,7 @@ from textual.app import App
 
 from engine.run.guards import HUNG_UP, SIGHUP_HUNG_UP, TERMINATED, stop_message
 from tui.gate import InteractiveGate
+from tui.screens.confirm import ConfirmScreen, abort_question
 from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen
 from tui.screens.quit import QuitChoice, QuitScreen
@@ -46,6 +47,18 @@ class StopAndQuit(App[int]):
     _checking: OnItsLoop | None
 
     def action_abort_run(self) -> None:
+        """`x` and the palette: asks first; the confirm's default answer keeps the run."""
+        if not self.running or isinstance(self.screen, ConfirmScreen):
+            return
+        self.push_screen(abort_question(), self._abort_confirmed)
+
+    def _abort_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.abort_now()
+
+    def abort_now(self) -> None:
+        """End the run as aborted (the person said so): a waiting review ends it there, else
+        the engine's task is cancelled."""
         if not self.running:
             return
         at_gate = self.gate.waiting
@@ -128,7 +141,7 @@ class StopAndQuit(App[int]):
         if choice == "stop":
             self.action_stop_run()
         else:
-            self.action_abort_run()
+            self.abort_now()
         self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
 
 

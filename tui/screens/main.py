@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Grid
 from textual.message import Message
 from textual.screen import Screen
@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from tui.keymap import MAIN, bindings_for
 from tui.widgets.code import CodePane
 from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane
@@ -70,11 +71,7 @@ class MainScreen(Screen[None]):
 
     # The footer fits 80 columns with every key it may show: `f` is said by the code pane's
     # title, `l` only shows while the panes do not follow the live iteration.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f", "next_file", "next file", show=False),
-        Binding("o", "toggle_output", "output"),
-        Binding("l", "follow", "follow"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(MAIN)]
 
     class Loaded(Message):
         """What iteration n left on disk, read by the worker."""

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.message import Message
 
 from engine.project.paths import run_path
+from tui.keymap import REPLAY, bindings_for
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
 
@@ -53,11 +54,7 @@ def replayed_view(project: Path, run_id: str) -> RunView:
 class ReplayScreen(MainScreen):
     """A past run; dismissed with None."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close replay"),
-        Binding("[", "step(-1)", "previous", key_display="["),
-        Binding("]", "step(1)", "next", key_display="]"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(REPLAY)]
 
     class Read(Message):
         def __init__(self, view: RunView | None, error: str = "") -> None:

@@ -7,18 +7,17 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Markdown
 
+from tui.keymap import REPORT, bindings_for
+
 
 class ReportScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close"),
-        Binding("q", "app.quit", "quit"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(REPORT)]
 
     class Read(Message):
         def __init__(self, text: str) -> None:

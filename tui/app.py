@@ -488,7 +488,10 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Abort only while a run goes on; the end-of-run summary only once there is one; back
-        to the review only while one is put aside."""
+        to the review only while one is put aside. A past run's replay (and the list of runs)
+        never changes the live run: those keys are off there."""
+        if action in LIVE_RUN_ACTIONS and isinstance(self.screen, (ReplayScreen, RunsScreen)):
+            return False
         if action in ("abort_run", "toggle_pause"):
             return self.running
         if action == "show_summary":

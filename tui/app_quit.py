@@ -22,6 +22,7 @@ from tui.screens.confirm import ConfirmScreen, abort_question
 from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen
 from tui.screens.quit import QuitChoice, QuitScreen
+from tui.screens.task import TaskScreen
 
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
 TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
@@ -119,6 +120,8 @@ class StopAndQuit(App[int]):
     async def action_quit(self) -> None:
         """Out of the app; mid-run it first asks: stop (resumable), abort, or stay."""
         if not self.running:
+            if isinstance(self.screen, TaskScreen) and self.screen.asks_before_quitting():
+                return  # the typed task first: its question quits again on yes
             cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
             self.exit(self.exit_status)
             return

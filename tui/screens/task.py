@@ -76,6 +76,7 @@ class TaskScreen(Screen[str]):
         self.project, self.model, self.sandbox, self.mode = project, model, sandbox, mode
         # The project config's untrusted security settings, left out of this run's settings.
         self.config_refused = config_refused
+        self.may_quit = False  # the person said yes to losing the typed task
         self.refusal: str | None = None  # why a repair cannot start here; None: it can
         self.unusable: str | None = None  # why no run at all (spec mode neither) can start here
 
@@ -168,18 +169,22 @@ class TaskScreen(Screen[str]):
         self.notify("your task is kept: ctrl+s starts the run, ctrl+q quits", title="task")
 
     async def action_quit_task(self) -> None:
-        """Quit; a task the person typed is not dropped without asking (the default answer
-        keeps it)."""
-        typed = self.task_text.strip()
-        if typed and typed != DEFAULT_TASK:
-            question = "quit the app? the task you typed is not kept anywhere."
-            confirm = ConfirmScreen("quit and lose the task?", question, yes="quit", no="keep it")
-            self.app.push_screen(confirm, self._quit_confirmed)
-            return
         await self.app.run_action("quit")
+
+    def asks_before_quitting(self) -> bool:
+        """Whether quitting waits for an answer: a task the person typed is not dropped
+        without asking (the default answer keeps it). The app's quit asks this first."""
+        typed = self.task_text.strip()
+        if self.may_quit or not typed or typed == DEFAULT_TASK:
+            return False
+        question = "quit the app? the task you typed is not kept anywhere."
+        confirm = ConfirmScreen("quit and lose the task?", question, yes="quit", no="keep it")
+        self.app.push_screen(confirm, self._quit_confirmed)
+        return True
 
     async def _quit_confirmed(self, yes: bool | None) -> None:
         if yes:
+            self.may_quit = True
             await self.app.run_action("quit")
 
     async def action_new_from_spec(self) -> None:

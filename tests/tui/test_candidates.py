@@ -137,7 +137,10 @@ async def test_ctrl_s_with_a_note_rejects_every_candidate_and_asks_again_with_it
         await pilot.pause()
         assert app.screen is app.main
     assert chosen(request) == Choice(
-        decision="reject", why="rejected by you", comment="none of these: keep the dict", by="person"
+        decision="reject",
+        why="rejected by you",
+        comment="none of these: keep the dict",
+        by="person",
     )
 
 

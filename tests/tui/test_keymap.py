@@ -17,8 +17,8 @@ from textual.widgets import TextArea
 
 from engine.project.paths import run_path
 from engine.run.gate import Review
-from tests.tui.test_diff_view import outside_the_screen, screen_lines
 from tests.tui.test_app import wait_for
+from tests.tui.test_diff_view import outside_the_screen, screen_lines
 from tests.tui.test_gate import PROPOSAL, WAIT_S, on_engine_thread
 from tests.tui.test_review import a_run_at_review, decided, review_shown
 from tests.tui.test_snapshots import (
@@ -201,7 +201,7 @@ async def test_every_view_is_drawn_wholly_on_the_screen_at_80x24(view: str) -> N
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:
         screen = await view_shown(pilot, view)
-        Path(f"/tmp/keymap-{view}.svg").write_text(app.export_screenshot(), encoding="utf-8")
+        app.save_screenshot(f"keymap-{view}.svg", "/tmp")  # to look at: every view at 80x24
         assert outside_the_screen(screen) == []
 
 

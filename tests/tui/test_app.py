@@ -490,6 +490,31 @@ async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is
     assert [(e.k, e.why, e.by) for e in chosen] == [(alt.k, "chosen by you", "person")]
 
 
+@sandboxed
+async def test_ctrl_s_rejects_every_candidate_and_the_model_is_asked_again_with_the_note(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(RIGHT), reply(WRONG), reply(RIGHT), reply(WRONG))
+    app = make_app(model_server, project, candidates=2)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await wait_screen(pilot, CandidatesScreen)
+        await pilot.press("n", *"none of these: name the rounding", "ctrl+s")
+        second = await wait_screen(pilot, CandidatesScreen, after=first)
+        assert second.request.n == 2
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert history_statuses(app) == ["failing", "rejected", "ok"]
+    told = model_server.requests[2].body["messages"][-1]["content"]
+    assert "None of your last 2 answers were applied: the reviewer rejected them all." in told
+    assert "The reviewer said: none of these: name the rounding." in told
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
+    assert [(e.n, e.decision, e.comment) for e in resolved] == [
+        (1, "reject", "none of these: name the rounding")
+    ]
+    assert [e.n for e in run_events(app) if isinstance(e, CandidateChosen)] == [2]
+
+
 def changed_lines(diff: str) -> list[str]:
     """A diff's added and removed lines, without its file headers."""
     return [

@@ -60,6 +60,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
     def __init__(self, spec: Spec | None = None) -> None:
         super().__init__()
         self.initial = spec
+        self.opened_with: list[str] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog") as dialog:
@@ -91,6 +92,13 @@ class SpecFormScreen(ModalScreen[Spec | None]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self.opened_with = self._fields()
+
+    def _fields(self) -> list[str]:
+        """Every field's text, to tell what the person typed from what the form opened with."""
+        return [field.value for field in self.query(Input)] + [
+            area.text for area in self.query(TextArea)
+        ]
 
     def _initial_text(self, field: str) -> str:
         spec = self.initial
@@ -174,10 +182,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
     def action_cancel(self) -> None:
         """Close the form; what was typed is not dropped without asking (the default keeps
         it)."""
-        typed = any(field.value.strip() for field in self.query(Input)) or any(
-            area.text.strip() for area in self.query(TextArea)
-        )
-        if not typed:
+        if self._fields() == self.opened_with:  # nothing typed since the form opened
             self.dismiss(None)
             return
         question = "close the form? the spec you typed is not kept anywhere."

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.theme import Theme
@@ -44,6 +44,7 @@ from tui.gate import (
     ReviewAsked,
     UiSink,
 )
+from tui.keymap import APP, bindings_for
 from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen, RunOutcome
@@ -70,20 +71,16 @@ def sandbox_label(settings: Settings) -> str:
     return f"{label}, runc allowed (not gVisor!)" if settings.allow_runc else label
 
 
+# The keys that change the live run (off while a past run is replayed).
+LIVE_RUN_ACTIONS = frozenset({"toggle_mode", "toggle_pause", "abort_run", "show_review"})
+
+
 class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
     """One run of the repair loop, watched and steered by a person."""
 
     CSS_PATH = str(themes.STYLESHEET)
     TITLE = "fixloop"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("m", "toggle_mode", "mode"),
-        Binding("p", "toggle_pause", "pause"),
-        Binding("x", "abort_run", "abort"),
-        Binding("s", "show_summary", "end of run"),
-        Binding("r", "open_runs", "runs"),
-        Binding("q", "quit", "quit"),
-        Binding("v", "show_review", "review"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(APP)]
 
     class RunOver(Message):
         """The engine's thread is done (after RunFinished, or instead of it on a start-up
@@ -522,7 +519,10 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Abort only while a run goes on; the end-of-run summary only once there is one; back
-        to the review only while one is put aside."""
+        to the review only while one is put aside. A past run's replay (and the list of runs)
+        never changes the live run: those keys are off there."""
+        if action in LIVE_RUN_ACTIONS and isinstance(self.screen, (ReplayScreen, RunsScreen)):
+            return False
         if action in ("abort_run", "toggle_pause"):
             return self.running
         if action == "show_summary":

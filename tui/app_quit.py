@@ -18,9 +18,11 @@ from textual.app import App
 
 from engine.run.guards import HUNG_UP, SIGHUP_HUNG_UP, TERMINATED, stop_message
 from tui.gate import InteractiveGate
+from tui.screens.confirm import ConfirmScreen, abort_question
 from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen
 from tui.screens.quit import QuitChoice, QuitScreen
+from tui.screens.task import TaskScreen
 
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
 TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
@@ -46,6 +48,18 @@ class StopAndQuit(App[int]):
     _checking: OnItsLoop | None
 
     def action_abort_run(self) -> None:
+        """`x` and the palette: asks first; the confirm's default answer keeps the run."""
+        if not self.running or isinstance(self.screen, ConfirmScreen):
+            return
+        self.push_screen(abort_question(), self._abort_confirmed)
+
+    def _abort_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.abort_now()
+
+    def abort_now(self) -> None:
+        """End the run as aborted (the person said so): a waiting review ends it there, else
+        the engine's task is cancelled."""
         if not self.running:
             return
         at_gate = self.gate.waiting
@@ -106,6 +120,8 @@ class StopAndQuit(App[int]):
     async def action_quit(self) -> None:
         """Out of the app; mid-run it first asks: stop (resumable), abort, or stay."""
         if not self.running:
+            if isinstance(self.screen, TaskScreen) and self.screen.asks_before_quitting():
+                return  # the typed task first: its question quits again on yes
             cancel(self._checking)  # the check of the checkout: its sandbox closes as it stops
             self.exit(self.exit_status)
             return
@@ -128,7 +144,7 @@ class StopAndQuit(App[int]):
         if choice == "stop":
             self.action_stop_run()
         else:
-            self.action_abort_run()
+            self.abort_now()
         self.set_timer(QUIT_GRACE_S, lambda: self.exit(self.exit_status))
 
 

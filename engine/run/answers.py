@@ -21,6 +21,7 @@ from engine.run.gate import (
     Choice,
     Gate,
     partly_applied_note,
+    rejected_candidates_note,
     rejected_proposal_note,
     reviewer_note,
     split_test_edits,
@@ -301,6 +302,10 @@ class Answers:
             return self.none_verified(n, every)
         views = [c.view() for c in every if c.verification is not None]
         choice = await self.gate.choose(n, views, best)
+        if choice.decision == "reject":  # none of them: asked again, as after a rejected review
+            self.journal.emit(choice.rejected(n))
+            said = rejected_candidates_note(len(views), choice.comment)
+            return Answer("", rejected=said, comment=choice.comment)
         self.journal.emit(choice.chosen(n))
         return self.chosen(n, choice, {c.k: c for c in every})
 

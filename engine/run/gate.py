@@ -81,11 +81,12 @@ class CandidateView(BaseModel):
 
 class Choice(BaseModel):
     """Which candidate is committed: `pick` it as it is, `edit` it (`proposal` is the
-    person's version), or `abort` the run."""
+    person's version), `reject` them all (none is applied, the model is asked again with
+    `comment`, as after a rejected review), or `abort` the run."""
 
     model_config = ConfigDict(frozen=True)
 
-    decision: Literal["pick", "edit", "abort"]
+    decision: Literal["pick", "edit", "reject", "abort"]
     k: int = 0
     proposal: Proposal | None = None  # the edited candidate, for "edit"
     why: str = ""  # for the audit trail: "the best: verified ok", "chosen by you"
@@ -94,6 +95,13 @@ class Choice(BaseModel):
 
     def chosen(self, n: int) -> CandidateChosen:
         return CandidateChosen(n=n, k=self.k, why=self.why, by=self.by)
+
+    def rejected(self, n: int) -> ReviewResolved:
+        """A rejection of every candidate, as the audit trail keeps a rejected review (and as
+        `resume` counts the iteration spent)."""
+        return ReviewResolved(
+            n=n, kind="proposal", decision="reject", note=self.why, comment=self.comment, by=self.by
+        )
 
 
 class Gate(Protocol):
@@ -260,6 +268,13 @@ def rejected_proposal_note(files: list[str], comment: str) -> str:
     changed = f" (to {', '.join(files)})" if files else ""
     said = f" The reviewer said: {_sentence(comment)}" if comment.strip() else ""
     return f"Your last proposal{changed} was rejected by the reviewer and NOT applied.{said}"
+
+
+def rejected_candidates_note(count: int, comment: str) -> str:
+    """What the model hears after the person rejected all its candidates (none was applied)."""
+    answers = "answer was" if count == 1 else f"{count} answers were"
+    said = f" The reviewer said: {_sentence(comment)}" if comment.strip() else ""
+    return f"None of your last {answers} applied: the reviewer rejected them all.{said}"
 
 
 def reviewer_note(comment: str) -> str:

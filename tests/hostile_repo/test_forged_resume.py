@@ -41,7 +41,7 @@ async def test_replay_offers_no_finish_for_a_run_the_repository_wrote(forged: Pa
         await pilot.pause(0.5)
         assert screen.undecided is False
         assert screen.check_action("finish", ()) is False
-        await pilot.press("f")
+        await pilot.press("s")
         await pilot.pause(0.2)
         assert isinstance(app.screen, ReplayScreen)  # no end modal
     assert git.Repo(forged).head.commit.message.strip() == "a run"

@@ -352,6 +352,8 @@ async def test_the_review_modal_puts_its_decisions_in_the_palette() -> None:
         assert "Review: approve (a)" in titles
         assert "Review: allow test edits (t)" in titles
         await pilot.press("x")
+        await wait_screen(pilot, ConfirmScreen)
+        await pilot.press("y")
         await pilot.pause()
         assert app.screen is app.main
 
@@ -488,6 +490,31 @@ async def test_the_person_picks_a_candidate_that_is_not_the_best_and_its_diff_is
     assert [(e.k, e.why, e.by) for e in chosen] == [(alt.k, "chosen by you", "person")]
 
 
+@sandboxed
+async def test_ctrl_s_rejects_every_candidate_and_the_model_is_asked_again_with_the_note(
+    model_server: ScriptedModelServer, project: Path
+) -> None:
+    model_server.script(reply(RIGHT), reply(WRONG), reply(RIGHT), reply(WRONG))
+    app = make_app(model_server, project, candidates=2)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await wait_screen(pilot, CandidatesScreen)
+        await pilot.press("n", *"none of these: name the rounding", "ctrl+s")
+        second = await wait_screen(pilot, CandidatesScreen, after=first)
+        assert second.request.n == 2
+        await pilot.press("a")
+        end = await end_of_run(pilot)
+        assert end.outcome.status == "ok"
+        assert history_statuses(app) == ["failing", "rejected", "ok"]
+    told = model_server.requests[2].body["messages"][-1]["content"]
+    assert "None of your last 2 answers were applied: the reviewer rejected them all." in told
+    assert "The reviewer said: none of these: name the rounding." in told
+    resolved = [e for e in run_events(app) if isinstance(e, ReviewResolved)]
+    assert [(e.n, e.decision, e.comment) for e in resolved] == [
+        (1, "reject", "none of these: name the rounding")
+    ]
+    assert [e.n for e in run_events(app) if isinstance(e, CandidateChosen)] == [2]
+
+
 def changed_lines(diff: str) -> list[str]:
     """A diff's added and removed lines, without its file headers."""
     return [
@@ -531,6 +558,8 @@ async def test_abort_at_review_ends_the_run_aborted_and_keeps_its_trail(
     async with app.run_test(size=SIZE) as pilot:
         await wait_screen(pilot, ReviewScreen)
         await pilot.press("x")
+        await wait_screen(pilot, ConfirmScreen)
+        await pilot.press("y")
         end = await end_of_run(pilot)
         assert end.outcome.status == "aborted"
         assert end.outcome.reason == "aborted by you at review"
@@ -549,6 +578,8 @@ async def test_x_stops_a_run_while_the_model_is_answering(
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: model_server.count == 1, "the model request")
         await pilot.press("x")
+        await wait_screen(pilot, ConfirmScreen)
+        await pilot.press("y")
         end = await end_of_run(pilot)
         assert end.outcome.status == "aborted"
         assert history_statuses(app)[-1] == "aborted"
@@ -565,7 +596,7 @@ async def test_q_then_abort_mid_run_ends_the_run_before_the_app_exits(
         await wait_for(pilot, lambda: model_server.count == 1, "the model request")
         await pilot.press("q")
         await wait_screen(pilot, QuitScreen)
-        await pilot.press("a")  # abort: the run ends for good
+        await pilot.press("x")  # abort: the run ends for good
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     assert not app.running
     assert app.return_value == 130
@@ -642,7 +673,7 @@ async def test_q_then_stop_at_the_review_keeps_the_run_resumable(
         await wait_screen(pilot, ReviewScreen)
         await pilot.press("q")
         await wait_screen(pilot, QuitScreen)
-        await pilot.press("s")
+        await pilot.press("p")
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     assert app.stopped == app.main.view.run_id
     assert app.outcome is None  # no ending: `resume` goes on from here
@@ -662,7 +693,7 @@ async def test_q_then_stop_while_the_model_answers_keeps_the_run_resumable(
         await wait_for(pilot, lambda: model_server.count == 1, "the model request")
         await pilot.press("q")
         await wait_screen(pilot, QuitScreen)
-        await pilot.press("s")
+        await pilot.press("p")
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     assert app.stopped == app.main.view.run_id
     kinds = [e.type for e in run_events(app)]
@@ -749,6 +780,8 @@ async def test_x_while_paused_ends_the_run_aborted_without_asking_the_model(
             pilot, lambda: "paused before iteration 1" in header_text(app), "the loop to hold"
         )
         await pilot.press("x")
+        await wait_screen(pilot, ConfirmScreen)
+        await pilot.press("y")
         end = await end_of_run(pilot)
         assert end.outcome.status == "aborted"
         assert end.outcome.reason == "aborted by you"
@@ -798,7 +831,7 @@ async def test_t_lets_a_test_edit_through_and_a_rejected_pass_keeps_repairing(
         await pilot.press("a")
         doubt = await wait_screen(pilot, SuspiciousPassScreen)
         assert doubt.request.n == 1
-        await pilot.press("r")
+        await pilot.press("ctrl+s")
         # The skip is reverted on the branch, so the honest fix raises no doubt again.
         second = await wait_screen(pilot, ReviewScreen)
         assert second.request.n == 2
@@ -912,7 +945,7 @@ async def test_discard_deletes_the_branch(model_server: ScriptedModelServer, pro
     app = make_app(model_server, project)
     async with app.run_test(size=SIZE) as pilot:
         end = await finished_ok(pilot)
-        await pilot.press("d")
+        await pilot.press("x")
         await wait_screen(pilot, ConfirmScreen)
         await decide(pilot, end, "y")
         assert end.finished is not None
@@ -938,7 +971,7 @@ async def test_a_refused_accept_says_why_and_discard_still_works(
         assert not end.finished.done
         assert "accept refused" in text_of(end, "#result")
         assert "you changed textstats/core.py" in text_of(end, "#result")
-        await pilot.press("d")
+        await pilot.press("x")
         await wait_screen(pilot, ConfirmScreen)
         await decide(pilot, end, "y")
         await wait_for(pilot, lambda: end.finished is not None and end.finished.done, "discard")

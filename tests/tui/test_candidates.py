@@ -22,6 +22,7 @@ from tests.tui.test_snapshots import (
 from tui.app import FixloopApp
 from tui.gate import CandidatesAsked, CandidatesRequest, EngineEvent
 from tui.screens.candidates import CandidatesScreen
+from tui.screens.confirm import ConfirmScreen
 from tui.screens.editor import EditorScreen
 from tui.screens.end import EndScreen
 
@@ -88,16 +89,59 @@ async def test_a_candidates_number_selects_it() -> None:
     assert chosen(request).k == 2
 
 
-async def test_x_aborts_the_run() -> None:
+async def test_x_asks_first_and_y_aborts_the_run() -> None:
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:
         request = candidates_request()
         await candidates_shown(pilot, request)
         await pilot.press("x")
         await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert not request.future.done()
+        await pilot.press("y")
+        await pilot.pause()
         assert app.screen is app.main
     choice = chosen(request)
     assert (choice.decision, choice.by) == ("abort", "person")
+
+
+async def test_x_then_a_fast_enter_keeps_the_choice_open() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        request = candidates_request()
+        screen = await candidates_shown(pilot, request)
+        await pilot.press("x", "enter")
+        await pilot.pause()
+        assert app.screen is screen
+        assert not request.future.done()
+
+
+async def test_a_picks_the_selected_candidate() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        request = candidates_request()
+        await candidates_shown(pilot, request)
+        await pilot.press("down", "a")
+        await pilot.pause()
+        assert app.screen is app.main
+    assert chosen(request) == Choice(decision="pick", k=2, why="chosen by you", by="person")
+
+
+async def test_ctrl_s_with_a_note_rejects_every_candidate_and_asks_again_with_it() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        request = candidates_request()
+        await candidates_shown(pilot, request)
+        await pilot.press("n", *"none of these: keep the dict")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is app.main
+    assert chosen(request) == Choice(
+        decision="reject",
+        why="rejected by you",
+        comment="none of these: keep the dict",
+        by="person",
+    )
 
 
 async def test_e_edits_the_selected_candidate_and_enter_commits_the_edit() -> None:
@@ -142,7 +186,10 @@ async def test_escape_leaves_the_editor_and_the_candidate_as_it_was() -> None:
         while not isinstance(app.screen, EditorScreen):
             await pilot.pause(0.01)
         app.screen.query_one(TextArea).load_text("garbage")
-        await pilot.press("escape")
+        await pilot.press("escape")  # typed text is not dropped without asking
+        while not isinstance(app.screen, ConfirmScreen):
+            await pilot.pause(0.01)
+        await pilot.press("y")
         while app.screen is not screen:
             await pilot.pause(0.01)
         await pilot.press("enter")
@@ -150,7 +197,7 @@ async def test_escape_leaves_the_editor_and_the_candidate_as_it_was() -> None:
     assert chosen(request) == Choice(decision="pick", k=1, why="chosen by you", by="person")
 
 
-async def test_n_writes_a_note_and_ctrl_s_picks_with_it() -> None:
+async def test_n_writes_a_note_and_ctrl_g_picks_with_it() -> None:
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:
         request = candidates_request()
@@ -159,7 +206,7 @@ async def test_n_writes_a_note_and_ctrl_s_picks_with_it() -> None:
         assert screen.query_one("#note", TextArea).has_focus
         await pilot.press(*"keep map", "enter", *"it reads better")  # enter is a new line here
         assert not request.future.done()
-        await pilot.press("ctrl+s")
+        await pilot.press("ctrl+g")
         await pilot.pause()
     assert chosen(request) == Choice(
         decision="pick", k=2, why="chosen by you", comment="keep map\nit reads better", by="person"
@@ -175,6 +222,7 @@ async def test_escape_closes_the_note_and_it_goes_with_the_next_pick() -> None:
         assert app.screen is screen
         assert not screen.noting
         assert "ctrl+s" not in screen.active_bindings  # the note's keys left with the box
+        assert "ctrl+g" not in screen.active_bindings
         assert "your note: fine" in str(screen.query_one("#notice").render())
         await pilot.press("enter")
         await pilot.pause()

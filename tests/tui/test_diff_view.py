@@ -381,7 +381,7 @@ async def test_no_review_draws_outside_the_screen_at_80x24() -> None:
         assert outside_the_screen(review) == []
         await pilot.press("d")
         assert outside_the_screen(review) == []
-        await pilot.press("d", "x")
+        await pilot.press("d", "x", "y")
         await wait_for(pilot, lambda: app.screen is app.main, "the review to close")
         candidates = await candidates_shown(pilot, candidates_request())
         assert outside_the_screen(candidates) == []
@@ -389,7 +389,7 @@ async def test_no_review_draws_outside_the_screen_at_80x24() -> None:
         assert outside_the_screen(candidates) == []
         await pilot.press("n")
         assert outside_the_screen(candidates) == []
-        await pilot.press("escape", "x")
+        await pilot.press("escape", "x", "y")
         await wait_for(pilot, lambda: app.screen is app.main, "the candidates to close")
         await app.push_screen(SuspiciousPassScreen(pass_request()))
         await pilot.pause()
@@ -449,7 +449,7 @@ async def test_a_sixty_line_candidate_is_read_to_its_end_at_80x24_before_it_is_p
         try:
             await read_to_the_end(pilot, screen)
         except BaseException:  # a failed check still ends the run: its thread would wait on
-            await pilot.press("x")
+            await pilot.press("x", "y")
             raise
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, EndScreen), "the end")

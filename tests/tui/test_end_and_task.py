@@ -124,7 +124,7 @@ async def test_after_keep_the_other_choices_are_disabled_and_say_so(repo: git.Re
         await pilot.press("a")
         await pilot.pause()
         assert "accept no longer applies" in text_of(end, "#result")
-        await pilot.press("d")
+        await pilot.press("x")
         await pilot.pause()
         assert app.screen is end  # no confirmation asked: there is nothing to discard now
         assert "discard no longer applies" in text_of(end, "#result")
@@ -135,13 +135,13 @@ async def test_after_keep_the_other_choices_are_disabled_and_say_so(repo: git.Re
     assert finish_recorded(root) == "keep"
 
 
-async def test_discard_asks_first_and_n_or_escape_keeps_the_branch(repo: git.Repo) -> None:
+async def test_discard_asks_first_and_enter_or_escape_keeps_the_branch(repo: git.Repo) -> None:
     root = ended_run(repo, RUN)
     app = FixloopApp(root, settings(), autostart=False)
     async with app.run_test(size=SMALL) as pilot:
         end = await run_ended(pilot, f"fixloop/{RUN}")
-        for no in ("n", "escape"):
-            await pilot.press("d")
+        for no in ("enter", "escape"):
+            await pilot.press("x")
             confirm = await wait_screen(pilot, ConfirmScreen)
             assert f"delete branch fixloop/{RUN}" in text_of(confirm, "#question")
             await pilot.press(no)
@@ -151,7 +151,7 @@ async def test_discard_asks_first_and_n_or_escape_keeps_the_branch(repo: git.Rep
             assert not end.query_one("#discard", Button).disabled
         assert has_branch(repo, f"fixloop/{RUN}")
         assert finish_recorded(root) is None
-        await pilot.press("d")
+        await pilot.press("x")
         await wait_screen(pilot, ConfirmScreen)
         await pilot.press("y")
         await wait_for(pilot, lambda: end.finished is not None and end.finished.done, "discard")
@@ -168,7 +168,7 @@ async def test_a_run_that_changed_nothing_offers_no_choice(repo: git.Repo) -> No
         assert "nothing changed: no branch was kept" in text_of(end, "#summary")
         assert not end.query("#accept")
         assert not end.query("#squash")
-        await pilot.press("a", "k", "d")
+        await pilot.press("a", "k", "x")
         await pilot.pause()
         assert app.screen is end
         assert end.finished is None

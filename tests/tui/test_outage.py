@@ -50,7 +50,7 @@ async def test_retry_now_goes_on_in_the_app_once_the_server_answers(
         assert f"fixloop-tui resume {app.stopped}" in said
         assert not app.running
         model_server.script(*FIXES)  # the server is back
-        await pilot.press("r")
+        await pilot.press("a")
         end = await end_of_run(pilot)
         assert end.outcome.status == "ok"
         assert history_statuses(app)[-1] == "ok"

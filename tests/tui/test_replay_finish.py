@@ -1,5 +1,5 @@
 # ruff: noqa: F811
-"""Replay finishes an undecided run: `f` opens the end modal's choice and carries it out as
+"""Replay finishes an undecided run: `s` opens the end modal's choice and carries it out as
 the shell's accept/keep/discard does (the scripted model over HTTP, the real sandbox, real
 git)."""
 
@@ -62,7 +62,7 @@ async def test_an_undecided_run_is_accepted_from_replay(
     async with app.run_test(size=SIZE) as pilot:
         replay = await wait_screen(pilot, ReplayScreen)
         await wait_for(pilot, lambda: replay.undecided, "the run read as undecided")
-        await pilot.press("f")
+        await pilot.press("s")
         end = await wait_screen(pilot, EndScreen)
         assert end.run_id == ran.main.view.run_id
         await pilot.press("a")
@@ -88,7 +88,7 @@ async def test_discard_from_replay_asks_first(
     async with app.run_test(size=SIZE) as pilot:
         replay = await wait_screen(pilot, ReplayScreen)
         await wait_for(pilot, lambda: replay.undecided, "the run read as undecided")
-        await pilot.press("f")
+        await pilot.press("s")
         await wait_screen(pilot, EndScreen)
         await pilot.press("d")
         await wait_screen(pilot, ConfirmScreen)
@@ -106,7 +106,7 @@ async def test_a_run_decided_from_the_shell_while_replay_shows_it_is_not_decided
     async with app.run_test(size=SIZE) as pilot:
         replay = await wait_screen(pilot, ReplayScreen)
         await wait_for(pilot, lambda: replay.undecided, "the run read as undecided")
-        await pilot.press("f")
+        await pilot.press("s")
         end = await wait_screen(pilot, EndScreen)
         assert finish_run(project, run_id, "keep", only_undecided=True).done  # the shell's keep
         await pilot.press("a")

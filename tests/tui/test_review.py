@@ -256,7 +256,7 @@ async def test_stop_in_the_quit_dialog_raises_run_stopped_where_the_engine_await
         await pilot.press("q")
         await pilot.pause()
         assert isinstance(app.screen, QuitScreen)
-        await pilot.press("s")
+        await pilot.press("p")
         await pilot.pause()
         with pytest.raises(RunStopped) as stopped:
             engine.result(timeout=WAIT_S)
@@ -275,7 +275,7 @@ async def test_abort_in_the_quit_dialog_ends_the_run_at_the_review() -> None:
         engine = on_engine_thread(lambda: app.gate.review(2, PROPOSAL, []))
         while not isinstance(app.screen, ReviewScreen):
             await pilot.pause(0.01)
-        await pilot.press("q", "a")
+        await pilot.press("q", "x")
         review = engine.result(timeout=WAIT_S)
         assert (review.decision, review.note) == ("abort", "aborted by you")
         assert app.stopped == ""
@@ -290,7 +290,7 @@ async def test_a_run_still_starting_cannot_be_stopped_only_aborted() -> None:
         dialog = app.screen
         assert isinstance(dialog, QuitScreen)
         assert not dialog.query("#stop")
-        await pilot.press("s")
+        await pilot.press("p")
         await pilot.pause()
         assert app.screen is dialog
         await pilot.press("escape")

@@ -1,7 +1,9 @@
 """The candidates modal (step mode, `--candidates N`): an iteration's verified candidates side by
 side (verdict, tests, files, diff size; the ranking's best and the doubtful ones marked), why
 any others were dropped, and the selected one's diff; select with the arrows or a candidate's
-number (as in the trail), pick it `enter`, edit it `e`, send a note with it `n`, or abort `x`.
+number (as in the trail), pick it `a` (or `enter`), edit it `e`, write a note `n` and pick with it
+`ctrl+g` or reject them all and ask again with it `ctrl+s` (as the single review's reject), or
+abort `x` (asks first). Keys from `tui/keymap.py`.
 The diff scrolls (PgUp/PgDn, Home/End; the arrows once it has the focus), steps by hunk
 (`]`/`[`) and takes the screen (`d`); `c` compares the selected candidate with the next, side by
 side from 120 columns, else one after the other under their labels.
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -23,10 +25,13 @@ from textual.widgets import DataTable, Footer, Static, TextArea
 
 from engine.edits.diff import parse_diff
 from tui.gate import CandidatesRequest
-from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
+from tui.keymap import CANDIDATES, bindings_for
+from tui.screens.confirm import abort_question
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.review import (
     EDITED_BY_YOU,
+    REJECTED_BY_YOU,
     dialog_button,
     edited_diff,
     edited_proposal,
@@ -45,7 +50,7 @@ FILES_WIDTH = 20  # what the files column may take of an 80-column table
 COLUMNS = ("#", "verdict", "tests", "files", "diff", "")
 GIT_HEADERS = ("diff --git ", "index ")
 # Only while the note box is open (they stay out of the footer otherwise).
-NOTE_ACTIONS = frozenset({"pick_with_note", "close_note"})
+NOTE_ACTIONS = frozenset({"pick_with_note", "reject_all", "close_note"})
 COMPARING = "-comparing"  # the screen's class while two candidates' diffs are compared
 SIDE_BY_SIDE = 120  # the width from which they are compared side by side
 
@@ -93,23 +98,10 @@ def without_git_headers(diff: str) -> str:
 class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
     """Dismissed with the person's Choice."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down", "move(1)", "select", key_display="↑↓"),
-        Binding("up", "move(-1)", "select", show=False),
-        # A candidate's number (as in the trail: iterations/NN/candidates/K/) selects it.
-        *(Binding(str(k), f"select_number({k})", show=False) for k in range(10)),
-        # Priority: the table's own enter would only highlight the row.
-        Binding("enter", "pick", "pick", priority=True),
-        Binding("e", "edit", "edit"),
-        Binding("n", "open_note", "note"),
-        Binding("x", "abort", "abort"),
-        Binding("q", "app.quit", "quit"),
-        # The note box's keys: priority, so the text area does not take them.
-        Binding("ctrl+s", "pick_with_note", "pick with the note", priority=True),
-        Binding("escape", "close_note", "back", priority=True),
-        *diff_bindings(),
-        Binding("c", "compare", "compare"),
-    ]
+    # A candidate's number (as in the trail: iterations/NN/candidates/K/) selects it; `enter`
+    # has priority, as the table's own would only highlight the row; the note box's keys too,
+    # so the text area does not take them.
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(CANDIDATES)]
 
     def __init__(self, request: CandidatesRequest, dropped: Sequence[str] = ()) -> None:
         """`dropped`: a line for each of the iteration's other candidates, why it was not
@@ -149,12 +141,13 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
                 box.border_title = "your note to the model, sent with your choice"
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
             with Horizontal(id="decisions", classes="buttons"):
-                yield dialog_button("pick [enter]", "pick", "success")
+                yield dialog_button("pick [a]", "pick", "success")
                 yield dialog_button("edit [e]", "edit", "primary")
                 yield dialog_button("note [n]", "open_note", "default")
                 yield dialog_button("abort [x]", "abort", "error")
             with Horizontal(id="note-decisions", classes="buttons"):
-                yield dialog_button("pick with the note [^s]", "pick_with_note", "success")
+                yield dialog_button("none: ask again [^s]", "reject_all", "warning")
+                yield dialog_button("pick + note [^g]", "pick_with_note", "success")
                 yield dialog_button("back [esc]", "close_note", "default")
         yield Footer(compact=True)
 
@@ -193,7 +186,7 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
             return self.noting
         if self.noting:
             return False
-        if action == "pick":  # enter on a diff shows it full screen
+        if action == "pick_row":  # enter on a diff shows it full screen
             return not isinstance(self.focused, DiffView)
         if action == "compare":
             return len(self.request.candidates) > 1
@@ -292,14 +285,19 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
 
     def palette_commands(self) -> Iterable[SystemCommand]:
         """The choice's decisions, in the command palette too."""
-        yield SystemCommand(
-            "Candidates: pick the selected one (enter)", "commit it", self.action_pick
-        )
+        yield SystemCommand("Candidates: pick the selected one (a)", "commit it", self.action_pick)
         yield SystemCommand(
             "Candidates: edit the selected one (e)", "edit it in the app", self.action_edit
         )
         yield SystemCommand(
-            "Candidates: a note to the model (n)", "sent with your choice", self.action_open_note
+            "Candidates: a note to the model (n)",
+            "then pick with it (ctrl+g) or ask again with it (ctrl+s)",
+            self.action_open_note,
+        )
+        yield SystemCommand(
+            "Candidates: none of these, ask again with my note (n, then ctrl+s)",
+            "commit nothing; the model is asked again",
+            self.action_open_note,
         )
         yield SystemCommand(
             "Candidates: the diff full screen (d)", "d or esc: back", self.action_diff_full
@@ -310,7 +308,9 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
                 "c or esc: back",
                 self.action_compare,
             )
-        yield SystemCommand("Candidates: abort (x)", "end the run here", self.action_abort)
+        yield SystemCommand(
+            "Candidates: abort (x)", "end the run here (asks first)", self.action_abort
+        )
 
     # -- selecting ------------------------------------------------------------------------------
 
@@ -341,8 +341,21 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
     def action_pick(self) -> None:
         self.dismiss(self._choice())
 
+    def action_pick_row(self) -> None:
+        """`enter` on the table (or a button): the selected candidate."""
+        self.action_pick()
+
     def action_pick_with_note(self) -> None:
         self.dismiss(self._choice())
+
+    def action_reject_all(self) -> None:
+        """None of these: nothing is committed and the model is asked again with the note, as
+        after the single review's reject."""
+        from engine.run.gate import Choice
+
+        self.dismiss(
+            Choice(decision="reject", why=REJECTED_BY_YOU, comment=self.note_text(), by="person")
+        )
 
     def _choice(self) -> Choice:
         """The selected candidate as it is, or as the person edited it; with the note."""
@@ -365,9 +378,15 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         )
 
     def action_abort(self) -> None:
+        """Asks first: the confirm's default answer keeps the choice open."""
+        self.app.push_screen(abort_question(" at the candidates"), self._abort_confirmed)
+
+    def _abort_confirmed(self, yes: bool | None) -> None:
         from engine.run.gate import Choice
 
-        self.dismiss(Choice(decision="abort", why="aborted by you at the candidates", by="person"))
+        if yes:
+            why = "aborted by you at the candidates"
+            self.dismiss(Choice(decision="abort", why=why, by="person"))
 
     def action_open_note(self) -> None:
         self.show_diff_full(False)

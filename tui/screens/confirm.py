@@ -1,27 +1,25 @@
-"""A yes-or-no question before something that cannot be undone (discarding a run's branch):
-`y` does it, `n` or `escape` does not; `q` quits as everywhere."""
+"""A yes-or-no question before anything that ends a run or throws work away (abort, discard,
+quitting with typed text): `y` does it; `escape`, or `enter` on the default button, does not, so
+a fast key sequence (`x` then `enter`) cannot fire it; `q` quits as everywhere."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
+from tui.keymap import CONFIRM, bindings_for
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Dismissed with True (yes) or False (no, or closed)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "yes"),
-        Binding("n", "answer(False)", "no"),
-        Binding("escape", "answer(False)", "no"),
-        Binding("q", "app.quit", "quit"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(CONFIRM)]
 
     def __init__(self, title: str, question: str, *, yes: str, no: str) -> None:
         super().__init__()
@@ -40,7 +38,7 @@ class ConfirmScreen(ModalScreen[bool]):
                     action="screen.answer(True)",
                 )
                 yield Button(
-                    Content(f"{self.no} [n]"),
+                    Content(f"{self.no} [esc]"),
                     id="no",
                     variant="primary",
                     compact=True,
@@ -53,3 +51,13 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+def abort_question(where: str = "") -> ConfirmScreen:
+    """Before the run is aborted (`x`, the palette): its branch is kept, the run cannot go on."""
+    return ConfirmScreen(
+        "abort the run?",
+        f"end the run here{where}? its branch is kept, but the run cannot be resumed.",
+        yes="abort",
+        no="go on",
+    )

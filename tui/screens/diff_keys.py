@@ -1,13 +1,13 @@
 """The keys every review shares for its diff view, wherever the focus is: PgUp/PgDn/Home/End
 scroll it, `]`/`[` step through its hunks, `d` (`enter` on the diff) shows it alone, `d` or
 `escape` brings the review back. A screen mixes in `DiffKeys`, names its diff view
-(`active_diff`) and adds `diff_bindings()` to its own."""
+(`active_diff`); its keys are the `DIFFS` rows of `tui/keymap.py` (priority: a table or a
+button that has the focus does not take them)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from textual.binding import Binding, BindingType
 from textual.widget import Widget
 
 from tui.widgets.diff import DiffView
@@ -16,34 +16,8 @@ FULL = "-diff-full"  # the screen's class while its diff is shown alone
 DIFF_ACTIONS = frozenset({"diff_scroll", "diff_hunk", "diff_full", "diff_back"})
 
 
-def diff_bindings(*, full_key: str | None = "d", arrows: bool = False) -> list[BindingType]:
-    """The diff view's keys at the screen. Priority: a table or a button that has the focus
-    does not take them. `full_key` None: the screen's `d` means something else (there `enter`
-    on the diff is the way to full screen); `arrows`: up/down scroll the diff too (where they
-    mean nothing else)."""
-    bindings: list[BindingType] = [
-        Binding(
-            "pagedown", "diff_scroll('page_down')", "scroll", key_display="PgDn", priority=True
-        ),
-        Binding("pageup", "diff_scroll('page_up')", "page up", show=False, priority=True),
-        Binding("home", "diff_scroll('home')", "top", show=False, priority=True),
-        Binding("end", "diff_scroll('end')", "end", show=False, priority=True),
-        Binding("right_square_bracket", "diff_hunk(1)", "hunk", key_display="]", priority=True),
-        Binding("left_square_bracket", "diff_hunk(-1)", "hunk", show=False, priority=True),
-        Binding("escape", "diff_back", "back", show=False, priority=True),
-    ]
-    if full_key is not None:
-        bindings.append(Binding(full_key, "diff_full", "diff", priority=True))
-    if arrows:
-        bindings += [
-            Binding("down", "diff_scroll('down')", "scroll", show=False),
-            Binding("up", "diff_scroll('up')", "scroll", show=False),
-        ]
-    return bindings
-
-
 class DiffKeys:
-    """The actions of `diff_bindings`, for a screen (`self` is one) with a diff view."""
+    """The actions of the diff keys, for a screen (`self` is one) with a diff view."""
 
     # Below 30 rows the dialog takes the whole screen (`-short`): no row is left to margins,
     # and nothing of the screen beneath shows at its sides.

@@ -1,7 +1,7 @@
 """The in-app editor over a proposal: one tab per file, holding the content the proposal
 would leave. `ctrl+s` hands every file back (to be applied as the person's own edit),
-`ctrl+n` shows the next file, `ctrl+o` opens the file in `$VISUAL`/`$EDITOR`, `escape` goes
-back to the review unchanged.
+`ctrl+f` shows the next file, `ctrl+o` opens the file in `$VISUAL`/`$EDITOR`, `escape` goes
+back to the review unchanged (asking first when something was typed). Keys from `tui/keymap.py`.
 
 An outside editor gets a copy in a private temp dir. A terminal editor takes over the
 terminal (the app is suspended) and its result is read back when it exits; an editor that
@@ -24,10 +24,13 @@ from typing import ClassVar
 import watchfiles
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TabbedContent, TabPane, TextArea
+
+from tui.keymap import EDITOR, bindings_for
+from tui.screens.confirm import ConfirmScreen
 
 # TextArea's tree-sitter grammars (textual[syntax]), by file suffix.
 LANGUAGES = {
@@ -70,14 +73,7 @@ class EditorScreen(ModalScreen[dict[str, str] | None]):
     """Dismissed with {path: new text}, or None when the person goes back."""
 
     # Priority: the code editor keeps tab for indenting and takes escape to move focus.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "use these files", priority=True),
-        Binding("escape", "cancel", "back to review", priority=True),
-        Binding("ctrl+n", "next_file", "next file", priority=True),
-        Binding("ctrl+o", "outside", "$EDITOR", priority=True),
-        # `q` is typed into the file: quitting is ctrl+q here (the app's own key, shown).
-        Binding("ctrl+q", "app.quit", "quit", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(EDITOR)]
 
     def __init__(self, files: list[EditorFile]) -> None:
         super().__init__()
@@ -220,4 +216,18 @@ class EditorScreen(ModalScreen[dict[str, str] | None]):
         self.dismiss(texts or None)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        """Back to the review; edits are not dropped without asking (the default keeps them)."""
+        changed = any(
+            self.query_one(f"#editor-{index}", TextArea).text != file.text
+            for index, file in enumerate(self.files)
+        )
+        if not changed:
+            self.dismiss(None)
+            return
+        question = "go back to the review without your edits? they are not kept anywhere."
+        confirm = ConfirmScreen("drop your edits?", question, yes="drop them", no="keep editing")
+        self.app.push_screen(confirm, self._drop_confirmed)
+
+    def _drop_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.dismiss(None)

@@ -1,9 +1,9 @@
 """The end-of-run modal: how the run ended and why, what it cost, the whole change an accept
 would squash onto your branch (scrollable), and what to do with the branch — accept `a`
-(squash it), keep `k` (the branch stays), discard `d` (asks first, then deletes it). `r`
+(squash it), keep `k` (the branch stays), discard `x` (asks first, then deletes it). `r`
 opens the run's report; `escape` closes the modal and leaves the branch as it is. The diff
-scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen with
-`enter` on it (`d` is discard here), `escape` back."""
+scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen (`d`, or
+`enter` on it), `escape` back. Keys from `tui/keymap.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -23,8 +23,9 @@ from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
 from engine.durations import said_duration
+from tui.keymap import END, bindings_for
 from tui.screens.confirm import ConfirmScreen
-from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.widgets.diff import DiffView
 from tui.widgets.history import status_colour
 
@@ -64,22 +65,17 @@ class RunOutcome:
         return "warning" if self.accepted_suspicious else status_colour(self.status)
 
 
+FINISH_KEYS = {"accept": "a", "keep": "k", "discard": "x"}  # as tui/keymap.py binds them
+
+
 class EndScreen(DiffKeys, ModalScreen[None]):
     """Posts `EndScreen.Decided`; the app does the git work and calls `show_finished`."""
 
     DIFF_ID = "squash"
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "decide('accept')", "accept"),
-        Binding("k", "decide('keep')", "keep"),
-        Binding("d", "decide('discard')", "discard"),
-        Binding("r", "open_report", "report"),
-        Binding("escape", "close", "close"),
-        # The modal stays up after a decision (it shows what was done): q still quits.
-        Binding("q", "app.quit", "quit"),
-        # `d` is discard: `enter` on the diff shows it full screen.
-        *diff_bindings(full_key=None, arrows=True),
-    ]
+    # The modal stays up after a decision (it shows what was done): q still quits. Discard is
+    # `x`, as abort is (it throws the run's work away, and asks first).
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(END)]
 
     class Decided(Message):
         """`run_id`: the run decided on; "" for the app's own run."""
@@ -111,7 +107,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
             if outcome.accepted_suspicious:
                 yield Static(self._suspicious(), id="suspicious")
             if outcome.decidable:
-                pane = DiffView(id="squash", classes="diff", full_key="⏎")
+                pane = DiffView(id="squash", classes="diff")
                 pane.border_title = "what accept squashes onto your branch"
                 yield pane
             yield Static(self._result(), id="result")
@@ -119,7 +115,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
                 if outcome.decidable:
                     yield _button("accept [a]", "accept", "success")
                     yield _button("keep [k]", "keep", "primary")
-                    yield _button("discard [d]", "discard", "error")
+                    yield _button("discard [x]", "discard", "error")
                 if outcome.report:
                     yield Button(
                         Content("report [r]"),
@@ -237,7 +233,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
             ("discard", "delete the run's branch (asks first)"),
         ):
             yield SystemCommand(
-                f"End of run: {choice} ({choice[0]})",
+                f"End of run: {choice} ({FINISH_KEYS[choice]})",
                 help_text,
                 functools.partial(self.action_decide, choice),
             )

@@ -12,12 +12,14 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.fuzzy import Matcher
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from tui.keymap import FILES, bindings_for
 
 SHOWN = 200  # the best matches listed; typing narrows the rest
 
@@ -41,11 +43,7 @@ class FilesScreen(ModalScreen[str | None]):
     FilesScreen OptionList { height: auto; max-height: 14; }
     FilesScreen #files-said { margin: 0; color: $text-muted; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "back"),
-        Binding("down", "move(1)", "next", show=False),
-        Binding("up", "move(-1)", "previous", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(FILES)]
 
     def __init__(self, title: str, names: Sequence[str] | None = None, *, project: Path) -> None:
         """`names` to pick from, or None: the project's tracked files, listed by a worker."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Grid
 from textual.message import Message
 from textual.screen import Screen
@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from tui.keymap import MAIN, bindings_for
 from tui.widgets.code import CodePane
 from tui.widgets.diff import DiffPane, added_lines
 from tui.widgets.feedback import FeedbackPane
@@ -83,17 +84,7 @@ class MainScreen(Screen[None]):
 
     # The footer fits 80 columns with every key it may show: `f` is said by the code pane's
     # title, `l` only shows while the panes do not follow the live iteration.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f", "next_file", "next file", show=False),
-        Binding("o", "toggle_output", "output"),
-        Binding("l", "follow", "follow"),
-        # While a run goes on: a note for the next prompt, a file added to or dropped from
-        # every later prompt (engine/run/talk.py). `+` and `-` stay out of the footer, which
-        # is full at 80 columns; the note box names them.
-        Binding("n", "note", "note"),
-        Binding("plus", "add_file", "add file", key_display="+", show=False),
-        Binding("minus", "drop_file", "drop file", key_display="-", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(MAIN)]
 
     class Loaded(Message):
         """What iteration n left on disk, read by the worker."""

@@ -8,10 +8,12 @@ from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
+
+from tui.keymap import NOTE, bindings_for
 
 
 class NoteScreen(ModalScreen[str | None]):
@@ -21,7 +23,7 @@ class NoteScreen(ModalScreen[str | None]):
     NoteScreen > .dialog.note { height: auto; max-width: 90; }
     NoteScreen #note-said { margin: 0; color: $text-muted; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "keep nothing")]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(NOTE)]
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog note") as dialog:

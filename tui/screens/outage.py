@@ -1,5 +1,5 @@
 """The model outage dialog: the model could not be reached after its retries, so the run
-stopped, resumable. Retry `r` goes on at once with the same server; change `e` shows the
+stopped, resumable. Retry `a` goes on at once with the same server; change `e` shows the
 server and model to ask instead (the person's own values, typed here: a repository never
 sets them); escape leaves the run stopped, to resume later from the shell. Dismissed with an
 `OutageChoice`, or None to leave it stopped."""
@@ -11,12 +11,13 @@ from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from tui.keymap import OUTAGE, bindings_for
 from tui.screens.quit import resume_command
 
 
@@ -31,11 +32,7 @@ class OutageChoice:
 class OutageScreen(ModalScreen[OutageChoice | None]):
     """Says why the run stopped and offers to go on now, here or elsewhere."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "retry", "retry now"),
-        Binding("e", "change", "change endpoint"),
-        Binding("escape", "leave", "leave it stopped"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(OUTAGE)]
 
     def __init__(
         self, reason: str, run_id: str, project: str, api_base: str | None, model: str
@@ -57,7 +54,7 @@ class OutageScreen(ModalScreen[OutageChoice | None]):
                 yield Label("model")
                 yield Input(self.model, id="model", compact=True)
             with Horizontal(classes="buttons"):
-                yield Button(Content("retry now [r]"), id="retry", variant="primary", compact=True)
+                yield Button(Content("retry now [a]"), id="retry", variant="primary", compact=True)
                 yield Button(Content("change endpoint [e]"), id="change", compact=True)
                 yield Button(Content("leave stopped [esc]"), id="leave", compact=True)
         yield Footer(compact=True)

@@ -1,4 +1,4 @@
-"""The quit dialog (`q` while a run goes on): stop `s` keeps the run resumable, abort `a` ends
+"""The quit dialog (`q` while a run goes on): stop `p` keeps the run resumable, abort `x` ends
 it for good, escape goes back to the run. Dismissed with "stop", "abort" or None."""
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ from collections.abc import Iterable
 from typing import ClassVar, Literal
 
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
+
+from tui.keymap import QUIT, bindings_for
 
 QuitChoice = Literal["stop", "abort"]
 
@@ -26,13 +28,8 @@ def resume_command(run_id: str, project: str) -> str:
 class QuitScreen(ModalScreen[QuitChoice | None]):
     """Asks what quitting does to the run under way; `run_id` empty: nothing to keep yet."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "choose('stop')", "stop, resume later"),
-        Binding("a", "choose('abort')", "abort"),
-        Binding("escape", "cancel", "back to the run"),
-        # q twice quits the way that loses nothing (or aborts a run that has nothing to keep).
-        Binding("q", "quit_again", "quit", show=False),
-    ]
+    # q twice quits the way that loses nothing (or aborts a run that has nothing to keep).
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(QUIT)]
 
     def __init__(self, run_id: str, project: str) -> None:
         super().__init__()
@@ -45,8 +42,8 @@ class QuitScreen(ModalScreen[QuitChoice | None]):
             yield Static(self._choices(), id="choices")
             with Horizontal(classes="buttons"):
                 if self.run_id:
-                    yield _button("stop [s]", "choose('stop')", "stop", "primary")
-                yield _button("abort [a]", "choose('abort')", "abort", "error")
+                    yield _button("stop [p]", "choose('stop')", "stop", "primary")
+                yield _button("abort [x]", "choose('abort')", "abort", "error")
                 yield _button("cancel [esc]", "cancel", "cancel", "default")
         yield Footer(compact=True)
 
@@ -80,10 +77,10 @@ class QuitScreen(ModalScreen[QuitChoice | None]):
     def palette_commands(self) -> Iterable[SystemCommand]:
         if self.run_id:
             yield SystemCommand(
-                "Quit: stop (s)", "keep the run resumable", lambda: self.action_choose("stop")
+                "Quit: stop (p)", "keep the run resumable", lambda: self.action_choose("stop")
             )
         yield SystemCommand(
-            "Quit: abort (a)", "end the run for good", lambda: self.action_choose("abort")
+            "Quit: abort (x)", "end the run for good", lambda: self.action_choose("abort")
         )
         yield SystemCommand("Quit: cancel (esc)", "back to the run", self.action_cancel)
 

@@ -1,6 +1,6 @@
 """Replay: a past run opened read-only in the four panes, from its audit trail (the run
 directory's events and the commits on its branch). The history's cursor, or `[` and `]`,
-steps through its iterations; `escape` closes it. Nothing here changes the run but `f` on an
+steps through its iterations; `escape` closes it. Nothing here changes the run but `s` on an
 undecided run (ended with a branch nobody accepted, kept or discarded): it opens the end
 modal's choice, carried out as the shell's `fixloop-tui accept|keep|discard` is
 (engine/run/finish.py, only while the run is undecided, under its finish lock)."""
@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.message import Message
 
 from engine.project.paths import run_path
+from tui.keymap import REPLAY, bindings_for
 from tui.screens.end import EndScreen, RunOutcome
 from tui.screens.main import ArtifactLoader, MainScreen
 from tui.widgets.run_view import RunView
@@ -58,14 +59,7 @@ def replayed_view(project: Path, run_id: str) -> RunView:
 class ReplayScreen(MainScreen):
     """A past run; dismissed with None."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close replay"),
-        Binding("[", "step(-1)", "previous", key_display="["),
-        Binding("]", "step(1)", "next", key_display="]"),
-        # `f` finishes an undecided run; on any other run it is the code pane's next file.
-        Binding("f", "finish", "finish"),
-        Binding("f", "next_file", "next file", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(REPLAY)]
 
     class Read(Message):
         def __init__(self, view: RunView | None, error: str = "", undecided: bool = False) -> None:
@@ -94,7 +88,7 @@ class ReplayScreen(MainScreen):
         self.given = view  # already read (a snapshot); None: read the run's trail
         self.follow = False
         self._loader = loader or artifact_loader(project, run_id)
-        self.undecided = False  # ended with a branch nobody decided on: `f` finishes it
+        self.undecided = False  # ended with a branch nobody decided on: `s` finishes it
         self._end: EndScreen | None = None  # the finish modal, while it is open
 
     def on_mount(self) -> None:
@@ -183,6 +177,8 @@ class ReplayScreen(MainScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "finish":
             return self.undecided
+        if action in ("note", "add_file", "drop_file"):  # the live run's, never a past one's
+            return False
         return super().check_action(action, parameters)
 
     def action_close(self) -> None:

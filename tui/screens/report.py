@@ -8,25 +8,17 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Markdown
 
+from tui.keymap import REPORT, bindings_for
+
 
 class ReportScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "close"),
-        Binding("q", "app.quit", "quit"),
-        # The screen's own: the Markdown takes no focus, so its scroll keys never reached it.
-        Binding("down", "scroll('down')", "scroll", show=False),
-        Binding("up", "scroll('up')", "scroll", show=False),
-        Binding("pagedown", "scroll('page_down')", "page", key_display="PgDn"),
-        Binding("pageup", "scroll('page_up')", "page up", key_display="PgUp", show=False),
-        Binding("end", "scroll('end')", "end", show=False),
-        Binding("home", "scroll('home')", "top", key_display="Home"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(REPORT)]
 
     class Read(Message):
         def __init__(self, text: str) -> None:

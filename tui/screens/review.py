@@ -1,10 +1,10 @@
 """The review modal (step mode): one proposal, the last check's test counts and its diff; approve
 `a`, reject with a note `n` (or approve with it), edit `e` (committed as `edited by you`), let
-pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x`. The diff
-scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk (`]`/`[`) and takes the screen (`d`).
-As `git add -p` does, `space` drops the hunk being read (or keeps it again) and `A` keeps them
-all: approving then commits only the kept hunks, as `edited by you`, and the model hears which
-were dropped."""
+pinned-test edits through `t`, put the modal aside to see the run `v`, abort `x` (asks first).
+Keys from `tui/keymap.py`. The diff scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk
+(`]`/`[`) and takes the screen (`d`). As `git add -p` does, `space` drops the hunk being read
+(or keeps it again) and `A` keeps them all: approving then commits only the kept hunks, as
+`edited by you`, and the model hears which were dropped."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Set
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -21,7 +21,9 @@ from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
 from tui.gate import ProposalReviewRequest
-from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
+from tui.keymap import REVIEW, bindings_for
+from tui.screens.confirm import abort_question
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.main import PendingDiff
 from tui.widgets.diff import DiffView
@@ -46,24 +48,9 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
 
     DIFF_ID = "review-diff"
 
-    # Short labels: the footer fits 80 columns with the diff's keys too.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "approve", "approve"),
-        Binding("n", "open_note", "note"),
-        Binding("e", "edit", "edit"),
-        Binding("t", "allow_tests", "tests"),
-        Binding("v", "hide", "run"),
-        Binding("x", "abort", "abort"),
-        Binding("q", "app.quit", "quit"),
-        # Priority: a focused button would take space as a press (approve, at first).
-        Binding("space", "toggle_hunk", "keep/drop hunk", show=False, priority=True),
-        Binding("A", "keep_all_hunks", "keep all hunks", show=False, priority=True),
-        # The note box's keys: priority, so the text area does not take them.
-        Binding("ctrl+s", "reject", "reject: ask again", priority=True),
-        Binding("ctrl+g", "approve_with_note", "approve with note", priority=True),
-        Binding("escape", "close_note", "back", priority=True),
-        *diff_bindings(arrows=True),
-    ]
+    # Short labels: the footer fits 80 columns with the diff's keys too. The note box's keys
+    # have priority, so the text area does not take them.
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(REVIEW)]
 
     class Hide(Message):
         """The person wants the run's panes for a moment; the review stays pending."""
@@ -105,7 +92,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
                     yield dialog_button("allow test edits [t]", "allow_tests", "warning")
             with Horizontal(id="note-decisions", classes="buttons"):
                 yield dialog_button("reject: ask again [^s]", "reject", "warning")
-                yield dialog_button("approve with note [^g]", "approve_with_note", "success")
+                yield dialog_button("approve + note [^g]", "approve_with_note", "success")
                 yield dialog_button("back [esc]", "close_note", "default")
         yield Footer(compact=True)
 
@@ -242,7 +229,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             yield SystemCommand(
                 "Review: keep every hunk (A)", "take the whole proposal", self.action_keep_all_hunks
             )
-        yield SystemCommand("Review: abort (x)", "end the run here", self.action_abort)
+        yield SystemCommand("Review: abort (x)", "end the run here (asks first)", self.action_abort)
         if self.request.held_back:
             yield SystemCommand(
                 "Review: allow test edits (t)",
@@ -356,9 +343,14 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         self.post_message(self.Hide(self))
 
     def action_abort(self) -> None:
+        """Asks first: the confirm's default answer keeps the review open."""
+        self.app.push_screen(abort_question(" at this review"), self._abort_confirmed)
+
+    def _abort_confirmed(self, yes: bool | None) -> None:
         from engine.run.gate import Review
 
-        self.dismiss(Review(decision="abort", note="aborted by you at review", by="person"))
+        if yes:
+            self.dismiss(Review(decision="abort", note="aborted by you at review", by="person"))
 
     def action_allow_tests(self) -> None:
         if not self.request.held_back or self.edited is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from engine.project.paths import runs_dir
+from tui.keymap import RUNS, bindings_for
 from tui.widgets.history import status_colour
 
 # The run directory's typed records are read in the worker: the app imports this screen before
@@ -31,11 +32,7 @@ TASK_WIDTH = 48
 class RunsScreen(ModalScreen[str | None]):
     """Dismissed with the chosen run's id, or None."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "open read-only", priority=True),
-        Binding("escape", "close", "close"),
-        Binding("q", "app.quit", "quit"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(RUNS)]
 
     class Listed(Message):
         def __init__(self, runs: list[RunSummary] | None, error: str = "") -> None:

@@ -1,6 +1,7 @@
 """The "New from spec" form: a spec's fields (name, files, signature, what it does, examples,
 constraints), checked by the engine's own validator. `ctrl+s` dismisses with the `Spec`, or
-shows the problem under the field it is about; `escape` dismisses with None."""
+shows the problem under the field it is about; `escape` dismisses with None (asking first when
+something was typed). Keys from `tui/keymap.py`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Static, TextArea
 
 from engine.spec.definition import Spec, SpecError, parse_example_line, validate_spec
+from tui.keymap import SPEC, bindings_for
+from tui.screens.confirm import ConfirmScreen
 
 INPUTS = (
     ("name", "parse_duration", "names the examples' test file"),
@@ -39,11 +42,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
     """Dismissed with the checked Spec, or None when the person goes back."""
 
     # Priority: text areas take ctrl+s and escape for themselves otherwise.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "use this spec", priority=True),
-        Binding("escape", "cancel", "back", priority=True),
-        Binding("ctrl+q", "app.quit", "quit", priority=True),  # q is typed in the fields
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(SPEC)]
     # CSS, not DEFAULT_CSS: the app's `.dialog TextArea` rule must not win over these.
     CSS = """
     #spec-fields { height: 1fr; scrollbar-size: 1 1; }
@@ -61,6 +60,7 @@ class SpecFormScreen(ModalScreen[Spec | None]):
     def __init__(self, spec: Spec | None = None) -> None:
         super().__init__()
         self.initial = spec
+        self.opened_with: list[str] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog") as dialog:
@@ -92,6 +92,13 @@ class SpecFormScreen(ModalScreen[Spec | None]):
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
+        self.opened_with = self._fields()
+
+    def _fields(self) -> list[str]:
+        """Every field's text, to tell what the person typed from what the form opened with."""
+        return [field.value for field in self.query(Input)] + [
+            area.text for area in self.query(TextArea)
+        ]
 
     def _initial_text(self, field: str) -> str:
         spec = self.initial
@@ -173,4 +180,15 @@ class SpecFormScreen(ModalScreen[Spec | None]):
             self.dismiss(spec)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        """Close the form; what was typed is not dropped without asking (the default keeps
+        it)."""
+        if self._fields() == self.opened_with:  # nothing typed since the form opened
+            self.dismiss(None)
+            return
+        question = "close the form? the spec you typed is not kept anywhere."
+        confirm = ConfirmScreen("drop the spec?", question, yes="drop it", no="keep writing")
+        self.app.push_screen(confirm, self._drop_confirmed)
+
+    def _drop_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.dismiss(None)

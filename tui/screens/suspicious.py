@@ -1,8 +1,8 @@
 """The suspicious-pass modal: every command passed, but something makes the pass doubtful
 (a test edited, a skip added, fewer tests). The reasons and the test diff; accept `a` (the run
-ends ok, recorded) or reject `r`, with a note to the model `n` (the test changes are reverted
-and the run goes on). The test diff scrolls (arrows, PgUp/PgDn, Home/End), steps by hunk
-(`]`/`[`) and takes the screen (`d`)."""
+ends ok, recorded) or reject `ctrl+s`, after a note to the model `n` if you like (the test
+changes are reverted and the run goes on). The test diff scrolls (arrows, PgUp/PgDn, Home/End),
+steps by hunk (`]`/`[`) and takes the screen (`d`). Keys from `tui/keymap.py`."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 
 from tui.gate import PassReviewRequest
-from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys, diff_bindings
+from tui.keymap import SUSPICIOUS, bindings_for
+from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.review import dialog_button
 from tui.widgets.diff import DiffView
 
@@ -32,16 +33,8 @@ class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
 
     DIFF_ID = "pass-diff"
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "accept", "accept the pass"),
-        Binding("r", "reject", "reject it"),
-        Binding("n", "open_note", "reject + note"),
-        Binding("q", "app.quit", "quit"),
-        # The note box's keys: priority, so the text area does not take them.
-        Binding("ctrl+s", "reject", "reject with the note", priority=True),
-        Binding("escape", "close_note", "back", priority=True),
-        *diff_bindings(arrows=True),
-    ]
+    # The note box's keys: priority, so the text area does not take them.
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(SUSPICIOUS)]
 
     def __init__(self, request: PassReviewRequest) -> None:
         super().__init__()
@@ -61,7 +54,7 @@ class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
                 yield TextArea(id="note", soft_wrap=True, show_line_numbers=False)
             with Horizontal(classes="buttons"):
                 yield dialog_button("accept [a]", "accept", "warning")
-                yield dialog_button("reject [r]", "reject", "primary")
+                yield dialog_button("reject [^s]", "reject", "primary")
                 yield dialog_button("reject with a note [n]", "open_note", "default")
         yield Footer(compact=True)
 
@@ -78,7 +71,7 @@ class SuspiciousPassScreen(DiffKeys, ModalScreen["PassReview"]):
             "Suspicious pass: accept (a)", "end the run ok; recorded", self.action_accept
         )
         yield SystemCommand(
-            "Suspicious pass: reject (r)", "do not trust this pass", self.action_reject
+            "Suspicious pass: reject (ctrl+s)", "do not trust this pass", self.action_reject
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
+from tui.keymap import TASK, bindings_for
+from tui.screens.confirm import ConfirmScreen
 from tui.widgets.config_refused import ConfigRefused
 from tui.widgets.feedback import feedback_content
 from tui.widgets.header import RunHeader
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_TASK = "Make the failing tests pass."
 CHECK_INTRO = "Your checkout as it is now (uncommitted work included), verified in the sandbox."
 CHECK_HEADING = "repair packet — what the model would be told first:"
-TASK_KEYS = "ctrl+s: start the run · enter: new line"
+TASK_KEYS = "ctrl+s: start the run · enter: new line · ctrl+q: quit"
 NO_TESTS_WAY = "write a test that shows the bug, or build from a spec with ctrl+n"
 
 
@@ -59,11 +61,7 @@ def check_view(result: Verification) -> IterationView:
 class TaskScreen(Screen[str]):
     """Dismissed with the task to run."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "start", "start the run"),
-        Binding("escape", "app.quit", "quit"),
-        Binding("ctrl+n", "new_from_spec", "new from spec"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(TASK)]
 
     def __init__(
         self,
@@ -78,6 +76,7 @@ class TaskScreen(Screen[str]):
         self.project, self.model, self.sandbox, self.mode = project, model, sandbox, mode
         # The project config's untrusted security settings, left out of this run's settings.
         self.config_refused = config_refused
+        self.may_quit = False  # the person said yes to losing the typed task
         self.refusal: str | None = None  # why a repair cannot start here; None: it can
         self.unusable: str | None = None  # why no run at all (spec mode neither) can start here
 
@@ -163,6 +162,30 @@ class TaskScreen(Screen[str]):
             self.notify(self.refusal, title="cannot start a repair here", severity="warning")
             return
         self.dismiss(self.task_text.strip() or DEFAULT_TASK)
+
+    def action_keep_task(self) -> None:
+        """`escape` here has nowhere to go back to: it keeps the typed task and says how to
+        leave (it never quits, as it once did, losing what was typed)."""
+        self.notify("your task is kept: ctrl+s starts the run, ctrl+q quits", title="task")
+
+    async def action_quit_task(self) -> None:
+        await self.app.run_action("quit")
+
+    def asks_before_quitting(self) -> bool:
+        """Whether quitting waits for an answer: a task the person typed is not dropped
+        without asking (the default answer keeps it). The app's quit asks this first."""
+        typed = self.task_text.strip()
+        if self.may_quit or not typed or typed == DEFAULT_TASK:
+            return False
+        question = "quit the app? the task you typed is not kept anywhere."
+        confirm = ConfirmScreen("quit and lose the task?", question, yes="quit", no="keep it")
+        self.app.push_screen(confirm, self._quit_confirmed)
+        return True
+
+    async def _quit_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.may_quit = True
+            await self.app.run_action("quit")
 
     async def action_new_from_spec(self) -> None:
         """Spec mode needs tests at no baseline, but it needs a git repository all the same."""

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, ClassVar
 import watchfiles
 from textual import work
 from textual.app import SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.message import Message
 
 from engine.project.paths import FIXLOOP_DIR
+from tui.keymap import WATCH, bindings_for
 from tui.screens.task import TaskScreen
 
 if TYPE_CHECKING:  # the verifier loads when its first verdict arrives
@@ -37,9 +38,7 @@ class ProjectFilter(watchfiles.DefaultFilter):
 class WatchScreen(TaskScreen):
     """Dismissed with the task to run; posts `Saved` when the project changes."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+r", "verify", "verify now", priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings_for(WATCH)]
 
     class Saved(Message):
         """Files in the project changed on disk (relative paths)."""

@@ -15,6 +15,7 @@ class DiffPane(VerticalScroll):
 
     DEFAULT_CSS = """
     DiffPane > Static { width: auto; min-width: 100%; }
+    DiffPane > Static.-message { width: 100%; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -23,7 +24,9 @@ class DiffPane(VerticalScroll):
         self._shown: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Content.styled("no iteration yet", "$text-muted"), id="diff-text")
+        yield Static(
+            Content.styled("no iteration yet", "$text-muted"), id="diff-text", classes="-message"
+        )
 
     @property
     def text(self) -> str:
@@ -35,5 +38,9 @@ class DiffPane(VerticalScroll):
             return  # keep the scroll position while the same patch stays selected
         self._shown = (diff, empty)
         body = diff_content(diff) if diff.strip() else Content.styled(empty, "$text-muted")
-        self.query_one("#diff-text", Static).update(body)
+        text = self.query_one("#diff-text", Static)
+        # A diff's lines keep their width (the pane scrolls them); a message wraps in the pane,
+        # else a narrow pane cuts it off with no way to read the rest.
+        text.set_class(not diff.strip(), "-message")
+        text.update(body)
         self.scroll_home(animate=False)

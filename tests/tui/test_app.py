@@ -539,7 +539,9 @@ async def test_escape_leaves_the_editor_without_changing_the_proposal(
         await pilot.press("e")
         editor = await wait_screen(pilot, EditorScreen)
         editor.query_one(TextArea).load_text("garbage")
-        await pilot.press("escape")
+        await pilot.press("escape")  # typed edits: it asks before dropping them
+        await wait_screen(pilot, ConfirmScreen)
+        await pilot.press("y")
         await wait_for(pilot, lambda: app.screen is review, "the review to come back")
         assert review.edited is None
         await pilot.press("a")

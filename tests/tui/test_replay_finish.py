@@ -90,7 +90,7 @@ async def test_discard_from_replay_asks_first(
         await wait_for(pilot, lambda: replay.undecided, "the run read as undecided")
         await pilot.press("s")
         await wait_screen(pilot, EndScreen)
-        await pilot.press("d")
+        await pilot.press("x")
         await wait_screen(pilot, ConfirmScreen)
     assert [run.outcome for run in list_runs(project)] == ["undecided"]
     assert f"fixloop/{ran.main.view.run_id}" in [h.name for h in git.Repo(project).heads]

@@ -48,7 +48,7 @@ async def test_a_step_mode_run_stopped_at_a_review_is_resumed_in_the_app_at_its_
         await wait_screen(pilot, ReviewScreen, after=first)
         await pilot.press("q")
         await wait_screen(pilot, QuitScreen)
-        await pilot.press("s")
+        await pilot.press("p")
         await wait_for(pilot, lambda: app.return_code is not None, "the app to exit")
     run_id = app.stopped
     assert run_id

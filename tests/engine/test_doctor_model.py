@@ -4,7 +4,6 @@ is in the person's cache, else when it will be assembled and the command that do
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +14,6 @@ from engine.doctor import check_model
 from engine.model.local.weights import MODEL_FILENAME, MODEL_SHA256, MODEL_SIZE
 
 REPO = Path(__file__).parents[2]
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("xllamacpp") is None, reason="the local extra is not installed"
-)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import asyncio
 import importlib.metadata
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -81,6 +82,41 @@ def check_runsc() -> Check:
     except SandboxError as exc:
         return Check(name="runsc", ok=False, detail="not installed", fix=_fix_of(exc))
     return Check(name="runsc", ok=True, detail=f"{runsc} ({version})")
+
+
+# runsc releases before this date have no systrap platform: they run on ptrace.
+SYSTRAP_SINCE = 20230101
+
+
+def check_runsc_platform() -> Check | None:
+    """Whether this runsc is fast on system calls: a release with systrap (its default
+    platform), not one that can only use ptrace, where every system call of a sandboxed test
+    costs tens of microseconds and a threaded suite runs many times slower than bare. Never
+    needed; None when runsc is missing (check_runsc says so) or its version has no date."""
+    try:
+        _, version = runsc_version()
+    except SandboxError:
+        return None
+    return platform_of_version(version)
+
+
+def platform_of_version(version: str) -> Check | None:
+    """The platform check for what `runsc --version` printed first."""
+    found = re.search(r"(20\d{6})", version)
+    if found is None:
+        return None
+    released = int(found.group(1))
+    day = f"{found.group(1)[:4]}-{found.group(1)[4:6]}-{found.group(1)[6:]}"
+    if released >= SYSTRAP_SINCE:
+        return Check(name="runsc platform", ok=True, detail=f"systrap ({day})", needed=False)
+    script = Path(__file__).resolve().parent.parent / "sandbox" / "runsc-current.sh"
+    return Check(
+        name="runsc platform",
+        ok=False,
+        detail=f"runsc of {day} runs on ptrace: real test suites run 3-8x slower than bare",
+        fix=f"sudo bash {script}   (Debian 13's runsc, pinned; nothing else changes)",
+        needed=False,
+    )
 
 
 def check_cgroups() -> Check:
@@ -500,6 +536,8 @@ def _fix_of(exc: Exception) -> str:
 async def diagnose(project: Path) -> Diagnosis:
     python = look_up_python(project)
     checks = [check_runsc(), check_cgroups(), check_job_limits()]
+    if (platform := check_runsc_platform()) is not None:
+        checks.insert(1, platform)
     # An interpreter that cannot be used is check_python's to report: the sandbox is checked
     # with ours.
     sandboxed = python if isinstance(python, Path) else Path(sys.executable)

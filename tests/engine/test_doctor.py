@@ -14,8 +14,10 @@ from engine.doctor import (
     check_project_config,
     check_project_package,
     check_python,
+    check_runsc_platform,
     check_toolchain,
     look_up_python,
+    platform_of_version,
     project_python,
 )
 from engine.project.settings import ConfigError, read_project_config
@@ -326,3 +328,30 @@ def test_the_doctor_says_how_many_threads_a_job_may_start() -> None:
     assert check.ok
     assert f"{Limits().pids} processes and threads" in check.detail
     assert Limits().pids >= 256  # a real suite's thread pool of a few hundred
+
+
+def test_the_runsc_here_runs_on_systrap() -> None:
+    """make test and CI install Debian 13's runsc: a ptrace-only one makes every sandboxed
+    suite several times slower, so doctor must see the current one here."""
+    check = check_runsc_platform()
+    assert check is not None
+    assert check.ok, check
+
+
+def test_a_runsc_from_before_systrap_is_named_with_the_line_that_replaces_it() -> None:
+    check = platform_of_version("runsc version 0.0~20221219.0")
+    assert check is not None
+    assert not check.ok
+    assert not check.needed
+    assert "2022-12-19 runs on ptrace" in check.detail
+    assert check.fix is not None
+    assert "runsc-current.sh" in check.fix
+    assert Path(check.fix.split()[2]).is_file()
+
+
+def test_a_runsc_with_systrap_is_ok_and_a_version_without_a_date_says_nothing() -> None:
+    check = platform_of_version("runsc version release-20240729.0")
+    assert check is not None
+    assert check.ok
+    assert check.detail == "systrap (2024-07-29)"
+    assert platform_of_version("runsc version unknown") is None

@@ -17,7 +17,11 @@ def project_modules(root: Path) -> frozenset[str]:
     for base in (root, root / "src"):
         if not base.is_dir():
             continue
-        for entry in base.iterdir():
+        try:
+            entries = list(base.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
             name = entry.name
             if name.startswith(".") or name in _NOT_MODULES:
                 continue
@@ -35,9 +39,14 @@ def project_modules(root: Path) -> frozenset[str]:
 
 
 def _is_package_dir(path: Path) -> bool:
-    if (path / "pyvenv.cfg").exists():
+    """A directory of Python files that is not a venv; one this user cannot read is not the
+    project's (a shared directory such as /tmp holds other users' private ones)."""
+    try:
+        if (path / "pyvenv.cfg").exists():
+            return False
+        return (path / "__init__.py").exists() or any(path.glob("*.py"))
+    except OSError:
         return False
-    return (path / "__init__.py").exists() or any(path.glob("*.py"))
 
 
 def modules_of(paths: Iterable[str]) -> frozenset[str]:

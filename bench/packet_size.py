@@ -34,8 +34,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from engine.feedback.distill import distill  # noqa: E402
-from engine.feedback.tokens import approximate_tokens  # noqa: E402
 from engine.project.modules import project_modules  # noqa: E402
+from engine.text.tokens import approximate_tokens  # noqa: E402
 from engine.verify.classify import classify  # noqa: E402
 from engine.verify.execute import parse_stage  # noqa: E402
 from engine.verify.results import StageResult  # noqa: E402

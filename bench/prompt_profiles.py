@@ -28,12 +28,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from engine.feedback.tokens import approximate_tokens, count_tokens  # noqa: E402
 from engine.model.local import EMBEDDED_MODEL  # noqa: E402
 from engine.model.types import Message  # noqa: E402
 from engine.project.settings import load_settings  # noqa: E402
 from engine.run.gate import PolicyGate  # noqa: E402
 from engine.run.start import start_run  # noqa: E402
+from engine.text.tokens import approximate_tokens, count_tokens  # noqa: E402
 from tests.model_server import ScriptedModelServer, reply  # noqa: E402
 from tests.projects import EXAMPLES, PROJECTS, committed_copy  # noqa: E402
 

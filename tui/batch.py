@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.batch.outcome import BatchSummary, TaskOutcome, batch_json, summarize
 from engine.batch.tasks import BatchFileError, BatchTask, check_local_repos, load_batch
-from engine.durations import said_duration
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
+from engine.text.durations import said_duration
 from sandbox import FixloopError
 
 if TYPE_CHECKING:

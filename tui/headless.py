@@ -15,8 +15,6 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.durations import said_duration
-from engine.model.redact import redact
 from engine.model.types import ModelError
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.settings import ConfigError
@@ -53,7 +51,9 @@ from engine.run.no_change import held_back_summary
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
 from engine.run.start import resume_run
-from engine.untrusted_text import printable
+from engine.text.durations import said_duration
+from engine.text.redact import redact
+from engine.text.untrusted import printable
 from engine.verify.pins import pinned_role
 from tui.arguments import settings_from_args
 from tui.lever_lines import (

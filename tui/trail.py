@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from engine.durations import said_duration
 from engine.run.exit_codes import EXIT_USAGE
+from engine.text.durations import said_duration
 
 
 def run_and_path(run: str, path: str | Path | None) -> tuple[str, Path]:

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.durations import said_duration
 from engine.project.settings import ConfigError, load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
+from engine.text.durations import said_duration
 from engine.verify.checkout import verify_checkout
 from engine.verify.learned_times import times_path
 from engine.verify.tree import Verification

@@ -16,7 +16,6 @@ from typing import Any
 
 from engine.batch.outcome import Attempt, TaskOutcome, pack
 from engine.batch.tasks import BatchTask
-from engine.model.redact import redact
 from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError
@@ -25,6 +24,7 @@ from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
 from engine.run.resume import ResumeError
+from engine.text.redact import redact
 
 BUNDLE = "branch.bundle"
 RUN = "run"  # the run directory, under the task's output directory

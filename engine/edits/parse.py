@@ -16,7 +16,7 @@ from typing import Any
 from engine.edits.instructions import shape_error
 from engine.edits.paths import clean_path
 from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
-from engine.untrusted_text import valid_unicode_data
+from engine.text.untrusted import valid_unicode_data
 
 _EXPLANATION_CHARS = 200
 _STRAY_BRACES = 32  # bounds the rescans of an answer full of unmatched braces

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.feedback.tokens import approximate_tokens
+from engine.text.tokens import approximate_tokens
 from engine.verify.results import Diagnostic, Frame, RuntimeValues
 
 DEFAULT_CAP = 2000

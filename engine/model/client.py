@@ -21,10 +21,10 @@ from typing import Any
 
 from engine.model.failures import Failure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
-from engine.model.redact import redact, remember_secret
 from engine.model.types import Completion, Message, ModelError, Retry, Usage
 from engine.model.usage import cost_usd, counted
-from engine.untrusted_text import printable, valid_unicode
+from engine.text.redact import redact, remember_secret
+from engine.text.untrusted import printable, valid_unicode
 from sandbox.errors import FixloopError
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from types import ModuleType
 
-from engine.model.redact import redact_record
+from engine.text.redact import redact_record
 
 log = logging.getLogger(__name__)
 

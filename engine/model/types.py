@@ -10,8 +10,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, field_validator
 
-from engine.model.redact import redact
-from engine.untrusted_text import valid_unicode
+from engine.text.redact import redact
+from engine.text.untrusted import valid_unicode
 from sandbox.errors import FixloopError
 
 

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from engine.feedback import tokens as budget
-from engine.feedback.tokens import approximate_tokens
 from engine.model.types import Message
+from engine.text import tokens as budget
+from engine.text.tokens import approximate_tokens
 
 
 def counted(
@@ -116,7 +116,7 @@ class StreamTokens:
 
 def text_counter(model: str) -> Callable[[str], int]:
     """How `model`'s tokens in a text are counted, by the tokenizer the run's prompt budgets
-    use (`engine.feedback.tokens`: litellm's, once it is loaded; else their approximation).
+    use (`engine.text.tokens`: litellm's, once it is loaded; else their approximation).
     litellm's count function for the model is resolved once here: `token_counter` resolves it
     again on every call (~0.5 ms, a stream's every piece); where litellm has no such function
     (another version), `token_counter` it is."""

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import git
 
-from engine.model.redact import redact
-from engine.untrusted_text import printable
+from engine.text.redact import redact
+from engine.text.untrusted import printable
 from sandbox.errors import FixloopError
 
 # The user's hooks must not run (or prompt) for the loop's own bookkeeping.

@@ -22,13 +22,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 from pydantic_core import PydanticSerializationError
 
-from engine.model.redact import redact
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
 from engine.project.trust import is_sealed, seal
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, RunStopped, parse_event
 from engine.run.outcome import RunConfig
-from engine.untrusted_text import valid_unicode
+from engine.text.redact import redact
+from engine.text.untrusted import valid_unicode
 from sandbox import FixloopError
 
 RUN_RECORD = "run.json"

@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.edits.proposal import EditFormatError, Proposal
-from engine.feedback.tokens import count_tokens
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.candidates import Candidate, Candidates, Request, Sampled
@@ -41,6 +40,7 @@ from engine.run.outcome import RunConfig
 from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
 from engine.run.streaming import OnPiece, streamed_to
+from engine.text.tokens import count_tokens
 from engine.verify.pins import pinned_why
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine.feedback.raw import raw_feedback
-from engine.feedback.tokens import count_tokens
 from engine.project.workspace import Workspace
 from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
@@ -19,6 +18,7 @@ from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
 from engine.run.steps import Check
+from engine.text.tokens import count_tokens
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix

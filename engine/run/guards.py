@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.durations import said_duration
+from engine.text.durations import said_duration
 
 
 class RunStatus(StrEnum):

@@ -11,12 +11,12 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.durations import said_duration
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.run_directory import FinishRecord, RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
 from engine.spec.report import report_lines
+from engine.text.durations import said_duration
 
 if TYPE_CHECKING:
     from engine.run.outcome import RunConfig, RunResult

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine.model.redact import redact_variable
+from engine.text.redact import redact_variable
 
 
 class StageKind(StrEnum):

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.feedback.distill import distill
 from engine.feedback.packet import DEFAULT_CAP, RepairPacket
-from engine.feedback.tokens import count_tokens
 from engine.project.git_plumbing import open_repo
 from engine.project.modules import modules_of, project_modules
+from engine.text.tokens import count_tokens
 from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
 from engine.verify.classify import classify, signature
 from engine.verify.execute import StageCallback, Verifier

@@ -24,7 +24,7 @@ from engine.model.types import Message
 from engine.project.run_directory import RunDirectory, read_events
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import IterationStarted, ProposalReady
-from engine.untrusted_text import printable, valid_unicode, visible_controls
+from engine.text.untrusted import printable, valid_unicode, visible_controls
 from tests.model_server import ScriptedModelServer, model_server, reply
 from tui.headless import ProgressPrinter
 

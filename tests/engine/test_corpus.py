@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.feedback.distill import distill
-from engine.feedback.tokens import approximate_tokens
 from engine.project.modules import project_modules
+from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass, classify, signature
 from engine.verify.execute import parse_stage
 from engine.verify.results import StageResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.durations import said_duration
+from engine.text.durations import said_duration
 
 
 def test_under_a_minute_is_seconds_with_tenths() -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
-from engine.model.redact import redact
 from engine.model.types import Message, ModelError, Retry
+from engine.text.redact import redact
 from sandbox.errors import FixloopError
 from tests.model_server import (
     ScriptedModelServer,

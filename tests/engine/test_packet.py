@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine.feedback.distill import anchor_from_diff, distill, progress_between
 from engine.feedback.packet import Failure, RepairPacket
-from engine.feedback.tokens import approximate_tokens
+from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
 from engine.verify.tree import Verification, relabelled, rendered

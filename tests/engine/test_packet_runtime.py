@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from engine.feedback.distill import distill
-from engine.feedback.tokens import approximate_tokens
+from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.parsers import extract_report
 from engine.verify.results import StageKind, StageResult, TestReport

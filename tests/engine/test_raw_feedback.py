@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.feedback.raw import RAW_ASK, raw_feedback
-from engine.feedback.tokens import approximate_tokens
+from engine.text.tokens import approximate_tokens
 from engine.verify.results import StageKind, StageResult
 
 

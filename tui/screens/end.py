@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 from textual.widgets.button import ButtonVariant
 
-from engine.durations import said_duration
+from engine.text.durations import said_duration
 from tui.keymap import END, bindings_for
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys

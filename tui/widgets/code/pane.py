@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Static
 
-from engine.untrusted_text import visible_controls
+from engine.text.untrusted import visible_controls
 
 if TYPE_CHECKING:  # types only: the pane is composed before the first frame
     from engine.run.artifacts import CodeFile

@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.highlight import highlight
 
 from engine.edits.diff import Diff, Hunk, LineKind, parse_diff
-from engine.untrusted_text import visible_controls
+from engine.text.untrusted import visible_controls
 from tui.widgets.code.pane import language_of
 
 ADDED = "$diff-added on $diff-added-background"

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
-from engine.durations import said_duration
+from engine.text.durations import said_duration
 from tui.widgets.feedback.answer import readable_answer
 from tui.widgets.history.pane import status_colour
 from tui.widgets.run_view import IterationView, StageView, StreamView

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from engine.durations import said_duration
+from engine.text.durations import said_duration
 from tui.widgets.run_view import IterationView, RunView
 
 COLUMNS = (

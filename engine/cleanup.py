@@ -293,7 +293,7 @@ def _stray(
 def _run_leftover(
     project: Path, path: Path, branches: set[str], registered: set[Path], now: float
 ) -> Leftover | LeftAlone:
-    from engine.project.run_directory import summarize
+    from engine.run.run_directory import summarize
 
     if not _RUN_ID.fullmatch(path.name) or not _sealed(path):
         return LeftAlone(name=str(path), reason="not a run fixloop recorded for you: left alone")
@@ -343,7 +343,7 @@ def _run_leftover(
 
 def _sealed(path: Path) -> bool:
     """Whether fixloop wrote this run's record for this user (a repository cannot seal one)."""
-    from engine.project.run_directory import RUN_RECORD, RunDirectory, UnsealedRecord
+    from engine.run.run_directory import RUN_RECORD, RunDirectory, UnsealedRecord
 
     try:
         if not stat.S_ISREG((path / RUN_RECORD).lstat().st_mode):

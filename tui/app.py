@@ -254,7 +254,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         """A stopped run opened in the app: its trail folded in as a live run's events are
         (the history, the panes), then the run goes on where it stopped, in its own mode."""
         from engine.project.paths import run_path
-        from engine.project.run_directory import read_events
+        from engine.run.run_directory import read_events
 
         self.main.loader = artifact_loader(self.project, run_id)
         for event in read_events(run_path(self.project, run_id) / "events.jsonl"):

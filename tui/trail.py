@@ -32,7 +32,7 @@ def named_project(path: Path) -> Path | None:
 def named_run(project: Path, given: str) -> str | None:
     """The id of the run `given` names (a unique prefix will do: `resolve_run`); None, said in
     one line, when it names none or several."""
-    from engine.project.run_directory import RunNotNamed, resolve_run
+    from engine.run.run_directory import RunNotNamed, resolve_run
 
     try:
         return resolve_run(project, given)
@@ -55,13 +55,13 @@ def report_command(args: argparse.Namespace) -> int:
     if report.is_file():
         sys.stdout.write(report.read_text(encoding="utf-8"))
         return 0
-    from engine.project.run_directory import summarize
+    from engine.run.run_directory import summarize
 
     if summarize(run_dir).status in ("stopped", "unfinished"):
         print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
-    from engine.project.run_directory import UnsealedRecord
     from engine.run.report import report_from_trail
+    from engine.run.run_directory import UnsealedRecord
 
     try:
         sys.stdout.write(report_from_trail(project, run_id))
@@ -73,7 +73,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 def no_report(run_dir: Path, project: Path) -> str:
     """Why a run has no report.md (every ending but ok writes one), and what to do."""
-    from engine.project.run_directory import summarize
+    from engine.run.run_directory import summarize
     from tui.screens.quit import resume_command
 
     run = summarize(run_dir)
@@ -85,7 +85,7 @@ def no_report(run_dir: Path, project: Path) -> str:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    from engine.project.run_directory import list_runs
+    from engine.run.run_directory import list_runs
 
     if not args.path.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.paths import run_path
-from engine.project.run_directory import (
+from engine.project.workspace import Workspace, accept_message
+from engine.run.report import refresh_report
+from engine.run.run_directory import (
     FinishChoice,
     FinishRecord,
     RunDirectory,
@@ -26,8 +28,6 @@ from engine.project.run_directory import (
     list_runs,
     summarize,
 )
-from engine.project.workspace import Workspace, accept_message
-from engine.run.report import refresh_report
 from sandbox import FixloopError
 
 Finish = FinishChoice

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from engine.model.types import Completion, Message
-from engine.project.run_directory import RunDirectory
 from engine.run.events import (
     BaseEvent,
     EventSink,
@@ -23,6 +22,7 @@ from engine.run.events import (
 )
 from engine.run.guards import Trip
 from engine.run.outcome import RunResult
+from engine.run.run_directory import RunDirectory
 from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
 from engine.verify.stages import Stage

@@ -9,7 +9,6 @@ from typing import Literal
 from engine.edits.instructions import restart_note
 from engine.feedback.prompts import person_note, shown_files_note
 from engine.model.types import ModelClient, ModelError
-from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
 from engine.run.checker import IterationChecker
@@ -38,6 +37,7 @@ from engine.run.modes import run_mode
 from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
+from engine.run.run_directory import RunDirectory
 from engine.run.steps import Steps, apply_and_commit
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from engine.model.client import LiteLLMClient
 from engine.model.types import ModelClient, Retry
-from engine.project.run_directory import RunDirectory
 from engine.run.events import BaseEvent, EventSink, ModelRequested, ModelRetrying
 from engine.run.journal import Journal
+from engine.run.run_directory import RunDirectory
 
 
 class RetryReporter:

@@ -15,12 +15,12 @@ from engine.feedback import prompts
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests
 from engine.model.types import Message
-from engine.project.run_directory import RunDirectory
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, Event
 from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
 from engine.run.outcome import RunConfig
+from engine.run.run_directory import RunDirectory
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.project.git_plumbing import WorkspaceError
-from engine.project.run_directory import FinishRecord, RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
+from engine.run.run_directory import FinishRecord, RunDirectory
 from engine.spec.report import report_lines
 from engine.text.durations import said_duration
 
@@ -191,10 +191,10 @@ def report_from_trail(project: Path, run_id: str) -> str:
     the commits a sealed `run.json` names (UnsealedRecord otherwise: a run directory a repository
     committed names no revision git is given). RunNotNamed when the run has not ended."""
     from engine.project.paths import run_path
-    from engine.project.run_directory import RunNotNamed, read_finish
     from engine.run.events import RunFinished
     from engine.run.outcome import RunResult
     from engine.run.resume import ResumeError, resume_state
+    from engine.run.run_directory import RunNotNamed, read_finish
 
     run_dir = RunDirectory(run_path(project, run_id))
     events = run_dir.events()

@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.project.paths import run_path
-from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord
 from engine.run.events import (
     AnswerReasked,
     CandidateVerified,
@@ -32,6 +31,7 @@ from engine.run.events import (
 from engine.run.guards import Guards, Spend
 from engine.run.no_change import ONLY_HELD_BACK, held_back_summary
 from engine.run.outcome import NO_CHANGE, IterationRecord
+from engine.run.run_directory import RunDirectory, RunRecord, UnsealedRecord
 from engine.verify.results import TestCounts
 from sandbox import FixloopError
 

@@ -19,7 +19,6 @@ from engine.model.local import EMBEDDED_MODEL
 from engine.model.preflight import require_usable_model
 from engine.model.types import ModelClient
 from engine.project.paths import project_python, run_path
-from engine.project.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.project.settings import ConfigError, Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink, RunResumed
@@ -29,6 +28,7 @@ from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resumable
+from engine.run.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk, checked_files
 from engine.spec.definition import Spec, check_new_files, load_spec

@@ -15,7 +15,6 @@ from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
 from engine.model.types import Message
-from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.events import (
     BaseEvent,
@@ -28,6 +27,7 @@ from engine.run.events import (
 from engine.run.gate import Review, TestEditSplit
 from engine.run.modes import refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
+from engine.run.run_directory import RunDirectory
 from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names

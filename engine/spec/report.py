@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.project.run_directory import read_events
 from engine.run.events import ReferencesChecked
 from engine.run.outcome import IterationRecord
+from engine.run.run_directory import read_events
 from engine.spec.definition import Spec
 from engine.spec.examples import example_number
 from engine.verify.results import StageResult, TestCase

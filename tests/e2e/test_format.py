@@ -11,10 +11,10 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import read_events
 from engine.project.settings import load_settings
 from engine.run.events import Formatted
 from engine.run.gate import PolicyGate
+from engine.run.run_directory import read_events
 from engine.run.start import start_run
 from tests.model_server import ScriptedModelServer, reply
 

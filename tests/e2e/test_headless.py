@@ -22,7 +22,7 @@ import git
 import pytest
 
 from engine.project.paths import FIXLOOP_DIR, run_path, runs_dir
-from engine.project.run_directory import read_events
+from engine.run.run_directory import read_events
 from tests.model_server import ScriptedModelServer, hang, reply, status
 from tests.projects import MEAN_FIX, PROJECTS, SKIP_TOP, TOP_FIX, answer, committed_copy
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import read_events
+from engine.run.run_directory import read_events
 from tests.e2e.test_headless import (
     EXAMPLE,
     assert_trail_agrees,

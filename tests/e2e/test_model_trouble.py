@@ -15,8 +15,8 @@ import git
 import pytest
 
 from engine.project.paths import FIXLOOP_DIR
-from engine.project.run_directory import read_events
 from engine.run.events import ModelRetrying
+from engine.run.run_directory import read_events
 from tests.model_server import ScriptedModelServer, status
 from tests.projects import EXAMPLES, committed_copy
 

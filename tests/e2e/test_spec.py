@@ -18,9 +18,9 @@ import pytest
 
 from engine.edits.proposal import Proposal
 from engine.project.paths import fixloop_dir
-from engine.project.run_directory import read_events
 from engine.project.settings import load_settings
 from engine.run.gate import PassReview, Review
+from engine.run.run_directory import read_events
 from engine.run.start import start_run
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import answer, readable

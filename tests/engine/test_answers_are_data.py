@@ -21,9 +21,9 @@ from engine.edits.proposal import Edit, EditFormatError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.types import Message
-from engine.project.run_directory import RunDirectory, read_events
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import IterationStarted, ProposalReady
+from engine.run.run_directory import RunDirectory, read_events
 from engine.text.untrusted import printable, valid_unicode, visible_controls
 from tests.model_server import ScriptedModelServer, model_server, reply
 from tui.headless import ProgressPrinter

@@ -16,8 +16,8 @@ from bench.suite.results import BenchConfig, BenchEvent, RoundVerified
 from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
 from engine.model.types import Completion, Message, ModelError, Usage
-from engine.project.run_directory import read_events
 from engine.run.events import ModelResponded, RunFinished
+from engine.run.run_directory import read_events
 from sandbox.gvisor import GvisorSandbox
 
 pytestmark = pytest.mark.sandbox

@@ -8,12 +8,12 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import RunDirectory, list_runs
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import RunFinished, RunStarted
 from engine.run.finish import finish_run, squash_diff
 from engine.run.outcome import RunConfig
+from engine.run.run_directory import RunDirectory, list_runs
 from engine.run.start import run_record
 from tests.engine.test_workspace import FIXED_STATS, isolated_git, make_project, root_of, write
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import git
 
-from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
+from engine.run.run_directory import RunDirectory
 from engine.verify.execute import Verifier
 from engine.verify.fix import FixRun, write_changes
 from engine.verify.results import StageKind

@@ -16,13 +16,13 @@ from bench.suite.runner import RunWatch
 from engine.edits.instructions import RESTART_NOTE, UNCHANGED_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
 from engine.model.types import Completion, ModelError
-from engine.project.run_directory import RunDirectory
 from engine.run.answers import ECHOED
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus
 from engine.run.no_change import NO_CODE, NO_FILE, ONLY_DOCS, WORDING, Noop, unchanged_because
 from engine.run.report import LOOK_AT, LOOK_AT_IDLE
 from engine.run.resume import resume_state
+from engine.run.run_directory import RunDirectory
 from engine.verify.results import TestReport
 from sandbox import ExecRequest, ExecResult
 from tests.engine.test_loop import (

@@ -16,7 +16,6 @@ from engine.edits.proposal import Edit, Proposal
 from engine.model.local import EMBEDDED_MODEL
 from engine.model.types import Completion, Message, ModelError, Usage
 from engine.project.paths import run_path
-from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings, load_settings
 from engine.project.workspace import Workspace
 from engine.run.events import RunFinished
@@ -25,6 +24,7 @@ from engine.run.guards import Budget, RunStopped
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resume_state
+from engine.run.run_directory import RunDirectory
 from engine.run.start import run_config, start_run
 from engine.verify.execute import Verifier
 from engine.verify.results import StageKind, TestCase, TestCounts, TestReport

@@ -18,7 +18,6 @@ import pytest
 
 from engine.feedback.distill import progress_between
 from engine.project.paths import run_path
-from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import (
@@ -36,6 +35,7 @@ from engine.run.guards import HELD_BACK_STALL, IDLE_STALL
 from engine.run.no_change import ONLY_HELD_BACK
 from engine.run.outcome import RunConfig
 from engine.run.report import LOOK_AT_HELD_BACK, LOOK_AT_IDLE, report_from_trail
+from engine.run.run_directory import RunDirectory
 from engine.run.start import run_record
 from engine.verify.results import (
     CollectionError,

@@ -10,14 +10,6 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import (
-    RunDirectory,
-    RunRecord,
-    UnsealedRecord,
-    list_runs,
-    new_run_id,
-    read_events,
-)
 from engine.project.settings import ConfigError
 from engine.run.events import (
     Committed,
@@ -27,6 +19,14 @@ from engine.run.events import (
     RunStarted,
     RunStopped,
     StageFinished,
+)
+from engine.run.run_directory import (
+    RunDirectory,
+    RunRecord,
+    UnsealedRecord,
+    list_runs,
+    new_run_id,
+    read_events,
 )
 
 REPO = Path(__file__).parents[2]

@@ -12,10 +12,10 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import RunDirectory
 from engine.run.gate import PolicyGate, Review
 from engine.run.guards import Guards, Spend
 from engine.run.resume import resume_state
+from engine.run.run_directory import RunDirectory
 from tests.engine.test_loop import (
     CHEAT,
     FIXED,

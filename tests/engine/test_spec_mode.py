@@ -12,12 +12,12 @@ import pytest
 
 from engine.edits.apply import apply
 from engine.edits.proposal import Edit, EditFormatError, Proposal
-from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched
 from engine.run.gate import Review, split_test_edits
 from engine.run.outcome import RunConfig
 from engine.run.resume import resume_state
+from engine.run.run_directory import RunDirectory
 from engine.spec.definition import load_spec
 from engine.spec.mode import SpecMode
 from engine.verify.tree import rendered

@@ -15,11 +15,11 @@ from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.types import Completion, ModelError
 from engine.model.usage import StreamTokens
-from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.events import AnswerStreamed, BaseEvent, ModelResponded
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
+from engine.run.run_directory import RunDirectory
 from engine.verify.execute import Verifier
 from engine.verify.stages import Stage, StageKind
 from tests.engine.test_loop import (

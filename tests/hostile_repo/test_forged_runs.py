@@ -13,10 +13,10 @@ import git
 import pytest
 
 from engine.project.paths import run_path
-from engine.project.run_directory import RunRecord
 from engine.project.settings import Settings
 from engine.run.events import RunFinished, RunStarted
 from engine.run.outcome import RunConfig
+from engine.run.run_directory import RunRecord
 
 REPO = Path(__file__).parents[2]
 RUN = "20990101-000000-f00d"

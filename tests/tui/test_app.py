@@ -23,9 +23,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TextArea
 
 from engine.project.paths import run_path, runs_dir, worktree_path
-from engine.project.run_directory import read_events
 from engine.project.settings import Settings, load_settings
 from engine.run.events import CandidateChosen, Event, ReviewResolved, RunStarted, RunStopped
+from engine.run.run_directory import read_events
 from tests.model_server import ScriptedModelServer, hang, reply
 from tests.projects import MEAN_FIX, SKIP_TOP, TOP_FIX, answer
 from tests.tui.test_snapshots import app_in, finished_run, review_request, settle, showing

@@ -17,12 +17,12 @@ import git
 import pytest
 
 from engine.project.paths import run_path, worktree_path
-from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import RunFinished, RunStarted
 from engine.run.finish import finish_run
 from engine.run.outcome import RunConfig
+from engine.run.run_directory import RunDirectory
 from engine.run.start import run_record
 
 REPO = Path(__file__).parents[2]

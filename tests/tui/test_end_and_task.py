@@ -14,10 +14,10 @@ from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, TextArea
 
 from engine.project.paths import run_path
-from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings
 from engine.run.events import RunFinished
 from engine.run.finish import finish_run
+from engine.run.run_directory import RunDirectory
 from tests.engine.test_finish import ended_run, started
 from tests.engine.test_workspace import isolated_git, make_project, root_of
 from tests.tui.test_app import text_of, wait_for, wait_screen

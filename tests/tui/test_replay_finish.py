@@ -9,8 +9,8 @@ from pathlib import Path
 
 import git
 
-from engine.project.run_directory import list_runs
 from engine.run.finish import finish_run
+from engine.run.run_directory import list_runs
 from tests.model_server import ScriptedModelServer, reply
 from tests.projects import MEAN_FIX, TOP_FIX, answer
 

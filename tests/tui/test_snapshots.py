@@ -20,7 +20,6 @@ from textual.widgets import Input, TextArea
 from engine.edits.proposal import Edit, Proposal
 from engine.feedback.distill import distill
 from engine.project.paths import run_path
-from engine.project.run_directory import RunSummary
 from engine.project.settings import Settings
 from engine.project.trust import refusal
 from engine.run.artifacts import CodeFile, IterationArtifacts
@@ -47,6 +46,7 @@ from engine.run.events import (
 from engine.run.finish import Finished
 from engine.run.gate import CandidateView, Choice
 from engine.run.preview import FilePreview, ProposalPreview, file_diff
+from engine.run.run_directory import RunSummary
 from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.tree import Verification

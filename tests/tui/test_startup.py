@@ -39,7 +39,7 @@ HEAVY_MODULES = (
     "engine.run.gate",
     "engine.run.preview",
     "engine.project.workspace",
-    "engine.project.run_directory",
+    "engine.run.run_directory",
     "engine.edits.proposal",
 )
 

@@ -42,7 +42,7 @@ def artifact_loader(project: Path, run_id: str) -> ArtifactLoader:
 
 def replayed_view(project: Path, run_id: str) -> RunView:
     """The run as its events.jsonl tells it; ValueError if there is no such run."""
-    from engine.project.run_directory import read_events
+    from engine.run.run_directory import read_events
 
     path = run_path(project, run_id) / "events.jsonl"
     events = read_events(path)

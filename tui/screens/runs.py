@@ -24,7 +24,7 @@ from tui.widgets.history import status_colour
 # The run directory's typed records are read in the worker: the app imports this screen before
 # its first frame, which needs none of them.
 if TYPE_CHECKING:
-    from engine.project.run_directory import RunSummary
+    from engine.run.run_directory import RunSummary
 
 TASK_WIDTH = 48
 
@@ -68,7 +68,7 @@ class RunsScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def _list(self) -> None:
-        from engine.project.run_directory import list_runs
+        from engine.run.run_directory import list_runs
 
         try:
             runs = list_runs(self.project)

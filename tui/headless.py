@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from engine.model.types import ModelError
 from engine.project.git_plumbing import WorkspaceError
+from engine.project.pins import pinned_role
 from engine.project.settings import ConfigError
 from engine.run.events import (
     AnswerReasked,
@@ -54,7 +55,6 @@ from engine.run.start import resume_run
 from engine.text.durations import said_duration
 from engine.text.redact import redact
 from engine.text.untrusted import printable
-from engine.verify.pins import pinned_role
 from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,

@@ -20,8 +20,8 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import focus
 from engine.model.types import Message
 from engine.project.docstrings import docstring_of
+from engine.project.pins import is_pinned, is_test_file
 from engine.project.reading import project_text
-from engine.verify.pins import is_pinned, is_test_file
 
 DEFAULT_TASK = "Make the failing tests pass."
 FILE_CHARS = 12_000  # a larger file is sent as excerpts around the lines that matter

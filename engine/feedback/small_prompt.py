@@ -15,9 +15,9 @@ from engine.feedback import prompts
 from engine.feedback.packet import RepairPacket
 from engine.feedback.test_focus import find_test
 from engine.model.types import Message
+from engine.project.pins import is_test_file
 from engine.project.reading import project_text
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy
-from engine.verify.pins import is_test_file
 
 SYSTEM = "You fix bugs in Python code so that its tests pass. Never change the tests."
 # The embedded model's window is 4,096 tokens and 1,024 of them are its answer: a file much

@@ -30,7 +30,7 @@ from engine.project.git_plumbing import (
     tree_of,
 )
 from engine.project.paths import FIXLOOP_DIR, ensure_fixloop_dir, worktree_path
-from engine.verify.pins import TestPins
+from engine.project.pins import TestPins
 
 BRANCH_PREFIX = "fixloop/"
 BASELINE_MESSAGE = "fixloop[baseline]: your uncommitted changes"

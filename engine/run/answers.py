@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.model.types import Completion, Message, ModelClient, ModelError
+from engine.project.pins import pinned_why
 from engine.project.workspace import Workspace
 from engine.run.candidates import Candidate, Candidates, Request, Sampled
 from engine.run.checker import IterationChecker
@@ -41,7 +42,6 @@ from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
 from engine.run.streaming import OnPiece, streamed_to
 from engine.text.tokens import count_tokens
-from engine.verify.pins import pinned_why
 from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 

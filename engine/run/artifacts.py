@@ -13,7 +13,7 @@ from engine.feedback.packet import RepairPacket
 from engine.feedback.prompts import relevant_paths
 from engine.project.git_plumbing import open_repo
 from engine.project.paths import run_path, worktree_path
-from engine.verify.pins import is_test_file
+from engine.project.pins import is_test_file
 
 MAX_CODE_FILES = 6
 

@@ -14,14 +14,14 @@ from pydantic import BaseModel, ConfigDict
 from engine.edits.apply import planned_texts
 from engine.edits.paths import resolved
 from engine.edits.proposal import Edit, EditFormatError, Proposal
-from engine.run.events import CandidateChosen, ReviewResolved
-from engine.verify.pins import (
+from engine.project.pins import (
     TestPins,
     infrastructure_digest,
     is_pinned,
     is_test_infrastructure,
     pinned_role,
 )
+from engine.run.events import CandidateChosen, ReviewResolved
 from engine.verify.results import TestCounts
 
 

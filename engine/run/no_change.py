@@ -13,7 +13,7 @@ from typing import Literal
 from engine.edits.apply import planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.project.docstrings import code_shape
-from engine.verify.pins import is_test_file
+from engine.project.pins import is_test_file
 from engine.verify.tree import Verification
 
 NO_FILE = "the answer changed no file"

@@ -15,7 +15,7 @@ from engine.edits.diff import parse_diff
 from engine.edits.paths import safe_path
 from engine.edits.proposal import EditFormatError, Proposal
 from engine.project.git_plumbing import open_repo
-from engine.verify.pins import is_pinned, is_test_infrastructure
+from engine.project.pins import is_pinned, is_test_infrastructure
 
 # Files whose change alters which tests pytest runs, or how: shown with the tests.
 TEST_CONFIG_FILES = frozenset({"pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini"})

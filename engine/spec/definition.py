@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.project.paths import FIXLOOP_DIR
+from engine.project.pins import is_test_file
 from engine.project.settings import ConfigError
 from engine.spec.references import Params, misfit
-from engine.verify.pins import is_test_file
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RAISES_LINE = re.compile(r"^(?P<call>.+?)\s+raises\s+(?P<error>\S+)\s*$")

@@ -15,6 +15,7 @@ from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
 from engine.model.types import Message
+from engine.project.pins import TestPins, is_test_file, pinned_role
 from engine.project.workspace import Workspace
 from engine.run.events import (
     BaseEvent,
@@ -32,7 +33,6 @@ from engine.spec.definition import Spec, SpecError
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import TestPins, is_test_file, pinned_role
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 

@@ -17,13 +17,7 @@ from engine.feedback.distill import distill
 from engine.feedback.packet import DEFAULT_CAP, RepairPacket
 from engine.project.git_plumbing import open_repo
 from engine.project.modules import modules_of, project_modules
-from engine.text.tokens import count_tokens
-from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
-from engine.verify.classify import classify, signature
-from engine.verify.execute import StageCallback, Verifier
-from engine.verify.fix import FixRun
-from engine.verify.focus import narrowed_note, narrowing
-from engine.verify.pins import (
+from engine.project.pins import (
     AddedSkip,
     TestChange,
     TestPins,
@@ -31,6 +25,12 @@ from engine.verify.pins import (
     changed_tests,
     config_changes,
 )
+from engine.text.tokens import count_tokens
+from engine.verify.baseline_tests import BaselineTests, check_baseline_tests, no_tests_reason
+from engine.verify.classify import classify, signature
+from engine.verify.execute import StageCallback, Verifier
+from engine.verify.fix import FixRun
+from engine.verify.focus import narrowed_note, narrowing
 from engine.verify.results import StageResult
 from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 

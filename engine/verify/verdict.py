@@ -15,8 +15,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.project.pins import AddedSkip, TestChange, pinned_role, test_kind
 from engine.verify.classify import Classification, ErrorClass
-from engine.verify.pins import AddedSkip, TestChange, pinned_role, test_kind
 from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.stages import swallows_failure
 

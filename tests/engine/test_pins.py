@@ -9,8 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.run.preview import pass_test_diff
-from engine.verify.pins import (
+from engine.project.pins import (
     AddedSkip,
     TestChange,
     TestPins,
@@ -20,6 +19,7 @@ from engine.verify.pins import (
     is_test_data,
     is_test_file,
 )
+from engine.run.preview import pass_test_diff
 
 TEST_STATS = """\
 from pkg.stats import mean
@@ -218,7 +218,7 @@ def test_a_fifo_under_the_tests_is_not_read(project: git.Repo) -> None:
 def test_a_large_data_file_is_pinned_by_its_size(
     project: git.Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("engine.verify.pins.DATA_HASH_LIMIT", 8)
+    monkeypatch.setattr("engine.project.pins.DATA_HASH_LIMIT", 8)
     root = root_of(project)
     write(root, {"tests/data/big.bin": "x" * 9, "tests/data/small.txt": "y"})
     commit_all(project, "data")

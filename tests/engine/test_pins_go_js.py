@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.verify.pins import (
+from engine.project.pins import (
     TestPins,
     added_skips,
     changed_tests,

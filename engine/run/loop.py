@@ -33,11 +33,11 @@ from engine.run.guards import (
     stop_of,
 )
 from engine.run.journal import Journal
-from engine.run.modes import run_mode
 from engine.run.outcome import IterationRecord, RunConfig, RunResult
 from engine.run.report import write_report
 from engine.run.resume import ResumeState
 from engine.run.run_directory import RunDirectory
+from engine.run.spec_mode import run_mode
 from engine.run.steps import Steps, apply_and_commit
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk

@@ -17,10 +17,9 @@ from engine.feedback.test_focus import failing_tests
 from engine.model.types import Message
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.project.workspace import Workspace
-from engine.run.events import BaseEvent, Event
+from engine.run.events import Event
 from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
 from engine.run.outcome import RunConfig
-from engine.run.run_directory import RunDirectory
 from engine.verify.results import StageResult
 from engine.verify.tree import Verification
 
@@ -214,17 +213,3 @@ def refuse_dropped_definitions(
         lost = dropped_definitions(proposal.model_copy(update={"edits": looked_at}), root)
         if lost:
             raise EditFormatError(lost, "None of your edits were applied.")
-
-
-def run_mode(
-    config: RunConfig,
-    workspace: Workspace,
-    run_dir: RunDirectory,
-    emit: Callable[[BaseEvent], None],
-) -> RunMode:
-    """The mode a run's configuration asks for."""
-    if config.spec is None:
-        return RepairMode(config, workspace)
-    from engine.spec.mode import SpecMode  # spec mode builds on this module's helpers
-
-    return SpecMode(config.spec, config, workspace, run_dir, emit)

@@ -43,7 +43,7 @@ class RunConfig(BaseModel):
     # How the loop repairs, its prompt profile decided (never `auto`).
     strategy: Strategy = DEFAULT_STRATEGY
     escalate_model: str | None = None  # takes over after a stall and for the last iteration
-    spec: Spec | None = None  # spec mode: build this module and its tests (engine/spec/mode.py)
+    spec: Spec | None = None  # spec mode: build this module and its tests (engine/run/spec_mode.py)
 
 
 NO_CHANGE = "the proposal changed no file"  # a no_change iteration's summary

@@ -15,7 +15,7 @@ from engine.project.git_plumbing import WorkspaceError
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
 from engine.run.run_directory import FinishRecord, RunDirectory
-from engine.spec.report import report_lines
+from engine.run.spec_report import report_lines
 from engine.text.durations import said_duration
 
 if TYPE_CHECKING:

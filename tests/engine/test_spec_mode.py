@@ -18,8 +18,8 @@ from engine.run.gate import Review, split_test_edits
 from engine.run.outcome import RunConfig
 from engine.run.resume import resume_state
 from engine.run.run_directory import RunDirectory
+from engine.run.spec_mode import SpecMode
 from engine.spec.definition import load_spec
-from engine.spec.mode import SpecMode
 from engine.verify.tree import rendered
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.run.outcome import IterationRecord
-from engine.spec.definition import load_spec
-from engine.spec.report import (
+from engine.run.spec_report import (
     VerifiedIteration,
     ambiguities,
     constraint_of,
@@ -15,6 +14,7 @@ from engine.spec.report import (
     spec_section,
     verified_iterations,
 )
+from engine.spec.definition import load_spec
 from engine.verify.results import (
     CollectionError,
     StageKind,

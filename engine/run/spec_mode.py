@@ -26,7 +26,7 @@ from engine.run.events import (
     TestsLatched,
 )
 from engine.run.gate import Review, TestEditSplit
-from engine.run.modes import refuse_dropped_definitions, repair_prompt
+from engine.run.modes import RepairMode, RunMode, refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
 from engine.run.run_directory import RunDirectory
 from engine.spec.definition import Spec, SpecError
@@ -363,6 +363,19 @@ class SpecMode:
             stages=list(previous),  # what last ran, for the next packet's progress line
             packet=packet,
         )
+
+
+def run_mode(
+    config: RunConfig,
+    workspace: Workspace,
+    run_dir: RunDirectory,
+    emit: Callable[[BaseEvent], None],
+) -> RunMode:
+    """The mode a run's configuration asks for. It lives beside `SpecMode`, which builds on
+    `modes.py`'s helpers, so that `modes.py` never imports spec mode back."""
+    if config.spec is None:
+        return RepairMode(config, workspace)
+    return SpecMode(config.spec, config, workspace, run_dir, emit)
 
 
 def draft_system_prompt(spec: Spec, format: EditFormat) -> str:

@@ -6,15 +6,11 @@ predicate for the task screen, the run's baseline and `verify`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.verify.results import StageKind, StageResult, TestReport
 from engine.verify.time_needs import baseline_durations
-
-if TYPE_CHECKING:
-    from engine.verify.tree import Verification  # which imports this module
 
 NOT_RUN = frozenset({"skipped", "xfailed"})
 NO_TESTS = "no tests at the baseline: the test command ran none, so nothing can show a fix is right"
@@ -24,14 +20,13 @@ def _test_stages(stages: Sequence[StageResult]) -> list[StageResult]:
     return [stage for stage in stages if stage.kind is StageKind.TESTS]
 
 
-def no_tests_reason(verification: Verification | Sequence[StageResult]) -> str | None:
+def no_tests_reason(stages: Sequence[StageResult]) -> str | None:
     """None when the verified tree has tests; else one line saying it has none.
 
     Every test stage must say no test was collected: pytest's exit 5, or a report of 0
     collected with no collection error. Tests that fail to import, a sandbox or plugin
     failure and no test stage at all say nothing about whether tests exist: None.
     """
-    stages = verification if isinstance(verification, Sequence) else verification.stages
     tests = _test_stages(stages)
     if not tests:
         return None

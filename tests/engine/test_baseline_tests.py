@@ -5,24 +5,12 @@ output (tests/fixtures/captured): a repair run is refused on it, a failing or br
 from __future__ import annotations
 
 from engine.verify.baseline_tests import NO_TESTS, no_tests_reason
-from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCounts
-from engine.verify.tree import Verification
-from engine.verify.verdict import Judgement, Verdict
 from tests.engine.test_corpus import stage
 
 
 def test_pytest_exit_5_is_no_tests() -> None:
     assert no_tests_reason([stage("no_tests")]) == NO_TESTS
-
-
-def test_a_verification_is_read_through_its_stages() -> None:
-    judgement = Judgement(
-        verdict=Verdict.FAILING,
-        classification=Classification(error_class=ErrorClass.NO_TESTS, primary="no tests"),
-    )
-    verification = Verification(judgement=judgement, stages=[stage("no_tests")])
-    assert no_tests_reason(verification) == NO_TESTS
 
 
 def test_failing_and_passing_suites_have_tests() -> None:

@@ -131,7 +131,7 @@ class TaskScreen(Screen[str]):
             body = feedback_content(
                 check_view(result), result.packet_text, intro=CHECK_INTRO, heading=CHECK_HEADING
             )
-            refusal = no_tests_reason(result)
+            refusal = no_tests_reason(result.stages)
             if refusal is not None:
                 body = Content("\n\n").join([_refused(refusal, NO_TESTS_WAY), body])
         else:

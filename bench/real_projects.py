@@ -330,10 +330,10 @@ def red_iteration_times(
 async def _red_times(
     checkout: Path, backend: str, runs: int, times: Path, test_timeout: float | None
 ) -> tuple[float, float]:
+    from engine.feedback.checkout import configured_verifier, open_configured_sandbox
+    from engine.feedback.tree import examine_tree
     from engine.project.settings import load_settings
-    from engine.verify.checkout import configured_verifier, open_configured_sandbox
     from engine.verify.stages import configured_stages
-    from engine.verify.tree import examine_tree
     from engine.verify.verdict import Verdict
     from sandbox import BackendName
 

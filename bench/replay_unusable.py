@@ -33,12 +33,12 @@ import git  # noqa: E402
 from engine.edits.apply import dropped_definitions  # noqa: E402
 from engine.edits.parse import parse  # noqa: E402
 from engine.edits.proposal import EditFormatError, Proposal  # noqa: E402
+from engine.feedback.tree import examine_tree  # noqa: E402
 from engine.project.pins import is_test_file  # noqa: E402
 from engine.run.modes import lone_block_file  # noqa: E402
 from engine.verify.execute import Verifier  # noqa: E402
 from engine.verify.results import StageKind  # noqa: E402
 from engine.verify.stages import Stage  # noqa: E402
-from engine.verify.tree import examine_tree  # noqa: E402
 
 # A file as a prompt shows it: its path, labels such as "  (test file: read only)", a fence.
 SHOWN = re.compile(r"^(?P<path>\S+?)(?P<labels>(?:  \([^)\n]*\))*)\n(?P<fence>`{3,})\w*\n", re.M)

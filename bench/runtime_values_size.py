@@ -21,9 +21,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from engine.feedback.tree import examine_tree, rendered  # noqa: E402
 from engine.verify.execute import Verifier  # noqa: E402
 from engine.verify.stages import Stage  # noqa: E402
-from engine.verify.tree import examine_tree, rendered  # noqa: E402
 
 PROJECTS = {
     "examples/textstats": REPO / "examples" / "textstats",

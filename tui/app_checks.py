@@ -26,7 +26,7 @@ NO_MODEL = "no model"
 # The verifier, git and the model client are imported by the workers that check (after the first
 # frame, off the UI thread), never here: the first screen needs none of them.
 if TYPE_CHECKING:
-    from engine.verify.tree import Verification
+    from engine.feedback.tree import Verification
 
 
 class ProjectChecks(App[int]):
@@ -73,7 +73,7 @@ class ProjectChecks(App[int]):
 
     @work(thread=True, exclusive=True, group="check", exit_on_error=False)
     async def _check_project(self) -> None:
-        from engine.verify.checkout import verify_checkout
+        from engine.feedback.checkout import verify_checkout
 
         task = asyncio.current_task()
         assert task is not None

@@ -34,12 +34,12 @@ from bench.suite.results import (
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from engine.feedback.checkout import open_configured_sandbox
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient
 from engine.project.settings import ConfigError, Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
-from engine.verify.checkout import open_configured_sandbox
 from sandbox import FixloopError, choose_backend
 from tui.batch import ray_options, ray_problem
 from tui.signals import Terminated, run_stoppable

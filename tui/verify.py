@@ -1,6 +1,6 @@
 """`fixloop-tui verify`: the verifier once over a working tree, its verdict and packet.
 
-The settings and the verifying are a run's (engine/verify/checkout.py); this prints them."""
+The settings and the verifying are a run's (engine/feedback/checkout.py); this prints them."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.feedback.checkout import verify_checkout
+from engine.feedback.tree import Verification
 from engine.project.settings import ConfigError, load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.text.durations import said_duration
-from engine.verify.checkout import verify_checkout
 from engine.verify.learned_times import times_path
-from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 from tui.sandbox_warnings import unsafe_local_said_once
 

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict
 
 from bench.suite.tasks import BenchTask
 from engine.feedback.distill import summarise
+from engine.feedback.tree import examine_tree
 from engine.project.git_plumbing import git_bytes
 from engine.verify.execute import Verifier
 from engine.verify.results import StageKind
 from engine.verify.stages import Stage
-from engine.verify.tree import examine_tree
 from engine.verify.verdict import Verdict
 from sandbox import Limits, Sandbox
 

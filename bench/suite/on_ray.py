@@ -31,10 +31,10 @@ from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
 from engine.batch.on_ray import RayOptions, each_finished, joined
 from engine.batch.outcome import Attempt
+from engine.feedback.checkout import open_configured_sandbox
 from engine.model.preflight import require_usable_model
 from engine.project.settings import Settings
 from engine.run.start import make_client
-from engine.verify.checkout import open_configured_sandbox
 from sandbox import choose_backend
 
 

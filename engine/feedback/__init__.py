@@ -1,2 +1,3 @@
-"""What the model is told: verifier results distilled into the repair packet, and the prompt
+"""What the model is told: a verification of a tree judged and distilled into the repair
+packet (`tree.py`; `checkout.py` for the person's own checkout), and the prompt
 (ARCHITECTURE.md, "The repair packet")."""

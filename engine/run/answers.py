@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.edits.proposal import EditFormatError, Proposal
+from engine.feedback.tree import Verification
 from engine.model.types import Completion, Message, ModelClient, ModelError
 from engine.project.pins import pinned_why
 from engine.project.workspace import Workspace
@@ -42,7 +43,6 @@ from engine.run.ranking import best_choice
 from engine.run.steps import Answer, Steps
 from engine.run.streaming import OnPiece, streamed_to
 from engine.text.tokens import count_tokens
-from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 
 # An answer that changed nothing is asked for once more, sampled: the greedy answer to the same

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.edits.apply import apply
 from engine.edits.proposal import EditFormatError, Proposal
+from engine.feedback.tree import Verification
 from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
 from engine.project.settings import MAX_CANDIDATES
 from engine.project.workspace import Workspace
@@ -33,7 +34,6 @@ from engine.run.no_change import (
 from engine.run.outcome import RunConfig
 from engine.run.ranking import diff_size, tree_diff
 from engine.run.streaming import OnPiece, streamed_to
-from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 
 # The first answer is the client's own (greedy); the others sample, each with its own seed, so

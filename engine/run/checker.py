@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine.feedback.raw import raw_feedback
+from engine.feedback.tree import Baseline, Verification, examine_tree, rendered
 from engine.project.workspace import Workspace
 from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
@@ -23,7 +24,6 @@ from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix
 from engine.verify.results import StageResult
-from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 
 BASELINE_TESTS = "baseline-tests.json"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from engine.feedback.tree import Verification
 from engine.model.types import Completion, Message
 from engine.run.events import (
     BaseEvent,
@@ -26,7 +27,6 @@ from engine.run.run_directory import RunDirectory
 from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
 from engine.verify.stages import Stage
-from engine.verify.tree import Verification
 
 
 class Journal:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from engine.edits.instructions import restart_note
 from engine.feedback.prompts import person_note, shown_files_note
+from engine.feedback.tree import Verification, relabelled
 from engine.model.types import ModelClient, ModelError
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
@@ -42,7 +43,6 @@ from engine.run.steps import Steps, apply_and_commit
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk
 from engine.verify.execute import Verifier
-from engine.verify.tree import Verification, relabelled
 from sandbox import FixloopError
 from sandbox.contract import describe
 

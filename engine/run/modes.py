@@ -14,6 +14,7 @@ from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests
+from engine.feedback.tree import Verification
 from engine.model.types import Message
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.project.workspace import Workspace
@@ -21,7 +22,6 @@ from engine.run.events import Event
 from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
 from engine.run.outcome import RunConfig
 from engine.verify.results import StageResult
-from engine.verify.tree import Verification
 
 if TYPE_CHECKING:
     from pathlib import Path

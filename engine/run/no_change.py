@@ -12,9 +12,9 @@ from typing import Literal
 
 from engine.edits.apply import planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
+from engine.feedback.tree import Verification
 from engine.project.docstrings import code_shape
 from engine.project.pins import is_test_file
-from engine.verify.tree import Verification
 
 NO_FILE = "the answer changed no file"
 NO_CODE = "the answer changed only comments, layout or strings that do nothing"  # `code_noop`

@@ -10,12 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from engine.edits.proposal import EditFormat
 from engine.feedback.packet import DEFAULT_CAP
 from engine.feedback.prompts import DEFAULT_TASK
+from engine.feedback.tree import Verification
 from engine.project.settings import DEFAULTS
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy, fold_levers
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
-from engine.verify.tree import Verification
 
 
 class RunConfig(BaseModel):

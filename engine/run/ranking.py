@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.feedback.tree import Verification
 from engine.run.gate import Choice
-from engine.verify.tree import Verification
 from engine.verify.verdict import Verdict
 
 if TYPE_CHECKING:

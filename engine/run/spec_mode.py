@@ -14,6 +14,7 @@ from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, EditFormatError, Proposal
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
+from engine.feedback.tree import Verification
 from engine.model.types import Message
 from engine.project.pins import TestPins, is_test_file, pinned_role
 from engine.project.workspace import Workspace
@@ -34,7 +35,6 @@ from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageResult
-from engine.verify.tree import Verification
 
 if TYPE_CHECKING:
     from engine.run.checker import IterationChecker

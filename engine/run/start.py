@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
+from engine.feedback.checkout import configured_verifier, open_configured_sandbox
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.local import EMBEDDED_MODEL
@@ -32,7 +33,6 @@ from engine.run.run_directory import RunDirectory, RunRecord, new_run_id
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk, checked_files
 from engine.spec.definition import Spec, check_new_files, load_spec
-from engine.verify.checkout import configured_verifier, open_configured_sandbox
 from engine.verify.go_seed_job import start_seeding
 from engine.verify.stages import Stage, configured_stages
 from sandbox import BackendName, Sandbox, SandboxUnavailable, choose_backend

@@ -9,6 +9,7 @@ from typing import Any
 
 from engine.edits.apply import apply, planned_texts
 from engine.edits.proposal import EditFormatError, Proposal
+from engine.feedback.tree import Verification
 from engine.model.types import Completion
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.events import Committed, EditsApplied
@@ -16,7 +17,6 @@ from engine.run.guards import RunEnded
 from engine.run.journal import Journal
 from engine.run.no_change import ONLY_HELD_BACK, held_back_summary, wording
 from engine.run.outcome import NO_CHANGE, IterationRecord, verdict_fields
-from engine.verify.tree import Verification
 
 
 @dataclass(frozen=True)

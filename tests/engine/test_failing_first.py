@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.feedback.tree import Verification, stands
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.focus import MAX_FOCUS_TESTS, narrowed_note, narrowing
 from engine.verify.results import (
@@ -17,7 +18,6 @@ from engine.verify.results import (
     TestReport,
 )
 from engine.verify.stages import Stage
-from engine.verify.tree import Verification, stands
 from engine.verify.verdict import Judgement, Verdict
 from engine.verify.verdict import test_counts as counted
 from tests.engine.test_pytest_plugin import run_pytest

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from engine.feedback.tree import working_tree_diff
 from engine.project.git_plumbing import WorkspaceError, config_env, git_text
 from engine.project.pins import TestPins
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.preview import pass_test_diff
-from engine.verify.tree import working_tree_diff
 
 pytestmark = pytest.mark.usefixtures("git_as_tester")
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.feedback.tree import Baseline, Verification, examine_tree, rendered
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
-from engine.verify.tree import Baseline, Verification, examine_tree, rendered
 from engine.verify.verdict import Verdict
 from sandbox import Limits
 from sandbox.gvisor import GvisorSandbox

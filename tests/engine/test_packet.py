@@ -7,10 +7,10 @@ from pathlib import Path
 
 from engine.feedback.distill import anchor_from_diff, distill, progress_between
 from engine.feedback.packet import Failure, RepairPacket
+from engine.feedback.tree import Verification, relabelled, rendered
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport
-from engine.verify.tree import Verification, relabelled, rendered
 from engine.verify.verdict import Judgement, Verdict
 
 LOGIC = Classification(error_class=ErrorClass.LOGIC, primary="x")

@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 from engine.feedback.distill import distill
+from engine.feedback.tree import Verification, rendered
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.parsers import extract_report
 from engine.verify.results import StageKind, StageResult, TestReport
-from engine.verify.tree import Verification, rendered
 from engine.verify.verdict import Judgement, Verdict
 
 LOGIC = Classification(error_class=ErrorClass.LOGIC, primary="x")

@@ -10,13 +10,13 @@ import git
 import pytest
 
 from engine.edits.proposal import Edit, Proposal
+from engine.feedback.tree import Verification
 from engine.project.pins import TestChange, TestPins, changed_tests, pinned_why
 from engine.run.checker import doubtful_paths
 from engine.run.gate import held_back_note, split_test_edits
 from engine.run.preview import pass_test_diff
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCounts, TestReport
-from engine.verify.tree import Verification
 from engine.verify.verdict import Judgement, Verdict, pass_doubts
 
 AUTHOR = git.Actor("fixloop tests", "tests@fixloop.invalid")

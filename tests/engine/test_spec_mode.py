@@ -12,6 +12,7 @@ import pytest
 
 from engine.edits.apply import apply
 from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.feedback.tree import rendered
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched
 from engine.run.gate import Review, split_test_edits
@@ -20,7 +21,6 @@ from engine.run.resume import resume_state
 from engine.run.run_directory import RunDirectory
 from engine.run.spec_mode import SpecMode
 from engine.spec.definition import load_spec
-from engine.verify.tree import rendered
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = load_spec(REPO / "examples" / "specs" / "parse_duration.toml")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.feedback.tree import Baseline, Verification, examine_tree
 from engine.project.settings import Settings
 from engine.verify.baseline_tests import BaselineTests
 from engine.verify.classify import ErrorClass
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
 from engine.verify.time_needs import time_needs
-from engine.verify.tree import Baseline, Verification, examine_tree
 from sandbox import Limits
 from sandbox.gvisor import GvisorSandbox
 from tests.engine.test_model_code import committed

@@ -10,10 +10,10 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.feedback.tree import Baseline, examine_tree, rendered, working_tree_diff
 from engine.project.settings import Settings
 from engine.verify.execute import Verifier
 from engine.verify.stages import configured_stages
-from engine.verify.tree import Baseline, examine_tree, rendered, working_tree_diff
 from engine.verify.verdict import Verdict
 from sandbox.gvisor import GvisorSandbox
 

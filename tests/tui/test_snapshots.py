@@ -19,6 +19,7 @@ from textual.widgets import Input, TextArea
 
 from engine.edits.proposal import Edit, Proposal
 from engine.feedback.distill import distill
+from engine.feedback.tree import Verification
 from engine.project.paths import run_path
 from engine.project.settings import Settings
 from engine.project.trust import refusal
@@ -49,7 +50,6 @@ from engine.run.preview import FilePreview, ProposalPreview, file_diff
 from engine.run.run_directory import RunSummary
 from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult, TestCounts
-from engine.verify.tree import Verification
 from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp

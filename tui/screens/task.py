@@ -26,7 +26,7 @@ from tui.widgets.run_view import IterationView, StageView
 # The verifier is imported once its verdict arrives: this is the first screen, drawn before any
 # verification starts.
 if TYPE_CHECKING:
-    from engine.verify.tree import Verification
+    from engine.feedback.tree import Verification
 
 DEFAULT_TASK = "Make the failing tests pass."
 CHECK_INTRO = "Your checkout as it is now (uncommitted work included), verified in the sandbox."

@@ -23,7 +23,7 @@ from tui.keymap import WATCH, bindings_for
 from tui.screens.task import TaskScreen
 
 if TYPE_CHECKING:  # the verifier loads when its first verdict arrives
-    from engine.verify.tree import Verification
+    from engine.feedback.tree import Verification
 
 IGNORED_DIRS = (FIXLOOP_DIR, ".ruff_cache", "venv", "build", "dist", ".eggs")
 DEBOUNCE_MS = 400  # an editor's save is often several writes: one check for all of them

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import git
 
+from engine.feedback.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from engine.project.git_plumbing import open_repo
 from engine.project.paths import project_python
 from engine.project.settings import Settings
@@ -15,7 +16,6 @@ from engine.verify.execute import Verifier
 from engine.verify.go_seed_job import start_seeding
 from engine.verify.learned_times import LearnedTimes
 from engine.verify.stages import Stage, configured_stages, fix_stage
-from engine.verify.tree import Baseline, Verification, examine_tree, rendered, working_tree_diff
 from sandbox import BackendName, Limits, Sandbox, choose_backend, open_sandbox
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine.project.git_plumbing import (
     WorkspaceError,
@@ -20,9 +19,7 @@ from engine.project.git_plumbing import (
     scratch_index,
     tree_of,
 )
-
-if TYPE_CHECKING:
-    from engine.project.workspace import Workspace
+from engine.project.workspace import Workspace
 
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 

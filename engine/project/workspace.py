@@ -11,7 +11,6 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from engine.project.accept import accept_run
 from engine.project.changed_code import FileChange, change_subject
 from engine.project.git_plumbing import (
     WorkspaceError,
@@ -232,14 +231,6 @@ class Workspace:
         return nul_paths(out)
 
     # -- ending a run ---------------------------------------------------------------------
-
-    def accept(self, message: str) -> str:
-        """Squash the run onto the user's branch as one commit; return that commit's sha.
-
-        Only the run's own changes are committed and written, and only where the user left the
-        files alone; anything in the way refuses the whole accept (see `accept.accept_run`).
-        """
-        return accept_run(self, message)
 
     def keep(self) -> None:
         """Remove the worktree directory but keep branch `fixloop/<run>`. Idempotent."""

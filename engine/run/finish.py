@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.project.accept import accept_run
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.paths import run_path
 from engine.project.workspace import Workspace, accept_message
@@ -179,7 +180,9 @@ def _finish(project: Path, run: RunDirectory, choice: Finish) -> Finished:
             choice=choice, done=True, detail=f"discarded: branch {workspace.branch} deleted"
         )
     try:
-        sha = workspace.accept(accept_message(record.config.task, run.run_id, workspace.branch))
+        sha = accept_run(
+            workspace, accept_message(record.config.task, run.run_id, workspace.branch)
+        )
     except WorkspaceError as exc:
         return Finished(choice=choice, done=False, detail=str(exc))
     return Finished(

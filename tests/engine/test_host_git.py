@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.feedback.tree import working_tree_diff
+from engine.project.accept import accept_run
 from engine.project.git_plumbing import WorkspaceError, config_env, git_text
 from engine.project.pins import TestPins
 from engine.project.workspace import Workspace, iteration_message
@@ -88,7 +89,7 @@ def test_a_run_from_start_to_accept_runs_no_program_the_repository_config_names(
     pass_test_diff(ws.root, ws.baseline)
     TestPins.from_commit(root, ws.baseline)
     working_tree_diff(root)
-    ws.accept("double doubles")
+    accept_run(ws, "double doubles")
     assert ran(markers) == []
 
 
@@ -116,7 +117,7 @@ def test_a_merge_driver_the_repository_names_is_a_conflict_that_refuses_the_acce
     for marker in markers.iterdir():
         marker.unlink()
     with pytest.raises(WorkspaceError, match=r"conflicts with the run in pkg/mod\.py"):
-        ws.accept("double doubles")
+        accept_run(ws, "double doubles")
     assert ran(markers) == []
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.project.accept import accept_run
 from engine.project.git_plumbing import WorkspaceError
 from engine.project.workspace import BASELINE_MESSAGE, Workspace, accept_message, iteration_message
 from sandbox.errors import FixloopError
@@ -311,7 +312,7 @@ def test_the_users_hooks_do_not_run_for_the_runs_git_work(project: git.Repo) -> 
         hook.chmod(0o755)
     ws = Workspace.create(root_of(project), "r1")
     run_changes_stats(ws)
-    ws.accept("Guard mean")
+    accept_run(ws, "Guard mean")
     assert not marker.exists()
 
 
@@ -512,7 +513,7 @@ def accepted(dirty: git.Repo) -> Accepted:
     tip = ws.commit(iteration_message(2, 4, "add median"))
     assert tip is not None
     run_diff = ws.diff(tip, ws.baseline)
-    sha = ws.accept("Guard mean and add median")
+    sha = accept_run(ws, "Guard mean and add median")
     return Accepted(dirty, ws, before, index_before, run_diff, sha)
 
 
@@ -564,7 +565,7 @@ def test_accept_keeps_an_unstaged_edit_beside_the_runs_change(project: git.Repo)
     ws = Workspace.create(root, "r1")
     write(ws.root, {"pkg/stats.py": "# work in progress\n" + FIXED_STATS})
     ws.commit("fixloop[iter 1/4]: guard mean")
-    sha = ws.accept("Guard mean")
+    sha = accept_run(ws, "Guard mean")
     assert tree_files(project, sha)["pkg/stats.py"][1] == FIXED_STATS.encode()
     assert (root / "pkg/stats.py").read_text() == "# work in progress\n" + FIXED_STATS
     assert project.git.diff("--cached", "--name-only") == ""
@@ -578,7 +579,7 @@ def test_accept_keeps_a_staged_edit_staged_beside_the_runs_change(project: git.R
     ws = Workspace.create(root, "r1")
     write(ws.root, {"pkg/stats.py": "# work in progress\n" + FIXED_STATS})
     ws.commit("fixloop[iter 1/4]: guard mean")
-    sha = ws.accept("Guard mean")
+    sha = accept_run(ws, "Guard mean")
     assert tree_files(project, sha)["pkg/stats.py"][1] == FIXED_STATS.encode()
     assert (root / "pkg/stats.py").read_text() == "# work in progress\n" + FIXED_STATS
     assert status_lines(project) == {"M  pkg/stats.py"}
@@ -590,7 +591,7 @@ def test_accept_carries_modes_and_symlinks(project: git.Repo) -> None:
     (ws.root / "run.sh").chmod(0o755)
     (ws.root / "latest").symlink_to("pkg/stats.py")
     ws.commit("fixloop[iter 1/4]: modes")
-    sha = ws.accept("Make run.sh executable, link latest")
+    sha = accept_run(ws, "Make run.sh executable, link latest")
     files = tree_files(project, sha)
     assert files["run.sh"][0] == "100755"
     assert files["latest"] == ("120000", b"pkg/stats.py")
@@ -607,7 +608,7 @@ def test_accept_refuses_when_the_run_builds_on_uncommitted_lines(project: git.Re
     ws.commit("fixloop[iter 1/4]: comment")
     before = snapshot(project)
     with pytest.raises(WorkspaceError, match=r"changes to pkg/stats.py build on your uncommitted"):
-        ws.accept("Comment")
+        accept_run(ws, "Comment")
     assert snapshot(project) == before
     assert ws.root.is_dir()
     assert branch_exists(project, "fixloop/r1")
@@ -619,7 +620,7 @@ def test_accept_refuses_when_the_user_edited_a_file_the_run_changed(project: git
     write(root_of(project), {"pkg/stats.py": STATS + "\n# mine\n"})
     before = snapshot(project)
     with pytest.raises(WorkspaceError, match=r"you changed pkg/stats.py since the run started"):
-        ws.accept("Guard mean")
+        accept_run(ws, "Guard mean")
     assert snapshot(project) == before
     assert branch_exists(project, "fixloop/r1")
 
@@ -635,7 +636,7 @@ def test_accept_refuses_a_conflicting_move_of_the_branch(project: git.Repo) -> N
         match=r"your branch main moved and conflicts with the run in pkg/stats.py; "
         r"the result stays on branch fixloop/r1",
     ):
-        ws.accept("Guard mean")
+        accept_run(ws, "Guard mean")
     assert snapshot(project) == before
     assert ws.root.is_dir()
 
@@ -645,7 +646,7 @@ def test_accept_merges_onto_a_branch_that_moved_elsewhere(project: git.Repo) -> 
     run_changes_stats(ws)
     write(root_of(project), {"pkg/other.py": "OTHER = 'moved'\n"})
     moved = commit_all(project, "unrelated work")
-    sha = ws.accept("Guard mean")
+    sha = accept_run(ws, "Guard mean")
     assert [p.hexsha for p in project.commit(sha).parents] == [moved]
     files = tree_files(project, sha)
     assert files["pkg/other.py"][1] == b"OTHER = 'moved'\n"
@@ -660,7 +661,7 @@ def test_accept_refuses_a_detached_start_and_suggests_keep(project: git.Repo) ->
     run_changes_stats(ws)
     before = snapshot(project)
     with pytest.raises(WorkspaceError, match=r"detached HEAD.*use keep"):
-        ws.accept("Guard mean")
+        accept_run(ws, "Guard mean")
     assert snapshot(project) == before
 
 
@@ -669,14 +670,14 @@ def test_accept_refuses_when_the_user_switched_branches(project: git.Repo) -> No
     run_changes_stats(ws)
     project.git.switch("--quiet", "-c", "elsewhere")
     with pytest.raises(WorkspaceError, match=r"you are now on elsewhere.*`git switch main`"):
-        ws.accept("Guard mean")
+        accept_run(ws, "Guard mean")
     assert project.commit("main").hexsha == ws.start_head
 
 
 def test_accept_refuses_a_run_that_changed_nothing(dirty: git.Repo) -> None:
     ws = Workspace.create(root_of(dirty), "r1")
     with pytest.raises(WorkspaceError, match=r"the run changed nothing"):
-        ws.accept("Nothing")
+        accept_run(ws, "Nothing")
 
 
 # --- commit messages ------------------------------------------------------------------------

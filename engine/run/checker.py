@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from engine.feedback.raw import raw_feedback
 from engine.feedback.tree import Baseline, Verification, examine_tree, rendered
@@ -16,7 +17,6 @@ from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResol
 from engine.run.gate import Gate, rejected_pass_note
 from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
-from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
 from engine.run.steps import Check
 from engine.text.tokens import count_tokens
@@ -32,6 +32,17 @@ FORMAT_MESSAGE = "fixloop[iter {n}/{max_n}]: formatted"
 FORMAT_TRAIL = "format.json"
 
 
+class CheckingMode(Protocol):
+    """What the checker asks of the run's mode (a `RunMode` answers both): the checker is
+    built for a mode, so it names only these two and never imports the modes."""
+
+    def check_before_verify(
+        self, n: int, previous: Sequence[StageResult] = ()
+    ) -> Verification | None: ...
+
+    def restorable(self, paths: Sequence[str]) -> list[str]: ...
+
+
 class IterationChecker:
     """Verifies and judges each commit of one run; owns the baseline's test count."""
 
@@ -43,7 +54,7 @@ class IterationChecker:
         gate: Gate,
         journal: Journal,
         guards: Guards,
-        mode: RunMode,
+        mode: CheckingMode,
     ) -> None:
         self.config = config
         self.verifier = verifier

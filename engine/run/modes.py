@@ -18,6 +18,7 @@ from engine.feedback.tree import Verification
 from engine.model.types import Message
 from engine.project.strategy import DEFAULT_STRATEGY, Strategy
 from engine.project.workspace import Workspace
+from engine.run.checker import IterationChecker
 from engine.run.events import Event
 from engine.run.gate import Review, TestEditSplit, apply_pinning, held_back_note
 from engine.run.outcome import RunConfig
@@ -25,8 +26,6 @@ from engine.verify.results import StageResult
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from engine.run.checker import IterationChecker
 
 
 class RunMode(Protocol):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from engine.edits.instructions import instructions
 from engine.edits.parse import parse
@@ -18,6 +17,7 @@ from engine.feedback.tree import Verification
 from engine.model.types import Message
 from engine.project.pins import TestPins, is_test_file, pinned_role
 from engine.project.workspace import Workspace
+from engine.run.checker import IterationChecker
 from engine.run.events import (
     BaseEvent,
     Event,
@@ -35,9 +35,6 @@ from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageResult
-
-if TYPE_CHECKING:
-    from engine.run.checker import IterationChecker
 from engine.verify.verdict import Judgement, Verdict
 
 Emit = Callable[[BaseEvent], None]

@@ -7,17 +7,26 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.feedback.tree import Verification
 from engine.run.gate import Choice
 from engine.verify.verdict import Verdict
 
-if TYPE_CHECKING:
-    from engine.run.candidates import Candidate
+
+class Ranked(Protocol):
+    """What the ranking reads of a candidate (`candidates.Candidate` is one): its number, its
+    diff, and its verification if it got one."""
+
+    @property
+    def k(self) -> int: ...
+    @property
+    def diff(self) -> str: ...
+    @property
+    def verification(self) -> Verification | None: ...
 
 
-def best_choice(candidates: Sequence[Candidate]) -> Choice | None:
+def best_choice(candidates: Sequence[Ranked]) -> Choice | None:
     """The ranking's pick among the verified: verified ok > most tests passing > fewest
     failures > smallest diff; a suspicious pass only when nothing else was verified."""
     verified = [c for c in candidates if c.verification is not None]
@@ -29,7 +38,7 @@ def best_choice(candidates: Sequence[Candidate]) -> Choice | None:
     return Choice(decision="pick", k=best.k, why=why_best(best, len(verified)))
 
 
-def rank(candidate: Candidate) -> tuple[int, int, int, int, int]:
+def rank(candidate: Ranked) -> tuple[int, int, int, int, int]:
     assert candidate.verification is not None
     judgement = candidate.verification.judgement
     tests = judgement.tests
@@ -39,7 +48,7 @@ def rank(candidate: Candidate) -> tuple[int, int, int, int, int]:
     return (int(ok), passed, -failing, -diff_size(candidate.diff), -candidate.k)
 
 
-def why_best(best: Candidate, verified: int) -> str:
+def why_best(best: Ranked, verified: int) -> str:
     assert best.verification is not None
     judgement = best.verification.judgement
     if verified == 1:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from textual.app import SystemCommand
 
 import themes
-
-if TYPE_CHECKING:
-    from tui.app import FixloopApp
+from tui.gate import InteractiveGate
+from tui.screens.main import MainScreen
 
 THEME_LABELS = {
     themes.DARK.name: "dark",
@@ -31,7 +30,28 @@ class OffersCommands(Protocol):
     def palette_commands(self) -> Iterable[SystemCommand]: ...
 
 
-def app_commands(app: FixloopApp) -> Iterable[SystemCommand]:
+class PaletteApp(Protocol):
+    """What the palette reads of the app and what it calls (FixloopApp is one): the palette is
+    the app's part, so it names these and never imports the app."""
+
+    @property
+    def running(self) -> bool: ...
+    @property
+    def outcome(self) -> object | None: ...
+    @property
+    def gate(self) -> InteractiveGate: ...
+    @property
+    def main(self) -> MainScreen: ...
+
+    def action_toggle_mode(self) -> None: ...
+    def action_toggle_pause(self) -> None: ...
+    def action_abort_run(self) -> None: ...
+    def action_show_summary(self) -> None: ...
+    def action_new_from_spec(self) -> None: ...
+    def action_open_runs(self) -> None: ...
+
+
+def app_commands(app: PaletteApp) -> Iterable[SystemCommand]:
     """What the app can do now: the run's actions while it runs, the end once there is one,
     the panes and the themes always."""
     yield SystemCommand(

@@ -14,7 +14,8 @@
   until `tmux capture-pane` shows the task box; then `escape` quits it. Includes the
   shell, the console script and tmux's own latency (polled every 10 ms).
 * stall - one whole run in step mode (the scripted model server over HTTP through litellm,
-  the real gVisor sandbox, real git) driven with Pilot, approving each proposal; a probe
+  the real gVisor sandbox, real git) driven with Pilot in a process of its own
+  (`python -m tui.stall_probe`: the bench never imports the app), approving each proposal; a probe
   on the UI's event loop sleeps 10 ms at a time and records how late it wakes up. The
   longest lateness is the longest UI stall (target < 100 ms).
 
@@ -24,7 +25,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import shutil
@@ -176,68 +176,36 @@ def startup_tmux(project: Path, runs: int) -> list[float]:
     return times
 
 
-async def stall(project: Path) -> dict[str, Any]:
-    """One run in the app, step mode, approving every proposal; how late the UI loop woke."""
-    from engine.project.settings import load_settings
+def stalls(scratch: Path) -> dict[str, Any]:
+    """A cold run (the process's first: litellm loads in it) and a warm one after it, measured
+    by `tui/stall_probe.py` in a process of its own against the scripted model server."""
     from tests.model_server import ScriptedModelServer, reply
-    from tui.app import FixloopApp
-    from tui.screens.end import EndScreen
-    from tui.screens.review import ReviewScreen
 
     fixes = [
         ("use true division", "// len(found)", "/ len(found)"),
         ("return n words", "most_common(n - 1)", "most_common(n)"),
     ]
+    projects = [
+        committed_copy(REPO / "examples" / "textstats", scratch / name) for name in ("cold", "warm")
+    ]
     server = ScriptedModelServer().start()
-    for explanation, search, replace in fixes:
-        edit = {"path": "textstats/core.py", "search": search, "replace": replace}
-        server.script(reply(json.dumps({"explanation": explanation, "edits": [edit]})))
-    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
-    settings = load_settings(project, {"model": "openai/scripted", "api_base": server.base_url})
-    app = FixloopApp(project, settings, task="Make the failing tests pass.")
-    lateness: list[tuple[float, float]] = []  # (how late, when)
-    started = time.perf_counter()
-
-    async def probe() -> None:
-        while True:
-            before = time.perf_counter()
-            await asyncio.sleep(0.01)
-            now = time.perf_counter()
-            lateness.append((now - before - 0.01, now - started))
-
+    for _ in projects:
+        for explanation, search, replace in fixes:
+            edit = {"path": "textstats/core.py", "search": search, "replace": replace}
+            server.script(reply(json.dumps({"explanation": explanation, "edits": [edit]})))
+    env = {"OPENAI_API_KEY": "sk-bench-not-a-key", **os.environ}
     try:
-        async with app.run_test(size=(120, 40)) as pilot:
-            task = asyncio.create_task(probe())
-            approved = None
-            while not isinstance(app.screen, EndScreen):
-                assert time.perf_counter() - started < 300, "the run did not end in 300 s"
-                if isinstance(app.screen, ReviewScreen) and app.screen is not approved:
-                    approved = app.screen
-                    await pilot.press("a")
-                await pilot.pause(0.05)
-            elapsed = time.perf_counter() - started
-            task.cancel()
-            status = app.screen.outcome.status
-            while app.running:
-                await pilot.pause(0.05)
+        probe = subprocess.run(
+            [sys.executable, "-m", "tui.stall_probe", server.base_url, *map(str, projects)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     finally:
         server.stop()
-    ordered = sorted(late for late, _ in lateness)
-    worst = sorted(lateness, reverse=True)[:3]
-    return {
-        "status": status,
-        "run_s": round(elapsed, 2),
-        "max_stall_ms": round(ordered[-1] * 1000, 1),
-        "p99_stall_ms": round(ordered[int(len(ordered) * 0.99)] * 1000, 1),
-        "median_stall_ms": round(statistics.median(ordered) * 1000, 2),
-        "worst_ms_at_s": [(round(late * 1000), round(at, 1)) for late, at in worst],
-    }
-
-
-async def stalls(scratch: Path) -> dict[str, Any]:
-    """A cold run (the process's first: litellm loads in it) and a warm one after it."""
-    cold = await stall(committed_copy(REPO / "examples" / "textstats", scratch / "cold"))
-    warm = await stall(committed_copy(REPO / "examples" / "textstats", scratch / "warm"))
+    cold, warm = json.loads(probe.stdout)
     return {"stall_cold": cold, "stall_warm": warm}
 
 
@@ -265,7 +233,7 @@ def main() -> int:
         if args.tmux:
             results["startup_tmux"] = summary(startup_tmux(project, args.runs))
         if args.stall:
-            results.update(asyncio.run(stalls(Path(scratch))))
+            results.update(stalls(Path(scratch)))
     if args.json:
         print(json.dumps({**results, "imports": imports}))
         return 0

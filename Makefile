@@ -61,6 +61,8 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	@# the layers of ARCHITECTURE.md: pyproject.toml's [tool.importlinter] contracts
+	$(BIN)/lint-imports
 
 # Two processes, a test file each at a time (its module fixtures are built once).
 TEST_WORKERS ?= 2

@@ -108,7 +108,7 @@ def _run(
         progress.finished(outcome)
 
     if args.ray is None:
-        from engine.batch.local import run_local
+        from engine.batch.on_threads import run_local
 
         return run_local(tasks, defaults, jobs=args.jobs, on_done=done)
     from engine.batch.on_ray import run_on_ray

@@ -48,7 +48,7 @@ def open_sandbox(
             pool_size=pool_size, url=docker_url, allow_runc=allow_runc, image=image
         )
     if backend == "unsafe-local":
-        from sandbox.local import UnsafeLocalSandbox
+        from sandbox.unsafe_local import UnsafeLocalSandbox
 
         return UnsafeLocalSandbox()
     raise SandboxUnavailable(f"unknown sandbox backend {backend!r}; use --sandbox gvisor")

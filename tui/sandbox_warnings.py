@@ -40,7 +40,7 @@ def unsafe_local_said_once(backend: str, runs: str) -> Iterator[None]:
     if backend == "unsafe-local":
         print(f"fixloop-tui: warning: unsafe-local runs {runs}", file=sys.stderr)
     with warnings.catch_warnings():
-        from sandbox.local import UnsafeLocalWarning
+        from sandbox.unsafe_local import UnsafeLocalWarning
 
         warnings.simplefilter("ignore", UnsafeLocalWarning)
         yield

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import ExecRequest, ExecResult, Limits
-from sandbox.local import UnsafeLocalSandbox, UnsafeLocalWarning
+from sandbox.unsafe_local import UnsafeLocalSandbox, UnsafeLocalWarning
 
 
 async def run(argv: list[str], workdir: Path | None = None, **limits: float) -> ExecResult:

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from sandbox.bundle import address_space_bytes
 from sandbox.contract import ExecRequest, Limits
 from sandbox.gvisor import GvisorSandbox
-from sandbox.local import UnsafeLocalSandbox, UnsafeLocalWarning
 from sandbox.owners import rootless
+from sandbox.unsafe_local import UnsafeLocalSandbox, UnsafeLocalWarning
 
 READ_AND_TRY_WRITE = (
     "import sys\n"

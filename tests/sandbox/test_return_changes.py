@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.contract import ExecRequest, ExecResult, FileChange, Limits, Sandbox
-from sandbox.local import UnsafeLocalSandbox, UnsafeLocalWarning
+from sandbox.unsafe_local import UnsafeLocalSandbox, UnsafeLocalWarning
 from tests.conftest import open_backend
 
 pytestmark = pytest.mark.sandbox

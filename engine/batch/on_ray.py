@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from engine.batch.outcome import Attempt, TaskOutcome
-from engine.batch.task import run_task
+from engine.batch.run_task import run_task
 from engine.batch.tasks import BatchTask
 from engine.run.exit_codes import EXIT_INFRA
 from sandbox import FixloopError

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from engine.batch.outcome import Attempt, TaskOutcome
-from engine.batch.task import run_task
+from engine.batch.run_task import run_task
 from engine.batch.tasks import BatchTask
 
 

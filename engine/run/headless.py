@@ -1,6 +1,6 @@
 """A run with no person at the screen: the settings as `run --headless` resolves them, the
 policy gate, the run to its end, and its JSON result. `run --headless` (tui/headless.py) and
-each task of `batch` (engine/batch/task.py) go through here, so a batch task runs exactly as
+each task of `batch` (engine/batch/run_task.py) go through here, so a batch task runs exactly as
 the command would."""
 
 from __future__ import annotations

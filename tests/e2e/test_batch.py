@@ -103,7 +103,7 @@ def test_a_repo_that_is_not_here_is_refused_before_anything_runs(
 def test_nothing_imports_ray_unless_asked() -> None:
     done = run_python(
         "import sys\n"
-        "import tui.cli, tui.batch, engine.batch.task\n"
+        "import tui.cli, tui.batch, engine.batch.run_task\n"
         "import engine.batch.on_threads, engine.batch.on_ray\n"
         "tui.cli.build_parser()\n"
         "print('ray' in sys.modules)"

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engine.batch.batch_file import BatchTask
 from engine.batch.outcome import Attempt, TaskOutcome, pack
-from engine.batch.tasks import BatchTask
 from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.batch.tasks import BatchFileError, load_batch
+from engine.batch.batch_file import BatchFileError, load_batch
 
 
 def batch_file(tmp_path: Path, *lines: str) -> Path:

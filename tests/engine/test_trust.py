@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.batch.tasks import BatchFileError, parse_line
+from engine.batch.batch_file import BatchFileError, parse_line
 from engine.project.settings import (
     FIELDS,
     ConfigError,

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
-from engine.batch.outcome import plain_members
+from engine.batch.task_outcome import plain_members
 
 REPO = Path(__file__).resolve().parent.parent
 BARE_CMD = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.batch.batch_file import BatchFileError, BatchTask, check_local_repos, load_batch
-from engine.batch.outcome import BatchSummary, TaskOutcome, batch_json, summarize
+from engine.batch.task_outcome import BatchSummary, TaskOutcome, batch_json, summarize
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from engine.text.durations import said_duration
 from sandbox import FixloopError

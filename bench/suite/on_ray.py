@@ -30,7 +30,7 @@ from bench.suite.results import (
 from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
 from engine.batch.on_ray import RayOptions, each_finished, joined
-from engine.batch.outcome import Attempt
+from engine.batch.task_outcome import Attempt
 from engine.feedback.checkout import open_configured_sandbox
 from engine.model.preflight import require_usable_model
 from engine.project.settings import Settings

@@ -15,8 +15,8 @@ from types import ModuleType
 from typing import Any
 
 from engine.batch.batch_file import BatchTask
-from engine.batch.outcome import Attempt, TaskOutcome
 from engine.batch.run_task import run_task
+from engine.batch.task_outcome import Attempt, TaskOutcome
 from engine.run.exit_codes import EXIT_INFRA
 from sandbox import FixloopError
 

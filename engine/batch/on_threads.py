@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from engine.batch.batch_file import BatchTask
-from engine.batch.outcome import Attempt, TaskOutcome
 from engine.batch.run_task import run_task
+from engine.batch.task_outcome import Attempt, TaskOutcome
 
 
 def run_local(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.batch.batch_file import BatchTask
-from engine.batch.outcome import Attempt, TaskOutcome, pack
+from engine.batch.task_outcome import Attempt, TaskOutcome, pack
 from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
 from engine.project.paths import run_path
 from engine.project.settings import ConfigError

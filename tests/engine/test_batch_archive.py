@@ -7,7 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from engine.batch.outcome import plain_members
+from engine.batch.task_outcome import plain_members
 
 
 def archive(tmp_path: Path) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from engine.batch.outcome import Attempt, TaskOutcome, summarize
+from engine.batch.task_outcome import Attempt, TaskOutcome, summarize
 from tui.batch import Progress, render_table
 
 HERE = Attempt(node="a" * 56, host="node-a")

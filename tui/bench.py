@@ -244,7 +244,7 @@ async def run_bench(
             config, client, sandbox, workdir, settings=settings, listener=listener, ledger=ledger
         )
         if ray is not None:
-            from bench.suite.on_ray import run_bench_on_ray
+            from bench.suite.ray_runs import run_bench_on_ray
 
             return await run_bench_on_ray(runner, tasks, ray)
         return await runner.run(tasks)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.edits.match import replace_once
-from engine.edits.paths import resolved
 from engine.edits.proposal import AppliedEdits, Edit, EditFormatError, EditWriteError, Proposal
+from engine.edits.safe_paths import resolved
 
 _APPLY_HINT = "None of your edits were applied. Fix these and send all your edits again."
 

@@ -12,8 +12,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from engine.edits.apply import planned_texts
-from engine.edits.paths import resolved
 from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.safe_paths import resolved
 from engine.project.pins import (
     TestPins,
     infrastructure_digest,

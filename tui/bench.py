@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
+from bench.suite.bench_report import render, write_png
 from bench.suite.ledger import Ledger, LedgerError, ledger_run
-from bench.suite.report import render, write_png
 from bench.suite.results import (
     ArmFinished,
     BenchConfig,

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
 from bench.suite.bench_report import render, write_png
-from bench.suite.ledger import Ledger, LedgerError, ledger_run
-from bench.suite.results import (
+from bench.suite.bench_run import (
     ArmFinished,
     BenchConfig,
     BenchEvent,
@@ -31,6 +30,7 @@ from bench.suite.results import (
     Preparing,
     RoundVerified,
 )
+from bench.suite.ledger import Ledger, LedgerError, ledger_run
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, SuiteError, load_suite

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.suite.arms import ARMS, describe
-from bench.suite.results import BenchRun
+from bench.suite.bench_run import BenchRun
 from bench.suite.scoring import ArmScore
 from sandbox.errors import FixloopError
 

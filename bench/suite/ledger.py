@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bench.suite.arms import ARMS, arm_levers, recorded_levers, unrecorded_levers
-from bench.suite.results import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
+from bench.suite.bench_run import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
 from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
 from sandbox.errors import FixloopError

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bench.suite.arms import ARMS
-from bench.suite.results import (
+from bench.suite.bench_run import (
     ArmFinished,
     ArmResult,
     BenchConfig,

@@ -15,10 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.suite.arms import arm_settings
-from bench.suite.harness import SOLUTION, TEST_CMD, Evaluator, task_repo, task_text
-from bench.suite.ledger import Ledger
-from bench.suite.mutants import Mutant, reference_program, seeded_mutants
-from bench.suite.results import (
+from bench.suite.bench_run import (
     ArmFinished,
     ArmResult,
     BenchConfig,
@@ -36,6 +33,9 @@ from bench.suite.results import (
     arm_result,
     machine,
 )
+from bench.suite.harness import SOLUTION, TEST_CMD, Evaluator, task_repo, task_text
+from bench.suite.ledger import Ledger
+from bench.suite.mutants import Mutant, reference_program, seeded_mutants
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
 from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether

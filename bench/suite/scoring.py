@@ -18,7 +18,7 @@ from statistics import mean, median
 
 from pydantic import BaseModel
 
-from bench.suite.results import BenchRun
+from bench.suite.bench_run import BenchRun
 
 
 class ArmScore(BaseModel):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, unrecorded_levers
+from bench.suite.bench_run import ArmResult, BenchConfig, BenchEvent, BenchItem
 from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run
 from bench.suite.mutants import seeded_mutants
-from bench.suite.results import ArmResult, BenchConfig, BenchEvent, BenchItem
 from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
 from engine.run import start

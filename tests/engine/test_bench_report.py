@@ -11,6 +11,7 @@ import pytest
 
 from bench.suite.arms import TODAY, ArmError, arm_settings, describe, parse_arms
 from bench.suite.bench_report import duration, render, table, terminal_plot, write_png
+from bench.suite.bench_run import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
 from bench.suite.harness import (
     CASES_FILE,
     SOLUTION,
@@ -18,7 +19,6 @@ from bench.suite.harness import (
     hidden_files,
     task_repo,
 )
-from bench.suite.results import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
 from bench.suite.scoring import score, sign_test
 from bench.suite.tasks import BenchTask, load_suite
 from engine.project.settings import Settings

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.suite.bench_run import BenchConfig, BenchEvent, RoundVerified
 from bench.suite.harness import SOLUTION, Evaluator
 from bench.suite.mutants import reference_program, seeded_mutants
-from bench.suite.results import BenchConfig, BenchEvent, RoundVerified
 from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
 from engine.model.types import Completion, Message, ModelError, Usage

@@ -27,7 +27,7 @@ HEAVY_PACKAGES = (
     "docker",
     "ray",
     "bench.suite.runner",
-    "bench.suite.results",
+    "bench.suite.bench_run",
 )
 HEAVY_MODULES = (
     "engine.run.loop",

@@ -10,7 +10,7 @@ import functools
 import json
 
 from sandbox.bundle import MIB, SANDBOX_WORKDIR, Profile, base_environment, mounted_in_workspace
-from sandbox.changes import StdoutWithChanges, read_changes
+from sandbox.changes_frame import StdoutWithChanges, read_changes
 from sandbox.contract import ExecRequest, FileChange
 from sandbox.interpreter import Interpreter
 from sandbox.output import CappedStream

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Literal
 
-from sandbox.changes import read_changes
+from sandbox.changes_frame import read_changes
 from sandbox.contract import BASE_ENV, ExecRequest, ExecResult, FileChange, Limits
 from sandbox.inside import changes as workspace_changes
 from sandbox.interpreter import default_python

@@ -9,7 +9,7 @@ the request excludes are skipped at any depth, and the frame stops at its byte c
 (then it says `truncated` and carries no file).
 
 The frame is `<JSON><MAGIC><length, 12 digits>\\n` at the very end of the job's stdout;
-the host (`sandbox/changes.py`) cuts it off and reads it as untrusted data.
+the host (`sandbox/changes_frame.py`) cuts it off and reads it as untrusted data.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 
-from sandbox.changes import StdoutWithChanges, read_changes
+from sandbox.changes_frame import StdoutWithChanges, read_changes
 from sandbox.contract import FileChange
 from sandbox.inside.changes import frame
 

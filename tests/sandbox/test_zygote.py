@@ -190,7 +190,7 @@ def test_changes_come_back_from_a_zygote_that_is_not_pid_1(tmp_path: Path) -> No
     import sys
     import time
 
-    from sandbox.changes import StdoutWithChanges, read_changes
+    from sandbox.changes_frame import StdoutWithChanges, read_changes
 
     work = tmp_path / "work"
     work.mkdir()

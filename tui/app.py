@@ -33,7 +33,7 @@ from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
 from tui.app_quit import OnItsLoop, StopAndQuit, cancel
 from tui.commands import OffersCommands, app_commands
-from tui.gate import (
+from tui.interactive_gate import (
     CandidatesAsked,
     EngineEvent,
     Held,

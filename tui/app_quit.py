@@ -17,7 +17,7 @@ from typing import Any
 from textual.app import App
 
 from engine.run.guards import HUNG_UP, SIGHUP_HUNG_UP, TERMINATED, stop_message
-from tui.gate import InteractiveGate
+from tui.interactive_gate import InteractiveGate
 from tui.screens.confirm import ConfirmScreen, abort_question
 from tui.screens.end import RunOutcome
 from tui.screens.main import MainScreen

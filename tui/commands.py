@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from textual.app import SystemCommand
 
 import themes
-from tui.gate import InteractiveGate
+from tui.interactive_gate import InteractiveGate
 from tui.screens.main import MainScreen
 
 THEME_LABELS = {

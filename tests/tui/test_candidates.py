@@ -20,7 +20,7 @@ from tests.tui.test_snapshots import (
     until_the_candidates,
 )
 from tui.app import FixloopApp
-from tui.gate import CandidatesAsked, CandidatesRequest, EngineEvent
+from tui.interactive_gate import CandidatesAsked, CandidatesRequest, EngineEvent
 from tui.screens.candidates import CandidatesScreen
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.editor import EditorScreen

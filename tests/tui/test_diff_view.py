@@ -36,7 +36,7 @@ from tests.tui.test_snapshots import (
     until_suspicious_pass,
 )
 from tui.app import FixloopApp
-from tui.gate import ProposalReviewRequest
+from tui.interactive_gate import ProposalReviewRequest
 from tui.screens.candidates import CandidatesScreen
 from tui.screens.end import EndScreen
 from tui.screens.review import ReviewScreen

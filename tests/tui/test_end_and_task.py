@@ -23,7 +23,7 @@ from tests.engine.test_workspace import isolated_git, make_project, root_of
 from tests.tui.test_app import text_of, wait_for, wait_screen
 from tests.tui.test_snapshots import app_in, no_tests_check, showing
 from tui.app import FixloopApp
-from tui.gate import EngineEvent
+from tui.interactive_gate import EngineEvent
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.end import EndScreen
 from tui.screens.runs import RunsScreen

@@ -22,7 +22,7 @@ from engine.project.paths import worktree_path
 from engine.run.events import PacketReady, RunStarted
 from engine.run.gate import CandidateView, Choice, Review
 from engine.run.guards import RunStopped
-from tui.gate import CandidatesAsked, Held, InteractiveGate, LastCheck, ReviewAsked
+from tui.interactive_gate import CandidatesAsked, Held, InteractiveGate, LastCheck, ReviewAsked
 
 T = TypeVar("T")
 WAIT_S = 10.0

@@ -31,7 +31,7 @@ from tests.tui.test_app import (
 )
 from tests.tui.test_review import SMALL, a_run_at_review, decided, review_shown
 from tests.tui.test_snapshots import app_in
-from tui.gate import ProposalReviewRequest
+from tui.interactive_gate import ProposalReviewRequest
 from tui.screens.editor import EditorScreen
 from tui.screens.review import ReviewScreen
 from tui.widgets.diff import DiffView

@@ -26,7 +26,7 @@ from tests.tui.test_snapshots import (
     until_second_review,
 )
 from tui.app import FixloopApp
-from tui.gate import ProposalReviewRequest, ReviewAsked
+from tui.interactive_gate import ProposalReviewRequest, ReviewAsked
 from tui.screens.editor import EditorScreen
 from tui.screens.quit import QuitScreen
 from tui.screens.review import ReviewScreen
@@ -186,7 +186,7 @@ async def test_v_hides_the_review_to_show_the_panes_and_brings_it_back_pending()
 
 
 async def test_the_review_shows_the_last_checks_test_counts() -> None:
-    from tui.gate import LastCheck
+    from tui.interactive_gate import LastCheck
 
     app = app_in("dark")
     async with app.run_test(size=SMALL) as pilot:
@@ -300,7 +300,7 @@ async def test_a_run_still_starting_cannot_be_stopped_only_aborted() -> None:
 
 async def test_q_in_the_suspicious_pass_modal_opens_the_quit_dialog() -> None:
     from tests.tui.test_snapshots import pass_request
-    from tui.gate import PassReviewAsked
+    from tui.interactive_gate import PassReviewAsked
     from tui.screens.suspicious import SuspiciousPassScreen
 
     app = app_in("dark")
@@ -320,7 +320,7 @@ async def test_q_in_the_suspicious_pass_modal_opens_the_quit_dialog() -> None:
 async def test_n_in_the_suspicious_pass_modal_rejects_with_a_note_and_q_is_typed() -> None:
     from engine.run.gate import PassReview
     from tests.tui.test_snapshots import pass_request
-    from tui.gate import PassReviewAsked
+    from tui.interactive_gate import PassReviewAsked
     from tui.screens.suspicious import SuspiciousPassScreen
 
     app = app_in("dark")
@@ -385,7 +385,7 @@ async def test_at_80x24_a_long_explanation_leaves_every_button_in_sight() -> Non
 
 async def test_a_review_put_aside_goes_away_when_the_run_ends() -> None:
     from engine.run.events import RunFinished
-    from tui.gate import EngineEvent
+    from tui.interactive_gate import EngineEvent
     from tui.screens.end import EndScreen
 
     app = app_in("dark")
@@ -414,7 +414,7 @@ async def test_q_after_the_run_ended_quits_without_asking_once_its_thread_is_don
     """The end of a run is shown before its thread has closed the sandbox (a warm pool takes
     seconds on a loaded machine): q then waits for the thread, it asks nothing."""
     from engine.run.events import RunFinished
-    from tui.gate import EngineEvent
+    from tui.interactive_gate import EngineEvent
     from tui.screens.end import EndScreen
 
     app = app_in("dark")

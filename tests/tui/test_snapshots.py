@@ -53,7 +53,12 @@ from engine.verify.results import StageKind, StageResult, TestCounts
 from engine.verify.verdict import Judgement, Verdict, judge, pass_doubts
 from tests.engine.test_corpus import stage as corpus_stage
 from tui.app import FixloopApp
-from tui.gate import CandidatesRequest, LastCheck, PassReviewRequest, ProposalReviewRequest
+from tui.interactive_gate import (
+    CandidatesRequest,
+    LastCheck,
+    PassReviewRequest,
+    ProposalReviewRequest,
+)
 from tui.screens.candidates import CandidatesScreen
 from tui.screens.editor import EditorFile, EditorScreen
 from tui.screens.end import EndScreen, RunOutcome

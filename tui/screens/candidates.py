@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TextArea
 
 from engine.edits.diff import parse_diff
-from tui.gate import CandidatesRequest
+from tui.interactive_gate import CandidatesRequest
 from tui.keymap import CANDIDATES, bindings_for
 from tui.screens.confirm import abort_question
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 from textual.widgets.button import ButtonVariant
 
-from tui.gate import ProposalReviewRequest
+from tui.interactive_gate import ProposalReviewRequest
 from tui.keymap import REVIEW, bindings_for
 from tui.screens.confirm import abort_question
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys

@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static, TextArea
 
-from tui.gate import PassReviewRequest
+from tui.interactive_gate import PassReviewRequest
 from tui.keymap import SUSPICIOUS, bindings_for
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.review import dialog_button

@@ -37,8 +37,8 @@ from sandbox import cgroups as sandbox_cgroups
 from sandbox.bundle import HOST_PIDS_LIMIT, THREAD_ROOM_MB
 from sandbox.choose import check_engine, runsc_version
 from sandbox.docker.daemon_json import daemon_json_fix
-from sandbox.host_trees import MountRefused
-from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
+from sandbox.errors import InterpreterRefused, MountRefused
+from sandbox.interpreter import read_venv, venv_of
 from sandbox.owners import rootless
 
 # Seconds to join and hash the embedded model's 1.1 GB (measured 5-15 s: LOCAL_MODEL.md).

@@ -24,3 +24,15 @@ class SandboxUnavailable(SandboxError):
 
 class RuncWarning(UserWarning):
     """A job ran in a container that is not under gVisor, because the user allowed it."""
+
+
+class MountRefused(SandboxError):
+    """A host directory that must not be mounted into a sandbox."""
+
+
+class InterpreterRefused(MountRefused):
+    """An interpreter (a venv, mostly) whose trees fixloop will not mount, nor it run."""
+
+
+class EngineRefused(SandboxError):
+    """The engine would not create or start a container (often transient)."""

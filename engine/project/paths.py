@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from engine.project.settings import ConfigError
+from sandbox.errors import InterpreterRefused
 from sandbox.host_trees import is_within
-from sandbox.interpreter import InterpreterRefused, read_venv
+from sandbox.interpreter import read_venv
 
 FIXLOOP_DIR = ".fixloop"
 

@@ -17,17 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engine.errors import ConfigError, UntrustedSettings
 from engine.model import preflight
 from engine.project.detect import detected_test_cmd
 from engine.project.modules import project_modules
 from engine.project.paths import project_python
-from engine.project.settings import (
-    ConfigError,
-    UntrustedSettings,
-    from_environment,
-    from_pyproject,
-    from_user_config,
-)
+from engine.project.settings import from_environment, from_pyproject, from_user_config
 from engine.project.trust import RESTRICTED
 from engine.verify.execute import workspace_path
 from engine.verify.go_seed import SEED_ARCHIVE, seed_dir, usable_seed

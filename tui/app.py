@@ -25,7 +25,8 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 import themes
-from engine.project.settings import ConfigError, Settings
+from engine.errors import ConfigError
+from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.guards import ModelUnreachable, RunStopped
 from engine.run.talk import Talk
@@ -305,7 +306,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     async def _drive(self, run: Coroutine[Any, Any, object]) -> None:
         """Run the engine's coroutine on this thread; say how it ended (RunOver)."""
-        from engine.project.git_plumbing import WorkspaceError
+        from engine.errors import WorkspaceError
 
         current = asyncio.current_task()
         assert current is not None

@@ -12,7 +12,8 @@ from textual import on, work
 from textual.app import App
 from textual.message import Message
 
-from engine.project.settings import ConfigError, Settings
+from engine.errors import ConfigError
+from engine.project.settings import Settings
 from tui.app_quit import OnItsLoop, cancel
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
@@ -147,7 +148,7 @@ class ProjectChecks(App[int]):
 
 def _unusable_project(project: Path) -> str | None:
     """Why `project` cannot hold a run (with the path to use), or None."""
-    from engine.project.git_plumbing import WorkspaceError
+    from engine.errors import WorkspaceError
     from engine.project.workspace import project_root
 
     try:

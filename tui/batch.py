@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.batch.outcome import BatchSummary, TaskOutcome, batch_json, summarize
-from engine.batch.tasks import BatchFileError, BatchTask, check_local_repos, load_batch
+from engine.batch.tasks import BatchTask, check_local_repos, load_batch
 from engine.durations import said_duration
+from engine.errors import BatchFileError
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from sandbox import FixloopError
 
@@ -30,7 +31,8 @@ def ray_problem(args: argparse.Namespace) -> str | None:
         return "--num-cpus must be above 0, --memory 1 or more, --max-retries 0 or more"
     if args.ray is None:
         return None
-    from engine.batch.on_ray import RayUnavailable, import_ray
+    from engine.batch.on_ray import import_ray
+    from engine.errors import RayUnavailable
 
     try:
         import_ray()

@@ -34,9 +34,10 @@ from bench.suite.results import (
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
 from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from engine.errors import ConfigError
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient
-from engine.project.settings import ConfigError, Settings
+from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from engine.verify.checkout import open_configured_sandbox
@@ -256,7 +257,8 @@ def check_model(model: str, settings: Settings) -> None:
     """A model that cannot work is a usage error, found before any task runs; the embedded
     model's weights are joined (first use only) and loaded here, with progress."""
     if model.startswith("local/"):
-        from engine.model.local import EMBEDDED_MODEL, LocalModelError, provider, weights
+        from engine.errors import LocalModelError
+        from engine.model.local import EMBEDDED_MODEL, provider, weights
 
         try:
             if settings.model_path is None and model == EMBEDDED_MODEL:

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine.durations import said_duration
+from engine.errors import ConfigError, ModelError, ResumeError, WorkspaceError
 from engine.model.redact import redact
-from engine.model.types import ModelError
-from engine.project.git_plumbing import WorkspaceError
-from engine.project.settings import ConfigError
 from engine.run.events import (
     AnswerReasked,
     BaseEvent,
@@ -51,7 +49,6 @@ from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunStopped, stop
 from engine.run.headless import result_json, run_headless
 from engine.run.no_change import held_back_summary
 from engine.run.outcome import RunResult
-from engine.run.resume import ResumeError
 from engine.run.start import resume_run
 from engine.untrusted_text import printable
 from engine.verify.pins import pinned_role

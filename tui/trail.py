@@ -32,7 +32,8 @@ def named_project(path: Path) -> Path | None:
 def named_run(project: Path, given: str) -> str | None:
     """The id of the run `given` names (a unique prefix will do: `resolve_run`); None, said in
     one line, when it names none or several."""
-    from engine.project.run_directory import RunNotNamed, resolve_run
+    from engine.errors import RunNotNamed
+    from engine.project.run_directory import resolve_run
 
     try:
         return resolve_run(project, given)
@@ -60,7 +61,7 @@ def report_command(args: argparse.Namespace) -> int:
     if summarize(run_dir).status in ("stopped", "unfinished"):
         print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
-    from engine.project.run_directory import UnsealedRecord
+    from engine.errors import UnsealedRecord
     from engine.run.report import report_from_trail
 
     try:
@@ -116,8 +117,9 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def replay_command(args: argparse.Namespace) -> int:
     """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
+    from engine.errors import ConfigError
     from engine.project.paths import runs_dir
-    from engine.project.settings import ConfigError, load_settings
+    from engine.project.settings import load_settings
 
     run, path = run_and_path(args.run, args.path)
     project = path.resolve()

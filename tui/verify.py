@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.durations import said_duration
-from engine.project.settings import ConfigError, load_settings
+from engine.errors import ConfigError
+from engine.project.settings import load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.verify.checkout import verify_checkout
 from engine.verify.learned_times import times_path

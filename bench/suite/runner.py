@@ -38,7 +38,8 @@ from bench.suite.results import (
 )
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
-from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
+from engine.errors import ModelError
+from engine.model.types import Completion, Message, ModelClient, SamplesTogether
 from engine.project.settings import Settings
 from engine.run.events import (
     BaseEvent,

@@ -17,14 +17,10 @@ from typing import Any
 from engine.batch.outcome import Attempt, TaskOutcome
 from engine.batch.task import run_task
 from engine.batch.tasks import BatchTask
+from engine.errors import RayUnavailable
 from engine.run.exit_codes import EXIT_INFRA
-from sandbox import FixloopError
 
 MIB = 1024 * 1024
-
-
-class RayUnavailable(FixloopError):
-    """Ray is not installed, or its cluster cannot be joined."""
 
 
 @dataclass(frozen=True)

@@ -16,23 +16,18 @@ from typing import Any
 
 from engine.batch.outcome import Attempt, TaskOutcome, pack
 from engine.batch.tasks import BatchTask
+from engine.errors import CloneError, ConfigError, ResumeError, WorkspaceError
 from engine.model.redact import redact
-from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
+from engine.project.git_plumbing import git_ok, host_git_env
 from engine.project.paths import run_path
-from engine.project.settings import ConfigError
 from engine.project.trust import RepoTrust, Trusted, Untrusted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
-from engine.run.resume import ResumeError
 
 BUNDLE = "branch.bundle"
 RUN = "run"  # the run directory, under the task's output directory
 CLONE_TIMEOUT_S = 600.0
-
-
-class CloneError(WorkspaceError):
-    """The task's repo could not be cloned, or its ref checked out, where the task ran."""
 
 
 def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> TaskOutcome:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from engine.edits.match import replace_once
 from engine.edits.paths import resolved
-from engine.edits.proposal import AppliedEdits, Edit, EditFormatError, EditWriteError, Proposal
+from engine.edits.proposal import AppliedEdits, Edit, Proposal
+from engine.errors import EditFormatError, EditWriteError
 
 _APPLY_HINT = "None of your edits were applied. Fix these and send all your edits again."
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from engine.edits.diff import FileDiff, Hunk, parse_diff
 from engine.edits.paths import clean_path
-from engine.edits.proposal import EditFormatError
+from engine.errors import EditFormatError
 
 
 @dataclass(frozen=True)

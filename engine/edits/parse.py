@@ -15,7 +15,8 @@ from typing import Any
 
 from engine.edits.instructions import shape_error
 from engine.edits.paths import clean_path
-from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
+from engine.edits.proposal import Edit, EditFormat, Proposal
+from engine.errors import EditFormatError
 from engine.untrusted_text import valid_unicode_data
 
 _EXPLANATION_CHARS = 200

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from engine.errors import ModelError
 from engine.model.failures import Failure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
 from engine.model.redact import redact, remember_secret
-from engine.model.types import Completion, Message, ModelError, Retry, Usage
+from engine.model.types import Completion, Message, Retry, Usage
 from engine.model.usage import cost_usd, counted
 from engine.untrusted_text import printable, valid_unicode
 from sandbox.errors import FixloopError

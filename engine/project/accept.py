@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.errors import WorkspaceError
 from engine.project.git_plumbing import (
-    WorkspaceError,
     commit_message,
     git_bytes,
     git_ok,

@@ -16,16 +16,12 @@ from pathlib import Path
 
 import git
 
+from engine.errors import WorkspaceError
 from engine.model.redact import redact
 from engine.untrusted_text import printable
-from sandbox.errors import FixloopError
 
 # The user's hooks must not run (or prompt) for the loop's own bookkeeping.
 _NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
-
-
-class WorkspaceError(FixloopError):
-    """The project cannot host a run, or a run's result cannot be applied as asked."""
 
 
 # Set on every git call, whoever's config says otherwise: fsmonitor would run a program on

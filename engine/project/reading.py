@@ -12,17 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.errors import OutsideProject, TooLarge
+
 # No prompt shows more than a few dozen kilobytes of a file (engine/feedback/prompts.py
 # excerpts the rest): a larger file is refused before it is read.
 MAX_SHOWN_BYTES = 2 * 1024 * 1024
-
-
-class OutsideProject(PermissionError):
-    """The path leads outside the project's tree, or into its `.git`."""
-
-
-class TooLarge(OSError):
-    """The file is larger than any prompt could show."""
 
 
 def inside(root: Path, path: str | Path) -> Path:

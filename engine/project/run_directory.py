@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 from pydantic_core import PydanticSerializationError
 
+from engine.errors import RunNotNamed, UnsealedRecord
 from engine.model.redact import redact
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
@@ -29,18 +30,9 @@ from engine.project.trust import is_sealed, seal
 from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, RunStopped, parse_event
 from engine.run.outcome import RunConfig
 from engine.untrusted_text import valid_unicode
-from sandbox import FixloopError
 
 RUN_RECORD = "run.json"
 RUN_SEAL = "run.seal"  # the record's HMAC with the user's own key: see sealed_record
-
-
-class UnsealedRecord(FixloopError):
-    """A run record fixloop did not write for this user."""
-
-
-class RunNotNamed(FixloopError):
-    """A run id (or prefix) that names no run of the project, or more than one."""
 
 
 FINISH_RECORD = "finish.json"

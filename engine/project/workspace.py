@@ -11,10 +11,10 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from engine.errors import WorkspaceError
 from engine.project.accept import accept_run
 from engine.project.changed_code import FileChange, change_subject
 from engine.project.git_plumbing import (
-    WorkspaceError,
     commit_message,
     commit_of,
     delete_branch,

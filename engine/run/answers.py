@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError, ModelError
 from engine.feedback.tokens import count_tokens
-from engine.model.types import Completion, Message, ModelClient, ModelError
+from engine.model.types import Completion, Message, ModelClient
 from engine.project.workspace import Workspace
 from engine.run.candidates import Candidate, Candidates, Request, Sampled
 from engine.run.checker import IterationChecker

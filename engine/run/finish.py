@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.project.git_plumbing import WorkspaceError
+from engine.errors import FinishRefused, UnsealedRecord, WorkspaceError
 from engine.project.paths import run_path
 from engine.project.run_directory import (
     FinishChoice,
@@ -22,21 +22,14 @@ from engine.project.run_directory import (
     RunDirectory,
     RunRecord,
     RunSummary,
-    UnsealedRecord,
     list_runs,
     summarize,
 )
 from engine.project.workspace import Workspace, accept_message
 from engine.run.report import refresh_report
-from sandbox import FixloopError
 
 Finish = FinishChoice
 FINISH_LOCK = "finish.lock"  # held while a choice is carried out: two choices never interleave
-
-
-class FinishRefused(FixloopError):
-    """A run the shell may not finish: decided already, not ended, or with no branch; or a
-    run directory whose finish lock is no file fixloop made."""
 
 
 class Finished(BaseModel):

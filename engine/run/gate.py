@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.edits.apply import planned_texts
 from engine.edits.paths import resolved
-from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.proposal import Edit, Proposal
+from engine.errors import EditFormatError
 from engine.run.events import CandidateChosen, ReviewResolved
 from engine.verify.pins import (
     TestPins,

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.edits.instructions import restart_note
+from engine.errors import ModelError
 from engine.feedback.prompts import person_note, shown_files_note
-from engine.model.types import ModelClient, ModelError
+from engine.model.types import ModelClient
 from engine.project.run_directory import RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers

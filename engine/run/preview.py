@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from engine.edits.apply import apply
 from engine.edits.diff import parse_diff
 from engine.edits.paths import safe_path
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError
 from engine.project.git_plumbing import open_repo
 from engine.verify.pins import is_pinned, is_test_infrastructure
 

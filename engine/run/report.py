@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.durations import said_duration
-from engine.project.git_plumbing import WorkspaceError
+from engine.errors import WorkspaceError
 from engine.project.run_directory import FinishRecord, RunDirectory
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
@@ -190,11 +190,12 @@ def report_from_trail(project: Path, run_id: str) -> str:
     writes none). Read only: nothing from the trail runs, and git is asked only for diffs, of
     the commits a sealed `run.json` names (UnsealedRecord otherwise: a run directory a repository
     committed names no revision git is given). RunNotNamed when the run has not ended."""
+    from engine.errors import ResumeError, RunNotNamed
     from engine.project.paths import run_path
-    from engine.project.run_directory import RunNotNamed, read_finish
+    from engine.project.run_directory import read_finish
     from engine.run.events import RunFinished
     from engine.run.outcome import RunResult
-    from engine.run.resume import ResumeError, resume_state
+    from engine.run.resume import resume_state
 
     run_dir = RunDirectory(run_path(project, run_id))
     events = run_dir.events()

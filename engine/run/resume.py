@@ -9,8 +9,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.errors import ResumeError, UnsealedRecord
 from engine.project.paths import run_path
-from engine.project.run_directory import RunDirectory, RunRecord, UnsealedRecord
+from engine.project.run_directory import RunDirectory, RunRecord
 from engine.run.events import (
     AnswerReasked,
     CandidateVerified,
@@ -33,11 +34,6 @@ from engine.run.guards import Guards, Spend
 from engine.run.no_change import ONLY_HELD_BACK, held_back_summary
 from engine.run.outcome import NO_CHANGE, IterationRecord
 from engine.verify.results import TestCounts
-from sandbox import FixloopError
-
-
-class ResumeError(FixloopError):
-    pass
 
 
 class Observation(BaseModel):

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from engine.edits.instructions import instructions
 from engine.edits.parse import parse
-from engine.edits.proposal import EditFormat, EditFormatError, Proposal
+from engine.edits.proposal import EditFormat, Proposal
+from engine.errors import EditFormatError, SpecError
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
 from engine.model.types import Message
@@ -28,7 +29,7 @@ from engine.run.events import (
 from engine.run.gate import Review, TestEditSplit
 from engine.run.modes import refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
-from engine.spec.definition import Spec, SpecError
+from engine.spec.definition import Spec
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass

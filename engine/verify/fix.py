@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.edits.paths import clean_path
-from engine.edits.proposal import EditFormatError
+from engine.errors import EditFormatError
 from engine.verify.execute import Verifier, parse_stage
 from engine.verify.results import StageResult
 from sandbox import FileChange, SandboxError

@@ -15,7 +15,8 @@ from bench.suite.mutants import reference_program, seeded_mutants
 from bench.suite.results import BenchConfig, BenchEvent, RoundVerified
 from bench.suite.runner import BenchRunner, BenchStopped
 from bench.suite.tasks import BenchTask
-from engine.model.types import Completion, Message, ModelError, Usage
+from engine.errors import ModelError
+from engine.model.types import Completion, Message, Usage
 from engine.project.run_directory import read_events
 from engine.run.events import ModelResponded, RunFinished
 from sandbox.gvisor import GvisorSandbox

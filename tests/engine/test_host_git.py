@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.project.git_plumbing import WorkspaceError, config_env, git_text
+from engine.errors import WorkspaceError
+from engine.project.git_plumbing import config_env, git_text
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.preview import pass_test_diff
 from engine.verify.pins import TestPins

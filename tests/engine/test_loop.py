@@ -13,8 +13,9 @@ import git
 import pytest
 
 from engine.edits.proposal import Edit, Proposal
+from engine.errors import ModelError
 from engine.model.local import EMBEDDED_MODEL
-from engine.model.types import Completion, Message, ModelError, Usage
+from engine.model.types import Completion, Message, Usage
 from engine.project.paths import run_path
 from engine.project.run_directory import RunDirectory
 from engine.project.settings import Settings, load_settings

@@ -11,10 +11,11 @@ from types import ModuleType
 
 import pytest
 
+from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.redact import redact
-from engine.model.types import Message, ModelError, Retry
+from engine.model.types import Message, Retry
 from sandbox.errors import FixloopError
 from tests.model_server import (
     ScriptedModelServer,

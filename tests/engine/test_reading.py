@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import OutsideProject, TooLarge
 from engine.feedback.prompts import load_files
-from engine.project.reading import (
-    MAX_SHOWN_BYTES,
-    OutsideProject,
-    TooLarge,
-    inside,
-    project_text,
-    shown_file,
-)
+from engine.project.reading import MAX_SHOWN_BYTES, inside, project_text, shown_file
 
 
 @pytest.fixture

@@ -10,15 +10,8 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.run_directory import (
-    RunDirectory,
-    RunRecord,
-    UnsealedRecord,
-    list_runs,
-    new_run_id,
-    read_events,
-)
-from engine.project.settings import ConfigError
+from engine.errors import ConfigError, UnsealedRecord
+from engine.project.run_directory import RunDirectory, RunRecord, list_runs, new_run_id, read_events
 from engine.run.events import (
     Committed,
     IterationStarted,

@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.git_plumbing import WorkspaceError
+from engine.errors import WorkspaceError
 from engine.project.workspace import BASELINE_MESSAGE, Workspace, accept_message, iteration_message
 from sandbox.errors import FixloopError
 

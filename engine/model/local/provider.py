@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import LocalModelError
 from engine.model.litellm_module import import_litellm
-from engine.model.local import EMBEDDED_MODEL, PROVIDER, LocalModelError, server, weights
+from engine.model.local import EMBEDDED_MODEL, PROVIDER, server, weights
 
 if TYPE_CHECKING:
     from litellm.types.llms.openai import ChatCompletionUsageBlock

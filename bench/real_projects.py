@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
+from bench.errors import BenchFailed
 from engine.batch.outcome import plain_members
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,10 +121,6 @@ PROJECTS: dict[str, RealProject] = {
         ),
     )
 }
-
-
-class BenchFailed(Exception):
-    """A step of the set-up failed: the bench stops with what to look at."""
 
 
 def cache_root() -> Path:

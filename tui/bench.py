@@ -18,8 +18,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
-from bench.suite.ledger import Ledger, LedgerError, ledger_run
+from bench.errors import ArmError, LedgerError, SuiteError
+from bench.suite.arms import ARMS, FEEDBACK_ARMS, parse_arms
+from bench.suite.ledger import Ledger, ledger_run
 from bench.suite.report import render, write_png
 from bench.suite.results import (
     ArmFinished,
@@ -33,7 +34,7 @@ from bench.suite.results import (
 )
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
-from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from bench.suite.tasks import BenchTask, load_suite
 from engine.errors import ConfigError
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient

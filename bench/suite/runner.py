@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.errors import BenchStopped
 from bench.suite.arms import arm_settings
 from bench.suite.harness import SOLUTION, TEST_CMD, Evaluator, task_repo, task_text
 from bench.suite.ledger import Ledger
@@ -52,15 +53,9 @@ from engine.run.gate import PolicyGate
 from engine.run.guards import ModelUnreachable, RunStatus
 from engine.run.start import start_run
 from sandbox import Sandbox
-from sandbox.errors import FixloopError
 
 # Mutants tried per task before giving up on it; a hanging mutant is never kept.
 MAX_MUTANT_TRIES = 12
-
-
-class BenchStopped(FixloopError):
-    """A run ended in error and the model never answered, not even unusably: it is unreachable,
-    and the rest would end the same way."""
 
 
 class HeardModel:

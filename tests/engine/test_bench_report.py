@@ -9,7 +9,8 @@ from pathlib import Path
 import git
 import pytest
 
-from bench.suite.arms import TODAY, ArmError, arm_settings, describe, parse_arms
+from bench.errors import ArmError
+from bench.suite.arms import TODAY, arm_settings, describe, parse_arms
 from bench.suite.harness import (
     CASES_FILE,
     SOLUTION,

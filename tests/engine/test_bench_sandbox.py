@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.errors import BenchStopped
 from bench.suite.harness import SOLUTION, Evaluator
 from bench.suite.mutants import reference_program, seeded_mutants
 from bench.suite.results import BenchConfig, BenchEvent, RoundVerified
-from bench.suite.runner import BenchRunner, BenchStopped
+from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
 from engine.errors import ModelError
 from engine.model.types import Completion, Message, Usage

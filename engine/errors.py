@@ -1,7 +1,7 @@
 """The engine's errors, in one tree under `EngineError` and so under `FixloopError`, the one
 root (sandbox/errors.py). Each message says what to do next; the command line prints any of
 them as one line. Control-flow signals that never reach a person (`RunEnded`,
-`RunStopped` in engine/run/guards.py) are no errors and live where they are raised."""
+`RunInterrupted` in engine/run/guards.py) are no errors and live where they are raised."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ import themes
 from engine.errors import ConfigError
 from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
-from engine.run.guards import ModelUnreachable, RunStopped
+from engine.run.guards import ModelUnreachable, RunInterrupted
 from engine.run.talk import Talk
 from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
@@ -316,7 +316,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         except ModelUnreachable as exc:
             self.post_from_thread(self.RunOver(stopped=True, outage=exc.reason))
             return
-        except RunStopped:
+        except RunInterrupted:
             self.post_from_thread(self.RunOver(stopped=True))
             return
         except asyncio.CancelledError:

@@ -71,7 +71,7 @@ class StopAndQuit(App[int]):
 
     def action_stop_run(self, why: str = "stopped by you") -> None:
         """Stop the run so that `fixloop-tui resume` continues it: at the gate, the waiting
-        review raises RunStopped; elsewhere the engine's task is cancelled with STOP. `why`
+        review raises RunInterrupted; elsewhere the engine's task is cancelled with STOP. `why`
         is what the trail records."""
         if not self.running:
             return

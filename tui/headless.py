@@ -45,7 +45,7 @@ from engine.run.events import (
 )
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
-from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunStopped, stop_message
+from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunInterrupted, stop_message
 from engine.run.headless import result_json, run_headless
 from engine.run.no_change import held_back_summary
 from engine.run.outcome import RunResult
@@ -213,7 +213,7 @@ def _complete(
     except ModelError as exc:
         say(f"fixloop-tui: error: {exc}", sys.stderr)
         return EXIT_INFRA
-    except RunStopped as stop:
+    except RunInterrupted as stop:
         from tui.screens.quit import resume_command
 
         resume = resume_command(printer.run_id, str(project))

@@ -21,9 +21,9 @@ from engine.run.events import (
     IterationStarted,
     PersonNoted,
     RunStarted,
+    RunStopped,
     StrategyChanged,
 )
-from engine.run.events import RunStopped as RunStoppedEvent
 from engine.run.gate import Gate
 from engine.run.guards import (
     Guards,
@@ -93,7 +93,7 @@ class FixLoop:
         self.records: list[IterationRecord] = []
 
     async def run(self) -> RunResult:
-        """The run's result; a stop by the person raises `RunStopped` (the run stays
+        """The run's result; a stop by the person raises `RunInterrupted` (the run stays
         resumable), any other cut ends it as aborted and re-raises."""
         if self.resume is None:
             self.journal.emit(self.run_started())
@@ -101,7 +101,7 @@ class FixLoop:
             ending = await self.ending()
         except BaseException as exc:
             if (stop := stop_of(exc)) is not None:
-                self.journal.emit(RunStoppedEvent(n=len(self.records), reason=stop.reason))
+                self.journal.emit(RunStopped(n=len(self.records), reason=stop.reason))
                 raise stop from None
             self.finish(RunEnded(RunStatus.ABORTED, abort_reason(exc)))
             raise

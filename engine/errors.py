@@ -65,7 +65,7 @@ class OutsideProject(EngineError, PermissionError):
     so every reader that skips an unreadable file skips it)."""
 
 
-class TooLarge(EngineError, OSError):
+class FileTooLarge(EngineError, OSError):
     """The file is larger than any prompt could show (an OSError too, like any file that
     cannot be read)."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.errors import OutsideProject, TooLarge
+from engine.errors import FileTooLarge, OutsideProject
 
 # No prompt shows more than a few dozen kilobytes of a file (engine/feedback/prompts.py
 # excerpts the rest): a larger file is refused before it is read.
@@ -44,7 +44,9 @@ def shown_file(root: Path, path: str | Path) -> Path:
     if not target.is_file():
         raise FileNotFoundError(f"{path} is not a file of the project")
     if target.stat().st_size > MAX_SHOWN_BYTES:
-        raise TooLarge(f"{path} is over {MAX_SHOWN_BYTES // (1024 * 1024)} MiB: too large to show")
+        raise FileTooLarge(
+            f"{path} is over {MAX_SHOWN_BYTES // (1024 * 1024)} MiB: too large to show"
+        )
     return target
 
 

@@ -18,7 +18,7 @@ from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
 from engine.run.modes import RunMode
 from engine.run.outcome import RunConfig
-from engine.run.steps import Check
+from engine.run.steps import Checked
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix
@@ -101,7 +101,7 @@ class IterationChecker:
         previous: Sequence[StageResult],
         notes: Sequence[str] = (),
         verified: Verification | None = None,
-    ) -> Check:
+    ) -> Checked:
         """A commit verified (unless the mode's check, or the chosen candidate's verification
         of the same tree, stands in for the run) and judged; `notes` go into the next packet."""
         started = time.monotonic()
@@ -136,7 +136,7 @@ class IterationChecker:
         touched: list[str],
         notes: Sequence[str],
         verify_s: float,
-    ) -> Check:
+    ) -> Checked:
         judgement = examined.judgement
         verdict = judgement.verdict
         if verdict not in (Verdict.OK, Verdict.ENV_FAILURE, Verdict.SUSPICIOUS_PASS):
@@ -146,17 +146,17 @@ class IterationChecker:
                 assert trip is not None
                 settled = self.settled(n, examined)  # its packet first, as for any trip
                 self.journal.trip(n, trip)  # the loop changes its approach instead of ending
-                return Check(settled, verify_s, restart=trip.detail)
+                return Checked(settled, verify_s, restart=trip.detail)
             if trip is not None:  # no next packet: nothing to add to this one
-                return Check(self.settled(n, examined), verify_s, self.tripped(n, trip))
-            return Check(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)
+                return Checked(self.settled(n, examined), verify_s, self.tripped(n, trip))
+            return Checked(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)
         current = self.settled(n, examined)
         if verdict is Verdict.OK:
             ending = RunEnded(RunStatus.OK, f"verified green on iteration {n}")
-            return Check(current, verify_s, ending)
+            return Checked(current, verify_s, ending)
         if verdict is Verdict.ENV_FAILURE:
             trip = Trip("env_failure", RunStatus.ENV_FAILURE, env_reason(current))
-            return Check(current, verify_s, self.tripped(n, trip))
+            return Checked(current, verify_s, self.tripped(n, trip))
         reasons = judgement.reasons
         self.journal.emit(ReviewRequested(n=n, kind="pass", reasons=reasons))
         review = await self.gate.review_pass(n, reasons)
@@ -175,12 +175,14 @@ class IterationChecker:
             ending = RunEnded(
                 RunStatus.OK, f"suspicious pass accepted ({review.note}): {listed}", reasons
             )
-            return Check(current, verify_s, ending)
+            return Checked(current, verify_s, ending)
         if not review.keep_repairing:
-            return Check(current, verify_s, RunEnded(RunStatus.SUSPICIOUS_PASS, listed))
+            return Checked(current, verify_s, RunEnded(RunStatus.SUSPICIOUS_PASS, listed))
         return await self.rejected(n, current, review.comment, verify_s)
 
-    async def rejected(self, n: int, current: Verification, comment: str, verify_s: float) -> Check:
+    async def rejected(
+        self, n: int, current: Verification, comment: str, verify_s: float
+    ) -> Checked:
         """An honest reject: the test changes that made the pass doubtful are reverted in a
         commit of their own, the tree verified again, and the model gets the normal packet
         with the reasons and the person's words. With nothing to revert, the reasons alone."""
@@ -190,7 +192,7 @@ class IterationChecker:
         commit = self.workspace.restore(paths, message) if paths else None
         if commit is None:  # no packet to give: the reasons are the feedback
             note = rejected_pass_note(reasons, comment)
-            return Check(current.model_copy(update={"packet_text": note}), verify_s)
+            return Checked(current.model_copy(update={"packet_text": note}), verify_s)
         self.journal.emit(Committed(n=n, sha=commit, message=message))
         self.journal.text(n, "revert.diff", self.workspace.diff(commit))
         note = rejected_pass_note(reasons, comment, reverted=paths)

@@ -30,10 +30,10 @@ from bench.suite.results import (
     ItemResult,
     ItemStarted,
     Listener,
+    ModelSpend,
     Preparing,
     RoundVerified,
     SkippedTask,
-    Spend,
     arm_result,
     machine,
 )
@@ -106,7 +106,7 @@ class RunWatch:
 
     def __init__(self, item_id: str, arm: str, listener: Listener) -> None:
         self.item_id, self.arm, self.listener = item_id, arm, listener
-        self.spend = Spend()
+        self.spend = ModelSpend()
 
     def emit(self, event: BaseEvent) -> None:
         if isinstance(event, ModelResponded):

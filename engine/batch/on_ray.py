@@ -36,7 +36,7 @@ Work = Callable[..., Any]
 
 
 @dataclass(frozen=True)
-class Finished:
+class FinishedJob:
     """A job's end: its value, or Ray's cause when every attempt was lost (or it raised)."""
 
     key: str
@@ -98,7 +98,7 @@ def joined(options: RayOptions) -> Iterator[ModuleType]:
 
 def each_finished(
     ray: ModuleType, jobs: Mapping[str, tuple[Work, tuple[Any, ...]]], options: RayOptions
-) -> Iterator[Finished]:
+) -> Iterator[FinishedJob]:
     """Every job submitted at once (the cluster runs as many as its resources allow), each
     yielded as it ends."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -132,10 +132,10 @@ def each_finished(
             value = ray.get(ready[0])
         except ray.exceptions.RayError as exc:  # lost on every attempt, or it raised
             lost = [a.model_copy(update={"lost": True}) for a in tried]
-            yield Finished(key, None, f"{type(exc).__name__}: {_first_line(exc)}", lost)
+            yield FinishedJob(key, None, f"{type(exc).__name__}: {_first_line(exc)}", lost)
             continue
         earlier = [a.model_copy(update={"lost": True}) for a in tried[:-1]]
-        yield Finished(key, value, None, [*earlier, *tried[-1:]])
+        yield FinishedJob(key, value, None, [*earlier, *tried[-1:]])
 
 
 def run_on_ray(

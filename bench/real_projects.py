@@ -221,7 +221,7 @@ def set_up(project: RealProject, python: Path, root: Path) -> Path:
 
 
 @dataclass
-class Row:
+class ProjectTimes:
     project: str
     covers: str
     collected: int | None = None
@@ -379,9 +379,9 @@ def bench_project(
     runs: int,
     test_timeout: float | None,
     learned: bool = False,
-) -> Row:
+) -> ProjectTimes:
     checkout = set_up(project, python, cache_root())
-    row = Row(project=project.slug, covers=project.covers)
+    row = ProjectTimes(project=project.slug, covers=project.covers)
     row.bare_ok, row.bare_summary, row.bare_s = bare(checkout, runs)
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-times-") as times:
         for _ in range(1 + runs):
@@ -402,7 +402,7 @@ def bench_project(
     return row
 
 
-def learn_times(row: Row, checkout: Path, backend: str) -> None:
+def learn_times(row: ProjectTimes, checkout: Path, backend: str) -> None:
     """In an empty cache: one verification with no per-test limit, which teaches fixloop the
     suite's times, then one with the default limits, sized from them."""
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-learned-") as times:
@@ -437,7 +437,7 @@ def seconds(value: float) -> str:
     return f"{value:.1f}"
 
 
-def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
+def print_table(rows: list[ProjectTimes], env: dict[str, str], runs: int) -> None:
     print()
     for key, value in env.items():
         print(f"{key + ':':<15}{value}")
@@ -514,7 +514,7 @@ def main() -> None:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     env = environment(args.backend, args.python)
-    rows: list[Row] = []
+    rows: list[ProjectTimes] = []
     try:
         for name in names:
             print(f"real-projects: {name} ...", file=sys.stderr, flush=True)

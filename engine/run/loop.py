@@ -43,7 +43,7 @@ from engine.run.steps import Steps, apply_and_commit
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk
 from engine.verify.execute import Verifier
-from engine.verify.tree import Verification, relabelled
+from engine.verify.tree import Verification, shown_again
 from sandbox import FixloopError
 from sandbox.contract import describe
 
@@ -131,7 +131,7 @@ class FixLoop:
             self.journal.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
             steps = Steps(n)
             try:
-                shown = relabelled(current, n, self.config.model)
+                shown = shown_again(current, n, self.config.model)
                 notes = [*notes, *self.heard(n)]
                 current, notes = await self.iteration(steps, shown, notes)
             finally:  # an ending mid-iteration keeps what the iteration got to

@@ -58,7 +58,7 @@ class IterationChecker:
     async def baseline(self) -> Verification:
         """What is red before the model is asked; no test, an environment problem, a green or
         a doubtful pass ends the run here."""
-        current = self.settled(0, await self.verify(0, retry=True))
+        current = self.with_packet(0, await self.verify(0, retry=True))
         self.verifier.learn(current.stages)  # the person's tree, before any answer
         judgement = current.judgement
         if (no_tests := no_tests_reason(current.stages)) is not None:
@@ -125,9 +125,9 @@ class IterationChecker:
         """A resumed run's tip, verified again: green ends it, else the next packet."""
         examined = await self.verify(n)
         if examined.judgement.verdict is Verdict.OK:
-            self.settled(n, examined)
+            self.with_packet(n, examined)
             raise RunEnded(RunStatus.OK, "verified green on resume")
-        return self.settled(n, examined, self.guards.repeat_note())
+        return self.with_packet(n, examined, self.guards.repeat_note())
 
     async def judge(
         self,
@@ -144,13 +144,15 @@ class IterationChecker:
             trip = self.guards.after_edit(judgement.signature, touched, passed)
             if self.guards.changes_approach(trip, n):
                 assert trip is not None
-                settled = self.settled(n, examined)  # its packet first, as for any trip
+                verification = self.with_packet(n, examined)  # its packet first, as for any trip
                 self.journal.trip(n, trip)  # the loop changes its approach instead of ending
-                return Checked(settled, verify_s, restart=trip.detail)
+                return Checked(verification, verify_s, restart=trip.detail)
             if trip is not None:  # no next packet: nothing to add to this one
-                return Checked(self.settled(n, examined), verify_s, self.tripped(n, trip))
-            return Checked(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)
-        current = self.settled(n, examined)
+                return Checked(self.with_packet(n, examined), verify_s, self.tripped(n, trip))
+            return Checked(
+                self.with_packet(n, examined, self.guards.repeat_note(), notes), verify_s
+            )
+        current = self.with_packet(n, examined)
         if verdict is Verdict.OK:
             ending = RunEnded(RunStatus.OK, f"verified green on iteration {n}")
             return Checked(current, verify_s, ending)
@@ -246,7 +248,7 @@ class IterationChecker:
 
         examined = await once()
         if retry and examined.judgement.verdict is Verdict.ENV_FAILURE:
-            self.settled(n, examined)  # the failed attempt stays in the trail
+            self.with_packet(n, examined)  # the failed attempt stays in the trail
             examined = await once()
         return examined
 
@@ -283,7 +285,7 @@ class IterationChecker:
         self.journal.json(n, FORMAT_TRAIL, fixed)
         return fixed
 
-    def settled(
+    def with_packet(
         self,
         n: int,
         examined: Verification,

@@ -228,7 +228,7 @@ class FixLoop:
         self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
         restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
         self.start_guards_over(restarted)
-        return self.checker.settled(n, restarted), [restart_note(edit_format, files)]
+        return self.checker.with_packet(n, restarted), [restart_note(edit_format, files)]
 
     def start_guards_over(self, verification: Verification, *, spent: bool = True) -> None:
         """After a change of approach the guards count from `verification` afresh."""

@@ -243,7 +243,7 @@ class FixLoop:
         if escalation is None or self.answers.model is escalation:
             return
         self.answers.model = escalation
-        self.answers.echoed = False  # what the last model did says nothing of this one
+        self.answers.noop_seen = False  # what the last model did says nothing of this one
         self.journal.emit(StrategyChanged(n=n, kind="escalate", reason=why, model=escalation.model))
 
     async def restore(self, state: ResumeState) -> Verification:
@@ -254,7 +254,7 @@ class FixLoop:
         state.prime(self.guards, self.spend)
         if "escalate" in state.strategy_changes and self.deps.escalation is not None:
             self.answers.model = self.deps.escalation
-        self.answers.echoed = state.echoed
+        self.answers.noop_seen = state.noop_seen
         if self.deps.talk is not None:
             self.deps.talk.restore([*state.shown_files, *self.deps.talk.shown()])
         self.checker.restore(state.baseline_collected)

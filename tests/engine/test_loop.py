@@ -490,7 +490,7 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
         )
     run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
     state = resume_state(run_dir.events())
-    assert (state.next_n, state.echoed) == (1, True)
+    assert (state.next_n, state.noop_seen) == (1, True)
     model = ScriptedModel(answer(("app.py", FIXED)))
     resumed = await resume_loop(tmp_path, state, model, sample_after_noop=True)
     assert resumed.status.value == "ok"
@@ -523,7 +523,7 @@ async def test_a_resumed_run_remembers_a_first_candidate_that_changed_nothing(
     with pytest.raises(RunInterrupted):
         await run_loop(tmp_path, model, gate=StopsAtChoice(2), **levers)
     state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
-    assert (state.next_n, state.echoed) == (2, True)
+    assert (state.next_n, state.noop_seen) == (2, True)
     model = ScriptedModel(answer(("app.py", FIXED)), answer(("app.py", BROKEN)))
     resumed = await resume_loop(tmp_path, state, model, **levers)
     assert resumed.status.value == "ok"
@@ -544,7 +544,7 @@ async def test_without_the_reask_a_resumed_run_still_remembers_an_unchanged_answ
 ) -> None:
     levers = {"sample_after_noop": True, "noop_retry": False}
     state = await stopped_after_an_unchanged_answer(tmp_path, **levers)
-    assert (state.next_n, state.echoed) == (2, True)
+    assert (state.next_n, state.noop_seen) == (2, True)
     model = ScriptedModel(answer(("app.py", FIXED)))
     resumed = await resume_loop(tmp_path, state, model, **levers)
     assert [r.status for r in resumed.iterations] == ["no_change", "ok"]

@@ -32,7 +32,7 @@ from engine.run.guards import ModelUnreachable, RunInterrupted
 from engine.run.talk import Talk
 from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
-from tui.app_quit import OnItsLoop, StopAndQuit, cancel
+from tui.app_quit import StopAndQuit, TaskOnLoop, cancel
 from tui.commands import OffersCommands, app_commands
 from tui.gate import (
     CandidatesAsked,
@@ -148,8 +148,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self._cancelled = False
         self.stopped = ""  # the run id of a run the person stopped to resume it later
         self._hidden: ReviewScreen | None = None  # a review put aside to look at the run
-        self._engine: OnItsLoop | None = None
-        self._checking: OnItsLoop | None = None
+        self._engine: TaskOnLoop | None = None
+        self._checking: TaskOnLoop | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from textual.message import Message
 
 from engine.errors import ConfigError
 from engine.project.settings import Settings
-from tui.app_quit import OnItsLoop, cancel
+from tui.app_quit import TaskOnLoop, cancel
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.widgets.header import RunHeader
@@ -39,7 +39,7 @@ class ProjectChecks(App[int]):
     settings: Settings
     running: bool
     _checks: int  # how many checks of the checkout were started: the last one counts
-    _checking: OnItsLoop | None  # the check of the checkout under way
+    _checking: TaskOnLoop | None  # the check of the checkout under way
 
     class ProjectChecked(Message):
         """The verifier's verdict on the checkout before the run (or why there is none)."""

@@ -174,7 +174,7 @@ def _achunks(name: str, request: dict[str, Any], timeout: Any) -> AsyncIterator[
 
 
 @dataclass
-class _Answer:
+class _GatheredAnswer:
     """A whole answer gathered from stream chunks, for the non-streaming call."""
 
     pieces: list[str] = field(default_factory=list)
@@ -243,7 +243,7 @@ def _make_provider_class() -> type:
             timeout: Any = None,  # noqa: ASYNC109
             **_: Any,
         ) -> Any:
-            answer = _Answer()
+            answer = _GatheredAnswer()
             async for chunk in _achunks(model, _request(messages, optional_params), timeout):
                 answer.add(chunk)
             return answer.fill(model_response, model)

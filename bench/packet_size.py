@@ -60,7 +60,7 @@ TOOLZ_BUGS = {
 
 
 @dataclass
-class Row:
+class SuitePacketSize:
     suite: str
     failing: int
     raw_tokens: int
@@ -71,7 +71,7 @@ class Row:
 
 def measure(
     suite: str, stage: Stage, result: ExecResult, nonce: str, root: Path, runs: int
-) -> Row | None:
+) -> SuitePacketSize | None:
     times = []
     stage_result: StageResult | None = None
     text = ""
@@ -89,7 +89,7 @@ def measure(
     counts = stage_result.report.counts if stage_result.report else None
     raw_tokens = approximate_tokens(raw)
     packet_tokens = approximate_tokens(text)
-    return Row(
+    return SuitePacketSize(
         suite=suite,
         failing=(counts.failed + counts.errors) if counts else 0,
         raw_tokens=raw_tokens,
@@ -99,7 +99,7 @@ def measure(
     )
 
 
-def captured_rows(runs: int) -> list[Row]:
+def captured_rows(runs: int) -> list[SuitePacketSize]:
     rows = []
     for path in sorted(CAPTURED.glob("*.json")):
         record = json.loads(path.read_text())
@@ -127,7 +127,7 @@ def unpack_with_bug(scratch: str, file: str, correct: str, buggy: str) -> Path:
     return root
 
 
-async def live_rows(runs: int) -> list[Row]:
+async def live_rows(runs: int) -> list[SuitePacketSize]:
     from engine.verify.execute import Verifier
     from sandbox.gvisor import GvisorSandbox
 

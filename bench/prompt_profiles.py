@@ -97,9 +97,9 @@ async def one_run(server: ScriptedModelServer, case: str, profile: str, scratch:
 
 def exact_tokens(messages: list[Message]) -> int:
     """The embedded model's own prompt count: one token asked, llama.cpp's timings read."""
+    from engine.errors import ModelError
     from engine.model.client import LiteLLMClient
     from engine.model.local.server import last_timings
-    from engine.model.types import ModelError
 
     client = LiteLLMClient(EMBEDDED_MODEL, max_tokens=1, timeout_s=600)
     # Truncated at the one token asked for (an error to the client): the prompt was read.

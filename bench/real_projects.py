@@ -122,10 +122,6 @@ PROJECTS: dict[str, RealProject] = {
 }
 
 
-class BenchFailed(Exception):
-    """A step of the set-up failed: the bench stops with what to look at."""
-
-
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "fixloop" / "bench-projects"
@@ -224,7 +220,7 @@ def set_up(project: RealProject, python: Path, root: Path) -> Path:
 
 
 @dataclass
-class Row:
+class ProjectTimes:
     project: str
     covers: str
     collected: int | None = None
@@ -382,9 +378,9 @@ def bench_project(
     runs: int,
     test_timeout: float | None,
     learned: bool = False,
-) -> Row:
+) -> ProjectTimes:
     checkout = set_up(project, python, cache_root())
-    row = Row(project=project.slug, covers=project.covers)
+    row = ProjectTimes(project=project.slug, covers=project.covers)
     row.bare_ok, row.bare_summary, row.bare_s = bare(checkout, runs)
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-times-") as times:
         for _ in range(1 + runs):
@@ -405,7 +401,7 @@ def bench_project(
     return row
 
 
-def learn_times(row: Row, checkout: Path, backend: str) -> None:
+def learn_times(row: ProjectTimes, checkout: Path, backend: str) -> None:
     """In an empty cache: one verification with no per-test limit, which teaches fixloop the
     suite's times, then one with the default limits, sized from them."""
     with tempfile.TemporaryDirectory(prefix="fixloop-bench-learned-") as times:
@@ -440,7 +436,7 @@ def seconds(value: float) -> str:
     return f"{value:.1f}"
 
 
-def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
+def print_table(rows: list[ProjectTimes], env: dict[str, str], runs: int) -> None:
     print()
     for key, value in env.items():
         print(f"{key + ':':<15}{value}")
@@ -517,7 +513,7 @@ def main() -> None:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     env = environment(args.backend, args.python)
-    rows: list[Row] = []
+    rows: list[ProjectTimes] = []
     try:
         for name in names:
             print(f"real-projects: {name} ...", file=sys.stderr, flush=True)

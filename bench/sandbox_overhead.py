@@ -76,7 +76,7 @@ DOCKERD_URL = "unix:///run/fixloop/docker.sock"  # fixloop's own dockerd (docker
 
 
 @dataclass
-class Row:
+class CommandTimes:
     mode: str
     command: str
     runs: int
@@ -179,7 +179,7 @@ async def measure(
     runs: int,
     timer: Timer,
     before_each: Callable[[], Awaitable[None]] | None = None,
-) -> Row:
+) -> CommandTimes:
     times: list[float] = []
     inside: list[float] = []
     await timer(request)  # one untimed run: first-use costs (skeleton root, page cache)
@@ -191,7 +191,7 @@ async def measure(
             check(mode, request.argv, result.exit_code, result.stdout, result.stderr)
             inside.append(result.duration_ms / 1000)
         times.append(elapsed)
-    return Row(
+    return CommandTimes(
         mode=mode,
         command=command,
         runs=runs,
@@ -215,10 +215,10 @@ async def bench(
     backends: list[str],
     image: str | None,
     dockerd_url: str = DOCKERD_URL,
-) -> list[Row]:
-    rows: list[Row] = []
+) -> list[CommandTimes]:
+    rows: list[CommandTimes] = []
 
-    def note(row: Row) -> None:
+    def note(row: CommandTimes) -> None:
         rows.append(row)
         if progress:
             print(f"  {row.mode:<11} {row.command:<16} median {row.median_s:.3f} s", flush=True)
@@ -276,7 +276,7 @@ def environment(backends: list[str], image: str | None, dockerd_url: str) -> dic
     return found
 
 
-def print_table(rows: list[Row], env: dict[str, str], runs: int) -> None:
+def print_table(rows: list[CommandTimes], env: dict[str, str], runs: int) -> None:
     print()
     for key, value in env.items():
         print(f"{key + ':':<17}{value}")

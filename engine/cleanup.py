@@ -33,9 +33,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.project.git_plumbing import WorkspaceError, git_bytes, git_ok, registered_worktrees
+from engine.errors import CleanupError, WorkspaceError
+from engine.project.git_plumbing import git_bytes, git_ok, registered_worktrees
 from engine.project.paths import fixloop_dir, runs_dir, worktree_path, worktrees_dir
-from sandbox import FixloopError
 
 Group = Literal["runs", "demos", "sandbox", "caches"]
 GROUPS: tuple[Group, ...] = ("runs", "demos", "sandbox", "caches")
@@ -51,10 +51,6 @@ CACHE_LABELS = {
     "go-build": "Go build-cache seeds, rebuilt on the next Go verification",
     "bench-projects": "projects `fixloop-tui bench` unpacked",
 }
-
-
-class CleanupError(FixloopError):
-    """Something fixloop wrote could not be removed."""
 
 
 class Leftover(BaseModel):

@@ -18,17 +18,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from engine.errors import ConfigError, UntrustedSettings
 from engine.model import preflight
 from engine.project.detect import detected_test_cmd
 from engine.project.modules import project_modules
 from engine.project.paths import project_python
-from engine.project.settings import (
-    ConfigError,
-    UntrustedSettings,
-    from_environment,
-    from_pyproject,
-    from_user_config,
-)
+from engine.project.settings import from_environment, from_pyproject, from_user_config
 from engine.project.trust import RESTRICTED
 from engine.verify.execute import workspace_path
 from engine.verify.go_seed import SEED_ARCHIVE, seed_dir, usable_seed
@@ -38,8 +33,8 @@ from sandbox import cgroups as sandbox_cgroups
 from sandbox.bundle import HOST_PIDS_LIMIT, THREAD_ROOM_MB
 from sandbox.choose import check_engine, runsc_version
 from sandbox.docker.daemon_json import daemon_json_fix
-from sandbox.host_trees import MountRefused
-from sandbox.interpreter import InterpreterRefused, read_venv, venv_of
+from sandbox.errors import InterpreterRefused, MountRefused
+from sandbox.interpreter import read_venv, venv_of
 from sandbox.owners import rootless
 
 # Seconds to join and hash the embedded model's 1.1 GB (measured 5-15 s: LOCAL_MODEL.md).

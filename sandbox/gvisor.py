@@ -53,10 +53,10 @@ from sandbox.runsc import check_can_run, find_runsc, list_containers, reap_stale
 
 # What runsc itself is (finding it, whether it runs here, leftovers) lives in sandbox.runsc;
 # named here too for callers that know only the backend.
-__all__ = ["Container", "GvisorSandbox", "check_can_run", "find_runsc", "list_containers"]
+__all__ = ["GvisorSandbox", "RunscContainer", "check_can_run", "find_runsc", "list_containers"]
 
 
-class Container:
+class RunscContainer:
     """One gVisor sandbox, started with the zygote waiting for its single job."""
 
     def __init__(self, runsc: str, profile: Profile) -> None:
@@ -88,7 +88,7 @@ class Container:
     def _runsc(self, *args: str) -> list[str]:
         return runsc_command(self.runsc, self.state, *args, rootless=self.rootless)
 
-    async def start(self) -> Container:
+    async def start(self) -> RunscContainer:
         base = runtime_dir()
         if self.rootless:
             private_dir(base)
@@ -291,7 +291,7 @@ class GvisorSandbox:
 
     def __init__(self, *, pool_size: int = 0, runsc: str | None = None) -> None:
         self.runsc = runsc or check_can_run()
-        self.pool: WarmPool[Profile, Container] = WarmPool(
+        self.pool: WarmPool[Profile, RunscContainer] = WarmPool(
             size=pool_size, start=self._start, discard=self._discard
         )
         reap_stale(self.runsc)
@@ -301,11 +301,11 @@ class GvisorSandbox:
         """For the audit trail: whether the run's limits were a cgroup's or a user's."""
         return "gvisor (runsc --rootless: rlimits and a memory watch)" if rootless() else "gvisor"
 
-    async def _start(self, profile: Profile) -> Container:
-        return await Container(self.runsc, profile).start()
+    async def _start(self, profile: Profile) -> RunscContainer:
+        return await RunscContainer(self.runsc, profile).start()
 
     @staticmethod
-    async def _discard(container: Container) -> None:
+    async def _discard(container: RunscContainer) -> None:
         await container.destroy()
 
     async def warm(self, request: ExecRequest) -> None:

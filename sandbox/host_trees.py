@@ -12,11 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from sandbox.errors import SandboxError
-
-
-class MountRefused(SandboxError):
-    """A host directory that must not be mounted into a sandbox."""
+from sandbox.errors import MountRefused
 
 
 def user_home() -> Path:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox.errors import SandboxError
-from sandbox.host_trees import MountRefused, is_within, owned_by_user, too_broad
+from sandbox.errors import InterpreterRefused, SandboxError
+from sandbox.host_trees import is_within, owned_by_user, too_broad
 
 VENV_CONFIG = "pyvenv.cfg"
 _CONFIG_BYTES = 64 * 1024
@@ -56,10 +56,6 @@ class Interpreter(BaseModel):
 def default_python() -> Path:
     """The interpreter fixloop itself runs on."""
     return Path(sys.executable)
-
-
-class InterpreterRefused(MountRefused):
-    """An interpreter (a venv, mostly) whose trees fixloop will not mount, nor it run."""
 
 
 @dataclass(frozen=True)

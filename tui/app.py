@@ -25,13 +25,14 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 import themes
-from engine.project.settings import ConfigError, Settings
+from engine.errors import ConfigError
+from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
-from engine.run.guards import ModelUnreachable, RunStopped
+from engine.run.guards import ModelUnreachable, RunInterrupted
 from engine.run.talk import Talk
 from tui.app_checks import FINDING_MODEL, ProjectChecks
 from tui.app_end import RunEnding
-from tui.app_quit import OnItsLoop, StopAndQuit, cancel
+from tui.app_quit import StopAndQuit, TaskOnLoop, cancel
 from tui.commands import OffersCommands, app_commands
 from tui.interactive_gate import (
     CandidatesAsked,
@@ -147,8 +148,8 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         self._cancelled = False
         self.stopped = ""  # the run id of a run the person stopped to resume it later
         self._hidden: ReviewScreen | None = None  # a review put aside to look at the run
-        self._engine: OnItsLoop | None = None
-        self._checking: OnItsLoop | None = None
+        self._engine: TaskOnLoop | None = None
+        self._checking: TaskOnLoop | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -305,7 +306,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
 
     async def _drive(self, run: Coroutine[Any, Any, object]) -> None:
         """Run the engine's coroutine on this thread; say how it ended (RunOver)."""
-        from engine.project.git_plumbing import WorkspaceError
+        from engine.errors import WorkspaceError
 
         current = asyncio.current_task()
         assert current is not None
@@ -315,7 +316,7 @@ class FixloopApp(ProjectChecks, RunEnding, StopAndQuit):
         except ModelUnreachable as exc:
             self.post_from_thread(self.RunOver(stopped=True, outage=exc.reason))
             return
-        except RunStopped:
+        except RunInterrupted:
             self.post_from_thread(self.RunOver(stopped=True))
             return
         except asyncio.CancelledError:

@@ -12,8 +12,9 @@ from textual import on, work
 from textual.app import App
 from textual.message import Message
 
-from engine.project.settings import ConfigError, Settings
-from tui.app_quit import OnItsLoop, cancel
+from engine.errors import ConfigError
+from engine.project.settings import Settings
+from tui.app_quit import TaskOnLoop, cancel
 from tui.screens.task import TaskScreen
 from tui.screens.watch import WatchScreen
 from tui.widgets.header import RunHeader
@@ -38,7 +39,7 @@ class ProjectChecks(App[int]):
     settings: Settings
     running: bool
     _checks: int  # how many checks of the checkout were started: the last one counts
-    _checking: OnItsLoop | None  # the check of the checkout under way
+    _checking: TaskOnLoop | None  # the check of the checkout under way
 
     class ProjectChecked(Message):
         """The verifier's verdict on the checkout before the run (or why there is none)."""
@@ -147,7 +148,7 @@ class ProjectChecks(App[int]):
 
 def _unusable_project(project: Path) -> str | None:
     """Why `project` cannot hold a run (with the path to use), or None."""
-    from engine.project.git_plumbing import WorkspaceError
+    from engine.errors import WorkspaceError
     from engine.project.workspace import project_root
 
     try:

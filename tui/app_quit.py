@@ -27,7 +27,7 @@ from tui.screens.task import TaskScreen
 QUIT_GRACE_S = 30.0  # how long quitting waits for the engine to stop and close its sandbox
 TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
 
-OnItsLoop = tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]
+TaskOnLoop = tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]
 """A task running on another thread's asyncio loop (the engine's, the check's), and that loop."""
 
 
@@ -44,8 +44,8 @@ class StopAndQuit(App[int]):
     exit_status: int
     _quitting: bool  # the app exits once the run's thread is done (the person quit, or hung up)
     _cancelled: bool  # the engine's task was cancelled (only once)
-    _engine: OnItsLoop | None
-    _checking: OnItsLoop | None
+    _engine: TaskOnLoop | None
+    _checking: TaskOnLoop | None
 
     def action_abort_run(self) -> None:
         """`x` and the palette: asks first; the confirm's default answer keeps the run."""
@@ -71,7 +71,7 @@ class StopAndQuit(App[int]):
 
     def action_stop_run(self, why: str = "stopped by you") -> None:
         """Stop the run so that `fixloop-tui resume` continues it: at the gate, the waiting
-        review raises RunStopped; elsewhere the engine's task is cancelled with STOP. `why`
+        review raises RunInterrupted; elsewhere the engine's task is cancelled with STOP. `why`
         is what the trail records."""
         if not self.running:
             return
@@ -157,7 +157,7 @@ def hung_up(fd: int) -> bool:
     return any(events & gone for _, events in poller.poll(0))
 
 
-def cancel(running: OnItsLoop | None, message: str | None = None) -> None:
+def cancel(running: TaskOnLoop | None, message: str | None = None) -> None:
     """Cancel a task running on another thread's loop (if it still runs); `message` (a
     `stop_message`) tells the engine what the cancellation means."""
     if running is None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
-from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, ConfigError, Settings
+from engine.errors import ConfigError
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings
 from engine.project.strategy import LEVERS, PRESETS, Strategy
 from engine.run.exit_codes import EXIT_USAGE
 from engine.run.headless import headless_settings
@@ -264,7 +265,7 @@ def app_settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings, st
     """As `settings_from_args`, for the app: a project config's untrusted security settings
     are left out instead, and the refusal returned third, for the task screen to show (the
     person is there to read it; a headless run has no one, so it refuses)."""
-    from engine.project.settings import UntrustedSettings
+    from engine.errors import UntrustedSettings
 
     prepared = _run_flags(args)
     if isinstance(prepared, int):

@@ -30,7 +30,8 @@ def ray_problem(args: argparse.Namespace) -> str | None:
         return "--num-cpus must be above 0, --memory 1 or more, --max-retries 0 or more"
     if args.ray is None:
         return None
-    from engine.batch.on_ray import RayUnavailable, import_ray
+    from engine.batch.on_ray import import_ray
+    from engine.errors import RayUnavailable
 
     try:
         import_ray()

@@ -37,7 +37,7 @@ from bench.suite.tasks import BenchTask, SuiteError, load_suite
 from engine.feedback.checkout import open_configured_sandbox
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient
-from engine.project.settings import ConfigError, Settings
+from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
 from engine.run.start import make_client, resolve_model
 from sandbox import FixloopError, choose_backend
@@ -256,7 +256,8 @@ def check_model(model: str, settings: Settings) -> None:
     """A model that cannot work is a usage error, found before any task runs; the embedded
     model's weights are joined (first use only) and loaded here, with progress."""
     if model.startswith("local/"):
-        from engine.model.local import EMBEDDED_MODEL, LocalModelError, provider, weights
+        from engine.errors import LocalModelError
+        from engine.model.local import EMBEDDED_MODEL, provider, weights
 
         try:
             if settings.model_path is None and model == EMBEDDED_MODEL:

@@ -63,7 +63,8 @@ def said_age(seconds: float) -> str:
 
 
 def clean_command(args: argparse.Namespace) -> int:
-    from engine.cleanup import GROUPS, CleanupError, remove, survey
+    from engine.cleanup import GROUPS, remove, survey
+    from engine.errors import CleanupError
 
     older = age_seconds(args.older_than) if args.older_than else 0.0
     if older is None:

@@ -46,11 +46,10 @@ from engine.run.events import (
 )
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
-from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunStopped, stop_message
+from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunInterrupted, stop_message
 from engine.run.headless import result_json, run_headless
 from engine.run.no_change import held_back_summary
 from engine.run.outcome import RunResult
-from engine.run.resume import ResumeError
 from engine.run.start import resume_run
 from engine.text.durations import said_duration
 from engine.text.redact import redact
@@ -216,7 +215,7 @@ def _complete(
     except ModelError as exc:
         say(f"fixloop-tui: error: {exc}", sys.stderr)
         return EXIT_INFRA
-    except RunStopped as stop:
+    except RunInterrupted as stop:
         from tui.screens.quit import resume_command
 
         resume = resume_command(printer.run_id, str(project))

@@ -31,8 +31,7 @@ def resume_app(args: argparse.Namespace) -> int:
     """`fixloop-tui resume RUN [PATH]`: the stopped run taken up again in the app, in the mode
     it ran in (step mode's reviews shown); a run that cannot be resumed is said in one line
     before the app opens."""
-    from engine.run.resume import ResumeError
-    from engine.run.talk import FileRefused
+    from engine.errors import FileRefused, ResumeError
     from tui.trail import named_project, named_run
 
     project = named_project(args.path)

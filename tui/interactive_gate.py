@@ -5,7 +5,7 @@ among verified candidates).
 The engine runs in a worker thread with its own asyncio loop. Each of the gate's questions
 (`review`, `review_pass`, `choose`) posts a request holding a `concurrent.futures.Future` and
 awaits it there; the UI resolves the future when the person decides, or fails it with
-`RunStopped` when the person stops the run to resume it later. Neither side ever blocks the
+`RunInterrupted` when the person stops the run to resume it later. Neither side ever blocks the
 other.
 """
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from textual.message import Message
 
 from engine.project.paths import worktree_path
-from engine.run.guards import RunStopped
+from engine.run.guards import RunInterrupted
 
 # The gate is built with the app, before its first frame; the engine's models (events, reviews,
 # previews) are imported where the engine's thread first asks or tells it something.
@@ -324,7 +324,7 @@ class InteractiveGate:
 
     def stop(self, note: str = "stopped by you") -> None:
         """Stop the run to resume it later: every open and future review, and a paused loop,
-        raise `RunStopped` on the engine's side (the loop records it and writes no ending)."""
+        raise `RunInterrupted` on the engine's side (the loop records it and writes no ending)."""
         with self._lock:
             if self._closed is not None or self._stopped is not None:
                 return
@@ -335,7 +335,7 @@ class InteractiveGate:
             paused.set_result(None)  # `between` wakes up and raises
         for request in pending:
             with contextlib.suppress(InvalidStateError):  # decided in the meantime
-                request.future.set_exception(RunStopped(note))
+                request.future.set_exception(RunInterrupted(note))
 
     @property
     def stopped(self) -> bool:
@@ -343,7 +343,7 @@ class InteractiveGate:
 
     def _raise_if_stopped(self) -> None:
         if self._stopped is not None:
-            raise RunStopped(self._stopped)
+            raise RunInterrupted(self._stopped)
 
     def _preview(self, proposal: Proposal, held_back: list[str] | None = None) -> ProposalPreview:
         from engine.run.preview import ProposalPreview, preview_proposal
@@ -355,7 +355,7 @@ class InteractiveGate:
     def _ask(self, request: Request, message: Message) -> bool:
         with self._lock:
             if self._stopped is not None:
-                raise RunStopped(self._stopped)
+                raise RunInterrupted(self._stopped)
             if self._closed is not None:
                 return False
             self._pending = [r for r in self._pending if not r.future.done()] + [request]

@@ -116,8 +116,9 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def replay_command(args: argparse.Namespace) -> int:
     """`replay [RUN] [PATH]`; a lone argument that is a directory is the PATH."""
+    from engine.errors import ConfigError
     from engine.project.paths import runs_dir
-    from engine.project.settings import ConfigError, load_settings
+    from engine.project.settings import load_settings
 
     run, path = run_and_path(args.run, args.path)
     project = path.resolve()

@@ -17,7 +17,8 @@ def add_trust_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def trust_command(args: argparse.Namespace) -> int:
-    from engine.project.settings import ConfigError, read_project_config
+    from engine.errors import ConfigError
+    from engine.project.settings import read_project_config
     from engine.project.trust import RESTRICTED, TrustStore
     from engine.run.exit_codes import EXIT_USAGE
 

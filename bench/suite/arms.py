@@ -7,13 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.errors import ArmError
 from engine.project.settings import Settings
 from engine.project.strategy import PRESETS, Strategy
-from sandbox.errors import FixloopError
-
-
-class ArmError(FixloopError):
-    """An unknown arm name; the message lists the known ones."""
 
 
 class ArmOptions(BaseModel):

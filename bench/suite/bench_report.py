@@ -8,19 +8,15 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.errors import PlotError
 from bench.suite.arms import ARMS, describe
 from bench.suite.bench_run import BenchRun
 from bench.suite.scoring import ArmScore
-from sandbox.errors import FixloopError
 
 WIDTH = 100
 BAR = 40
 LABEL = 24
 ID_CHARS = 44
-
-
-class PlotError(FixloopError):
-    """The PNG could not be written."""
 
 
 def duration(seconds: float) -> str:

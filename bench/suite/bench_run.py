@@ -49,7 +49,7 @@ class BenchItem(BaseModel):
     mutant: Mutant | None = None
 
 
-class Spend(BaseModel):
+class ModelSpend(BaseModel):
     """What the model calls of one run cost, summed from its `ModelResponded` events."""
 
     model_calls: int = 0
@@ -66,12 +66,12 @@ class ArmResult(BaseModel):
     reason: str = ""
     rounds: list[str]  # round r: the verdict of iteration r + 1 (format_error, no_change ...)
     passed_round: int | None  # the first round from which the task passes, None if never
-    spend: Spend = Field(default_factory=Spend)
+    spend: ModelSpend = Field(default_factory=ModelSpend)
     wall_s: float
     run_dir: str  # the audit trail: events.jsonl, iterations/NN/ (gone unless --keep)
 
 
-def arm_result(arm: str, result: RunResult, spend: Spend, wall_s: float) -> ArmResult:
+def arm_result(arm: str, result: RunResult, spend: ModelSpend, wall_s: float) -> ArmResult:
     """Rounds from the run's iterations: round r is iteration r + 1; a run that ended ok at
     iteration k passes at every round from k - 1 (at round 0 when the baseline passed)."""
     rounds = [record.status for record in result.iterations]

@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from bench.errors import LedgerError
 from bench.suite.arms import ARMS, arm_levers, recorded_levers, unrecorded_levers
 from bench.suite.bench_run import ArmResult, BenchConfig, BenchItem, BenchRun, ItemResult, machine
 from bench.suite.selection import natural_key, rank
 from bench.suite.tasks import SUITES
-from sandbox.errors import FixloopError
 
 LEDGER_KEY = (
     "suite",
@@ -42,10 +42,6 @@ LEDGER_KEY = (
 # What a condition was before it was recorded: lines written before `test_layout` existed
 # measured the literal layout.
 KEY_DEFAULTS: dict[str, Any] = {"test_layout": "literal"}
-
-
-class LedgerError(FixloopError):
-    """The ledger cannot be read or written; the message is one line."""
 
 
 class LedgerLine(BaseModel):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from bench.errors import BenchStopped
 from bench.suite.arms import ARMS
 from bench.suite.bench_run import (
     ArmFinished,
@@ -27,7 +28,7 @@ from bench.suite.bench_run import (
     ItemStarted,
     RoundVerified,
 )
-from bench.suite.runner import BenchRunner, BenchStopped
+from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
 from engine.batch.on_ray import RayOptions, each_finished, joined
 from engine.batch.task_outcome import Attempt

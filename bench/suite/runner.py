@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.errors import BenchStopped
 from bench.suite.arms import arm_settings
 from bench.suite.bench_run import (
     ArmFinished,
@@ -26,10 +27,10 @@ from bench.suite.bench_run import (
     ItemResult,
     ItemStarted,
     Listener,
+    ModelSpend,
     Preparing,
     RoundVerified,
     SkippedTask,
-    Spend,
     arm_result,
     machine,
 )
@@ -38,7 +39,8 @@ from bench.suite.ledger import Ledger
 from bench.suite.mutants import Mutant, reference_program, seeded_mutants
 from bench.suite.selection import natural_key, seeded_order, select
 from bench.suite.tasks import BenchTask
-from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
+from engine.errors import ModelError
+from engine.model.types import Completion, Message, ModelClient, SamplesTogether
 from engine.project.settings import Settings
 from engine.run.events import (
     BaseEvent,
@@ -51,15 +53,9 @@ from engine.run.gate import PolicyGate
 from engine.run.guards import ModelUnreachable, RunStatus
 from engine.run.start import start_run
 from sandbox import Sandbox
-from sandbox.errors import FixloopError
 
 # Mutants tried per task before giving up on it; a hanging mutant is never kept.
 MAX_MUTANT_TRIES = 12
-
-
-class BenchStopped(FixloopError):
-    """A run ended in error and the model never answered, not even unusably: it is unreachable,
-    and the rest would end the same way."""
 
 
 class HeardModel:
@@ -110,7 +106,7 @@ class RunWatch:
 
     def __init__(self, item_id: str, arm: str, listener: Listener) -> None:
         self.item_id, self.arm, self.listener = item_id, arm, listener
-        self.spend = Spend()
+        self.spend = ModelSpend()
 
     def emit(self, event: BaseEvent) -> None:
         if isinstance(event, ModelResponded):

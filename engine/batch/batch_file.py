@@ -12,18 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.errors import BatchFileError, ConfigError
 from engine.project.git_plumbing import git_ok
-from engine.project.settings import ConfigError, settings_layer
-from sandbox import FixloopError
+from engine.project.settings import settings_layer
 
 TASK_KEYS = ("id", "repo", "ref", "trust")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # ssh://, https://, file:// ... or git's scp-like user@host:path
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-
-class BatchFileError(FixloopError):
-    """A batch file that cannot be run as written; the message names the line."""
 
 
 class BatchTask(BaseModel):

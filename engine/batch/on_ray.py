@@ -18,13 +18,8 @@ from engine.batch.batch_file import BatchTask
 from engine.batch.run_task import run_task
 from engine.batch.task_outcome import Attempt, TaskOutcome
 from engine.run.exit_codes import EXIT_INFRA
-from sandbox import FixloopError
 
 MIB = 1024 * 1024
-
-
-class RayUnavailable(FixloopError):
-    """Ray is not installed, or its cluster cannot be joined."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +35,7 @@ Work = Callable[..., Any]
 
 
 @dataclass(frozen=True)
-class Finished:
+class FinishedJob:
     """A job's end: its value, or Ray's cause when every attempt was lost (or it raised)."""
 
     key: str
@@ -102,7 +97,7 @@ def joined(options: RayOptions) -> Iterator[ModuleType]:
 
 def each_finished(
     ray: ModuleType, jobs: Mapping[str, tuple[Work, tuple[Any, ...]]], options: RayOptions
-) -> Iterator[Finished]:
+) -> Iterator[FinishedJob]:
     """Every job submitted at once (the cluster runs as many as its resources allow), each
     yielded as it ends."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -136,10 +131,10 @@ def each_finished(
             value = ray.get(ready[0])
         except ray.exceptions.RayError as exc:  # lost on every attempt, or it raised
             lost = [a.model_copy(update={"lost": True}) for a in tried]
-            yield Finished(key, None, f"{type(exc).__name__}: {_first_line(exc)}", lost)
+            yield FinishedJob(key, None, f"{type(exc).__name__}: {_first_line(exc)}", lost)
             continue
         earlier = [a.model_copy(update={"lost": True}) for a in tried[:-1]]
-        yield Finished(key, value, None, [*earlier, *tried[-1:]])
+        yield FinishedJob(key, value, None, [*earlier, *tried[-1:]])
 
 
 def run_on_ray(

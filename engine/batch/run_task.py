@@ -18,7 +18,6 @@ from engine.batch.batch_file import BatchTask
 from engine.batch.task_outcome import Attempt, TaskOutcome, pack
 from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
 from engine.project.paths import run_path
-from engine.project.settings import ConfigError
 from engine.project.trust import RepoTrust, Trusted, Untrusted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.headless import headless_settings, result_json, run_headless
@@ -29,10 +28,6 @@ from engine.text.redact import redact
 BUNDLE = "branch.bundle"
 RUN = "run"  # the run directory, under the task's output directory
 CLONE_TIMEOUT_S = 600.0
-
-
-class CloneError(WorkspaceError):
-    """The task's repo could not be cloned, or its ref checked out, where the task ran."""
 
 
 def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> TaskOutcome:

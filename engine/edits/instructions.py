@@ -3,7 +3,8 @@ shape to answer again in when an answer cannot be used."""
 
 from __future__ import annotations
 
-from engine.edits.proposal import EditFormat, EditFormatError
+from engine.edits.proposal import EditFormat
+from engine.errors import EditFormatError
 
 _JSON_SHAPE = """\
 {"explanation": "one line: what you changed and why",

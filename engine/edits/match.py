@@ -10,7 +10,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from engine.edits.proposal import EditFormatError
+from engine.errors import EditFormatError
 
 _CLOSEST_LINES_SHOWN = 8
 _CLOSEST_MIN_RATIO = 0.5

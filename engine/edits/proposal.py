@@ -13,21 +13,6 @@ from sandbox.errors import FixloopError
 EditFormat = Literal["json", "whole"]
 
 
-class EditFormatError(FixloopError):
-    """The model's answer cannot be used. `str()` is written for the model's next prompt."""
-
-    def __init__(self, problems: list[str], hint: str = "") -> None:
-        problems = [printable(problem) for problem in problems]  # they quote the answer
-        self.problems = problems
-        listed = "\n".join(f"- {problem}" for problem in problems)
-        message = f"Your answer could not be used:\n{listed}"
-        super().__init__(f"{message}\n\n{hint}" if hint else message)
-
-
-class EditWriteError(FixloopError):
-    """The edits were valid but the files could not be written (permissions, disk full)."""
-
-
 class Edit(BaseModel):
     """One change to one file: either `search` → `replace`, or the whole new `content`."""
 

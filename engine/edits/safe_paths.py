@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
-from engine.edits.proposal import EditFormatError
+from engine.errors import EditFormatError
 from engine.project.paths import FIXLOOP_DIR
 
 _REFUSED_DIRS = frozenset({".git", FIXLOOP_DIR})

@@ -243,7 +243,7 @@ def rendered(
     )
 
 
-def relabelled(
+def shown_again(
     verification: Verification, iteration: int, model: str | None = None
 ) -> Verification:
     """The verification with its packet's text naming `iteration`: a packet shown again (the

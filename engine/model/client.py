@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from engine.model.failures import Failure, classify_failure
+from engine.errors import ModelError
+from engine.model.failures import AttemptFailure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
 from engine.model.types import Completion, Message, ModelError, Retry, Usage
 from engine.model.usage import cost_usd, counted
@@ -154,7 +155,7 @@ class LiteLLMClient:
             delay = self._backoff(attempt)
             sampling = Sampling(self.temperature if temperature is None else temperature, seed)
             outcome = await self._try_once(litellm, messages, max_tokens, on_text, sampling)
-            if isinstance(outcome, Failure):
+            if isinstance(outcome, AttemptFailure):
                 if not outcome.retryable:
                     raise ModelError(
                         f"{self.where}: {outcome.cause}",
@@ -226,7 +227,7 @@ class LiteLLMClient:
         sampling = Sampling(temperature, seed)
         for attempt in range(1, self.max_attempts + 1):
             outcome = await self._several_once(litellm, messages, n, sampling, on_text)
-            if not isinstance(outcome, Failure):
+            if not isinstance(outcome, AttemptFailure):
                 break
             if not outcome.retryable:
                 raise ModelError(
@@ -285,9 +286,9 @@ class LiteLLMClient:
         n: int,
         sampling: Sampling,
         on_text: OnChoiceText | None,
-    ) -> _Several | Failure:
+    ) -> _Several | AttemptFailure:
         """One request for `n` answers, streamed to `on_text` where it can be: the answers,
-        or the Failure."""
+        or the AttemptFailure."""
         if on_text is not None and self._streams_several is not False:
             escaped: Exception | None = None
             try:
@@ -400,7 +401,7 @@ class LiteLLMClient:
         max_tokens: int,
         on_text: Callable[[str], None] | None,
         sampling: Sampling,
-    ) -> _Answer | Failure:
+    ) -> _Answer | AttemptFailure:
         try:
             return await self._attempt(litellm, messages, max_tokens, on_text, sampling)
         except _CallbackFailed as exc:

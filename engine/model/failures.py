@@ -14,7 +14,7 @@ from sandbox.errors import FixloopError
 
 
 @dataclass(frozen=True)
-class Failure:
+class AttemptFailure:
     """Why one attempt failed, and whether another one could go better."""
 
     cause: str
@@ -82,48 +82,52 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def classify_failure(exc: BaseException, *, timeout_s: float, key_variable: str) -> Failure:
+def classify_failure(exc: BaseException, *, timeout_s: float, key_variable: str) -> AttemptFailure:
     """What a failed model call's exception means to the user, and whether to try again."""
     chain = _chain(exc)
     # Our own failure raised under litellm (e.g. by the local model's provider) already says
     # what to do; litellm would dress it up as a connection or stream error.
     if own := next((e for e in chain if isinstance(e, FixloopError)), None):
-        return Failure(str(own), retryable=False)
+        return AttemptFailure(str(own), retryable=False)
     if isinstance(exc, TimeoutError) or _named(exc, "Timeout", "APITimeoutError"):
         waited = f"no answer within {timeout_s:g} s"
-        return Failure(f"{waited} (timeout)", retryable=True, brief=waited)
+        return AttemptFailure(f"{waited} (timeout)", retryable=True, brief=waited)
     if any(_named(e, "JSONDecodeError", "MidStreamFallbackError") for e in chain):
         detail = next((str(e) for e in chain if _named(e, "JSONDecodeError")), _detail(exc))
-        return Failure(f"malformed response from the server ({detail})", True, brief="bad answer")
+        return AttemptFailure(
+            f"malformed response from the server ({detail})", True, brief="bad answer"
+        )
     if any(isinstance(e, ConnectionError) or _named(e, "APIConnectionError") for e in chain):
         refused = any(isinstance(e, ConnectionRefusedError) for e in chain)
         brief = "connection refused" if refused else "connection failed"
-        return Failure(f"connection failed ({_detail(chain[-1])})", retryable=True, brief=brief)
+        return AttemptFailure(
+            f"connection failed ({_detail(chain[-1])})", retryable=True, brief=brief
+        )
     if cannot := _cannot_succeed(chain, key_variable):
         return cannot
     code = getattr(exc, "status_code", None)
     if not isinstance(code, int):
-        return Failure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
+        return AttemptFailure(f"unexpected failure: {type(exc).__name__}: {_detail(exc)}", False)
     detail = _detail(exc)
     said = f": {detail}" if detail and not detail.startswith("Error code") else ""
     if code == 429:
         limited = "rate limited"
-        return Failure(f"{limited} ({_http(code)}){said}", True, _retry_after(exc), limited)
+        return AttemptFailure(f"{limited} ({_http(code)}){said}", True, _retry_after(exc), limited)
     if code >= 500 or code == 408:
-        return Failure(f"{_http(code)}{said}", retryable=True, brief=_http(code))
+        return AttemptFailure(f"{_http(code)}{said}", retryable=True, brief=_http(code))
     if code == 401:
         hint = f"check the API key variable ({key_variable})"
-        return Failure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
+        return AttemptFailure(f"authentication failed: {hint} ({_http(code)})", retryable=False)
     if code == 403:
         hint = "the API key is not allowed to use this model"
-        return Failure(f"permission denied: {hint} ({_http(code)})", retryable=False)
+        return AttemptFailure(f"permission denied: {hint} ({_http(code)})", retryable=False)
     if code == 404:
         hint = "check --model and --api-base"
-        return Failure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
-    return Failure(f"bad request ({_http(code)}){said}", retryable=False)
+        return AttemptFailure(f"unknown model or endpoint: {hint} ({_http(code)})", retryable=False)
+    return AttemptFailure(f"bad request ({_http(code)}){said}", retryable=False)
 
 
-def _cannot_succeed(chain: list[BaseException], key_variable: str) -> Failure | None:
+def _cannot_succeed(chain: list[BaseException], key_variable: str) -> AttemptFailure | None:
     """Failures raised before any request left, which no retry can mend: no key, or a model
     name litellm cannot place. litellm reports the first as an HTTP 500."""
     for exc in chain:
@@ -134,10 +138,10 @@ def _cannot_succeed(chain: list[BaseException], key_variable: str) -> Failure | 
             continue
         text = str(exc).lower()
         if "api_key" in text or "credentials" in text:
-            return Failure(f"no API key: set {key_variable}", retryable=False)
-        return Failure(f"the request could not be made: {_detail(exc)}", retryable=False)
+            return AttemptFailure(f"no API key: set {key_variable}", retryable=False)
+        return AttemptFailure(f"the request could not be made: {_detail(exc)}", retryable=False)
     if any("LLM Provider NOT provided" in str(e) for e in chain):
-        return Failure(
+        return AttemptFailure(
             "unknown model provider: use a litellm model name such as openai/gpt-4o-mini",
             retryable=False,
         )

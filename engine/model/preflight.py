@@ -8,7 +8,7 @@ import asyncio
 import os
 from collections.abc import Mapping
 
-from engine.project.settings import ConfigError
+from engine.errors import ConfigError
 
 EXAMPLE_MODEL = "openai/gpt-4o-mini"
 

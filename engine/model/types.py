@@ -53,30 +53,6 @@ class Retry:
     streamed: bool = True  # the retried request streams its text (the answer shown as it comes)
 
 
-class ModelError(FixloopError):
-    """A model call failed for good. The message names model, endpoint and cause, never a key."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        attempts: int = 0,
-        cause: str = "",
-        answered: bool = False,
-        unreachable: bool = False,
-    ) -> None:
-        super().__init__(redact(message))
-        self.attempts = attempts
-        # The cause alone, without the model's name (candidates of one call share it).
-        self.cause = redact(cause) if cause else str(self)
-        # The server did answer, but not usably (truncated, empty): it is reachable.
-        self.answered = answered
-        # Every attempt failed in a way another attempt later could mend (no connection, a
-        # timeout, HTTP 5xx or 429) and none was answered: an outage, which pauses a run
-        # (resumable) instead of ending it.
-        self.unreachable = unreachable
-
-
 class ModelClient(Protocol):
     """Anything that turns a conversation into one answer (tests swap in fakes here)."""
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import WorkspaceError
 from engine.project.git_plumbing import (
-    WorkspaceError,
     commit_message,
     git_bytes,
     git_ok,

@@ -24,10 +24,6 @@ from sandbox.errors import FixloopError
 _NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")
 
 
-class WorkspaceError(FixloopError):
-    """The project cannot host a run, or a run's result cannot be applied as asked."""
-
-
 # Set on every git call, whoever's config says otherwise: fsmonitor would run a program on
 # every index refresh, hooks run on commits and checkouts. fixloop's bookkeeping wants
 # neither, from the repository or from the user.

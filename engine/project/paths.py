@@ -7,9 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from engine.project.settings import ConfigError
+from engine.errors import ConfigError, WorkspaceError
+from sandbox.errors import InterpreterRefused
 from sandbox.host_trees import is_within
-from sandbox.interpreter import InterpreterRefused, read_venv
+from sandbox.interpreter import read_venv
 
 FIXLOOP_DIR = ".fixloop"
 
@@ -117,7 +118,7 @@ def tracked_path(project: Path, name: str) -> str | None:
     """The first path git tracks at or under `name` in `project` (a committed file, or `name`
     itself as a committed symlink), or None, also outside a repository. Reading the index
     runs nothing of the repository's: fsmonitor is off for this call (hooks always are)."""
-    from engine.project.git_plumbing import WorkspaceError, run_git  # git: not at start-up
+    from engine.project.git_plumbing import run_git  # git: not at start-up
 
     try:
         listed = run_git(
@@ -131,7 +132,7 @@ def tracked_path(project: Path, name: str) -> str | None:
 
 def in_repository(project: Path) -> bool:
     """Whether `project` is inside a git work tree (so `tracked_path` can speak for it)."""
-    from engine.project.git_plumbing import WorkspaceError, run_git  # git: not at start-up
+    from engine.project.git_plumbing import run_git  # git: not at start-up
 
     try:
         out = run_git(project, "rev-parse", "--is-inside-work-tree", ok=(0,))[1]

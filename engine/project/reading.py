@@ -12,17 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.errors import FileTooLarge, OutsideProject
+
 # No prompt shows more than a few dozen kilobytes of a file (engine/feedback/prompts.py
 # excerpts the rest): a larger file is refused before it is read.
 MAX_SHOWN_BYTES = 2 * 1024 * 1024
-
-
-class OutsideProject(PermissionError):
-    """The path leads outside the project's tree, or into its `.git`."""
-
-
-class TooLarge(OSError):
-    """The file is larger than any prompt could show."""
 
 
 def inside(root: Path, path: str | Path) -> Path:
@@ -50,7 +44,9 @@ def shown_file(root: Path, path: str | Path) -> Path:
     if not target.is_file():
         raise FileNotFoundError(f"{path} is not a file of the project")
     if target.stat().st_size > MAX_SHOWN_BYTES:
-        raise TooLarge(f"{path} is over {MAX_SHOWN_BYTES // (1024 * 1024)} MiB: too large to show")
+        raise FileTooLarge(
+            f"{path} is over {MAX_SHOWN_BYTES // (1024 * 1024)} MiB: too large to show"
+        )
     return target
 
 

@@ -23,32 +23,19 @@ from pydantic import (
     model_validator,
 )
 
+from engine.errors import ConfigError, StrategyError, UntrustedSettings
 from engine.project.detect import detected_layer
 from engine.project.strategy import (
     DEFAULT_STRATEGY,
     LEVERS,
     Strategy,
-    StrategyError,
     fold_levers,
     resolve_strategy,
 )
 from engine.project.trust import RepoTrust, TrustStore, digest_of, refusal, restricted_in
-from sandbox import FixloopError
 
 # The most answers an iteration may ask for (`candidates`).
 MAX_CANDIDATES = 8
-
-
-class ConfigError(FixloopError):
-    """A setting that cannot be used; the message names the key and where it came from."""
-
-
-class UntrustedSettings(ConfigError):
-    """A project's config sets restricted keys the user has not trusted; `keys` names them."""
-
-    def __init__(self, message: str, keys: list[str]) -> None:
-        super().__init__(message)
-        self.keys = keys
 
 
 class Settings(BaseModel):

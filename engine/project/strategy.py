@@ -15,12 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox import FixloopError
-
-
-class StrategyError(FixloopError, ValueError):
-    """An unknown preset or strategy key, or a bad value; the message names the known ones (a
-    ValueError too, so a settings model that resolves a strategy reports it as a bad value)."""
+from engine.errors import StrategyError
 
 
 class Strategy(BaseModel):

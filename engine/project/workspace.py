@@ -13,7 +13,6 @@ from pathlib import Path
 
 from engine.project.changed_code import FileChange, change_subject
 from engine.project.git_plumbing import (
-    WorkspaceError,
     commit_message,
     commit_of,
     delete_branch,

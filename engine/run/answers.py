@@ -95,7 +95,7 @@ class Answers:
         self.on_text, self.after_ask = on_text, after_ask  # after_ask: the budget guard
         self.candidates = Candidates(config, workspace, journal, mode, self.verify_candidate)
         self.previous: Verification | None = None
-        self.echoed = False  # an answer of this model changed nothing (`sample_after_noop`)
+        self.noop_seen = False  # an answer of this model changed nothing (`sample_after_noop`)
         self.noop: Noop = "lines"  # what changes nothing in this iteration's answers
         self.shown: list[str] = []  # the files the person added: in every prompt (talk.py)
 
@@ -109,7 +109,7 @@ class Answers:
             return await self.choose(steps, messages, current, notes)
         completion = await self.first_ask(steps, messages)
         answer = await self.review(n, completion.text, reask=self.config.strategy.noop_retry)
-        self.echoed = self.echoed or bool(answer.unchanged)
+        self.noop_seen = self.noop_seen or bool(answer.unchanged)
         if not answer.unchanged or not self.config.strategy.noop_retry:
             return answer
         self.journal.text(n, "unchanged-response.txt", completion.text)
@@ -150,7 +150,7 @@ class Answers:
         """How iteration n's first answer is sampled, or None for greedy: with
         `sample_after_noop`, sampled once this model has sent back an unchanged first answer
         (its greedy answers then mostly repeat that), on either path."""
-        if self.config.strategy.sample_after_noop and self.echoed:
+        if self.config.strategy.sample_after_noop and self.noop_seen:
             return Sampled(REASK_TEMPERATURE, SAMPLED_FIRST_SEED + n, ECHOED)
         return None
 
@@ -286,7 +286,7 @@ class Answers:
             answered = [c for c in completions if isinstance(c, Completion)]
             self.spent(steps, answered, time.monotonic() - started)
             every = await self.candidates.run(n, completions, noop=self.noop)
-        self.echoed = self.echoed or any(c.unchanged for c in every if c.k == 1)
+        self.noop_seen = self.noop_seen or any(c.unchanged for c in every if c.k == 1)
         best = best_choice(every)
         echo = next((c for c in every if c.unchanged), None)
         if best is None and echo is not None and self.config.strategy.reask_candidates:

@@ -69,7 +69,7 @@ class IterationChecker:
     async def baseline(self) -> Verification:
         """What is red before the model is asked; no test, an environment problem, a green or
         a doubtful pass ends the run here."""
-        current = self.settled(0, await self.verify(0, retry=True))
+        current = self.with_packet(0, await self.verify(0, retry=True))
         self.verifier.learn(current.stages)  # the person's tree, before any answer
         judgement = current.judgement
         if (no_tests := no_tests_reason(current.stages)) is not None:
@@ -112,7 +112,7 @@ class IterationChecker:
         previous: Sequence[StageResult],
         notes: Sequence[str] = (),
         verified: Verification | None = None,
-    ) -> Check:
+    ) -> Checked:
         """A commit verified (unless the mode's check, or the chosen candidate's verification
         of the same tree, stands in for the run) and judged; `notes` go into the next packet."""
         started = time.monotonic()
@@ -136,9 +136,9 @@ class IterationChecker:
         """A resumed run's tip, verified again: green ends it, else the next packet."""
         examined = await self.verify(n)
         if examined.judgement.verdict is Verdict.OK:
-            self.settled(n, examined)
+            self.with_packet(n, examined)
             raise RunEnded(RunStatus.OK, "verified green on resume")
-        return self.settled(n, examined, self.guards.repeat_note())
+        return self.with_packet(n, examined, self.guards.repeat_note())
 
     async def judge(
         self,
@@ -147,7 +147,7 @@ class IterationChecker:
         touched: list[str],
         notes: Sequence[str],
         verify_s: float,
-    ) -> Check:
+    ) -> Checked:
         judgement = examined.judgement
         verdict = judgement.verdict
         if verdict not in (Verdict.OK, Verdict.ENV_FAILURE, Verdict.SUSPICIOUS_PASS):
@@ -155,19 +155,21 @@ class IterationChecker:
             trip = self.guards.after_edit(judgement.signature, touched, passed)
             if self.guards.changes_approach(trip, n):
                 assert trip is not None
-                settled = self.settled(n, examined)  # its packet first, as for any trip
+                verification = self.with_packet(n, examined)  # its packet first, as for any trip
                 self.journal.trip(n, trip)  # the loop changes its approach instead of ending
-                return Check(settled, verify_s, restart=trip.detail)
+                return Checked(verification, verify_s, restart=trip.detail)
             if trip is not None:  # no next packet: nothing to add to this one
-                return Check(self.settled(n, examined), verify_s, self.tripped(n, trip))
-            return Check(self.settled(n, examined, self.guards.repeat_note(), notes), verify_s)
-        current = self.settled(n, examined)
+                return Checked(self.with_packet(n, examined), verify_s, self.tripped(n, trip))
+            return Checked(
+                self.with_packet(n, examined, self.guards.repeat_note(), notes), verify_s
+            )
+        current = self.with_packet(n, examined)
         if verdict is Verdict.OK:
             ending = RunEnded(RunStatus.OK, f"verified green on iteration {n}")
-            return Check(current, verify_s, ending)
+            return Checked(current, verify_s, ending)
         if verdict is Verdict.ENV_FAILURE:
             trip = Trip("env_failure", RunStatus.ENV_FAILURE, env_reason(current))
-            return Check(current, verify_s, self.tripped(n, trip))
+            return Checked(current, verify_s, self.tripped(n, trip))
         reasons = judgement.reasons
         self.journal.emit(ReviewRequested(n=n, kind="pass", reasons=reasons))
         review = await self.gate.review_pass(n, reasons)
@@ -186,12 +188,14 @@ class IterationChecker:
             ending = RunEnded(
                 RunStatus.OK, f"suspicious pass accepted ({review.note}): {listed}", reasons
             )
-            return Check(current, verify_s, ending)
+            return Checked(current, verify_s, ending)
         if not review.keep_repairing:
-            return Check(current, verify_s, RunEnded(RunStatus.SUSPICIOUS_PASS, listed))
+            return Checked(current, verify_s, RunEnded(RunStatus.SUSPICIOUS_PASS, listed))
         return await self.rejected(n, current, review.comment, verify_s)
 
-    async def rejected(self, n: int, current: Verification, comment: str, verify_s: float) -> Check:
+    async def rejected(
+        self, n: int, current: Verification, comment: str, verify_s: float
+    ) -> Checked:
         """An honest reject: the test changes that made the pass doubtful are reverted in a
         commit of their own, the tree verified again, and the model gets the normal packet
         with the reasons and the person's words. With nothing to revert, the reasons alone."""
@@ -201,7 +205,7 @@ class IterationChecker:
         commit = self.workspace.restore(paths, message) if paths else None
         if commit is None:  # no packet to give: the reasons are the feedback
             note = rejected_pass_note(reasons, comment)
-            return Check(current.model_copy(update={"packet_text": note}), verify_s)
+            return Checked(current.model_copy(update={"packet_text": note}), verify_s)
         self.journal.emit(Committed(n=n, sha=commit, message=message))
         self.journal.text(n, "revert.diff", self.workspace.diff(commit))
         note = rejected_pass_note(reasons, comment, reverted=paths)
@@ -255,7 +259,7 @@ class IterationChecker:
 
         examined = await once()
         if retry and examined.judgement.verdict is Verdict.ENV_FAILURE:
-            self.settled(n, examined)  # the failed attempt stays in the trail
+            self.with_packet(n, examined)  # the failed attempt stays in the trail
             examined = await once()
         return examined
 
@@ -292,7 +296,7 @@ class IterationChecker:
         self.journal.json(n, FORMAT_TRAIL, fixed)
         return fixed
 
-    def settled(
+    def with_packet(
         self,
         n: int,
         examined: Verification,

@@ -25,7 +25,6 @@ from engine.run.run_directory import (
     RunDirectory,
     RunRecord,
     RunSummary,
-    UnsealedRecord,
     list_runs,
     summarize,
 )
@@ -33,11 +32,6 @@ from sandbox import FixloopError
 
 Finish = FinishChoice
 FINISH_LOCK = "finish.lock"  # held while a choice is carried out: two choices never interleave
-
-
-class FinishRefused(FixloopError):
-    """A run the shell may not finish: decided already, not ended, or with no branch; or a
-    run directory whose finish lock is no file fixloop made."""
 
 
 class Finished(BaseModel):

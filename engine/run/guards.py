@@ -41,16 +41,16 @@ class RunEnded(Exception):
         self.accepted_suspicious = list(accepted_suspicious)
 
 
-class RunStopped(Exception):
+class RunInterrupted(Exception):
     """Raised (by a gate, or as a cancellation's message) when the person stops the run to
-    resume it later: the loop records `RunStopped` and writes no ending."""
+    resume it later: the loop records the `RunStopped` event and writes no ending."""
 
     def __init__(self, reason: str = "stopped by you") -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-class ModelUnreachable(RunStopped):
+class ModelUnreachable(RunInterrupted):
     """The model could not be reached after every retry (an outage, not an answer): the run
     stops resumable, as a stop by the person does, the cause in its trail; `resume` goes on
     once the server is back, or with another endpoint."""
@@ -63,7 +63,7 @@ class ModelUnreachable(RunStopped):
 IDLE_STALL = "answers in a row changed no code"  # a stall's reason: "2 answers in a row ..."
 # A stall's reason when every one of those answers changed only pinned test files.
 HELD_BACK_STALL = "answers in a row changed only test files, which are held back"
-STOP = "fixloop:stop"  # the message of a task cancellation that means RunStopped
+STOP = "fixloop:stop"  # the message of a task cancellation that means RunInterrupted
 # The message of a cancellation by SIGTERM (a `kill`, `timeout`, a cancelled CI job), which a
 # command takes as ctrl+c: the run records how it ended.
 TERMINATED = "terminated (SIGTERM)"
@@ -74,21 +74,21 @@ SIGHUP_HUNG_UP = f"{HUNG_UP} (SIGHUP)"
 
 
 def stop_message(reason: str) -> str:
-    """The message of a task cancellation that means `RunStopped(reason)`."""
+    """The message of a task cancellation that means `RunInterrupted(reason)`."""
     return f"{STOP}:{reason}"
 
 
-def stop_of(exc: BaseException) -> RunStopped | None:
+def stop_of(exc: BaseException) -> RunInterrupted | None:
     """The person's stop, whether a gate raised it or the run's task was cancelled with STOP
     (or with `stop_message`, which also says why)."""
-    if isinstance(exc, RunStopped):
+    if isinstance(exc, RunInterrupted):
         return exc
     if isinstance(exc, asyncio.CancelledError):
         for arg in exc.args:
             if arg == STOP:
-                return RunStopped()
+                return RunInterrupted()
             if isinstance(arg, str) and arg.startswith(f"{STOP}:"):
-                return RunStopped(arg.removeprefix(f"{STOP}:"))
+                return RunInterrupted(arg.removeprefix(f"{STOP}:"))
     return None
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.edits.instructions import restart_note
+from engine.errors import ModelError
 from engine.feedback.prompts import person_note, shown_files_note
 from engine.feedback.tree import Verification, relabelled
 from engine.model.types import ModelClient, ModelError
@@ -20,9 +21,9 @@ from engine.run.events import (
     IterationStarted,
     PersonNoted,
     RunStarted,
+    RunStopped,
     StrategyChanged,
 )
-from engine.run.events import RunStopped as RunStoppedEvent
 from engine.run.gate import Gate
 from engine.run.guards import (
     Guards,
@@ -92,7 +93,7 @@ class FixLoop:
         self.records: list[IterationRecord] = []
 
     async def run(self) -> RunResult:
-        """The run's result; a stop by the person raises `RunStopped` (the run stays
+        """The run's result; a stop by the person raises `RunInterrupted` (the run stays
         resumable), any other cut ends it as aborted and re-raises."""
         if self.resume is None:
             self.journal.emit(self.run_started())
@@ -100,7 +101,7 @@ class FixLoop:
             ending = await self.ending()
         except BaseException as exc:
             if (stop := stop_of(exc)) is not None:
-                self.journal.emit(RunStoppedEvent(n=len(self.records), reason=stop.reason))
+                self.journal.emit(RunStopped(n=len(self.records), reason=stop.reason))
                 raise stop from None
             self.finish(RunEnded(RunStatus.ABORTED, abort_reason(exc)))
             raise
@@ -130,7 +131,7 @@ class FixLoop:
             self.journal.emit(IterationStarted(n=n, max_n=self.config.max_iterations))
             steps = Steps(n)
             try:
-                shown = relabelled(current, n, self.config.model)
+                shown = shown_again(current, n, self.config.model)
                 notes = [*notes, *self.heard(n)]
                 current, notes = await self.iteration(steps, shown, notes)
             finally:  # an ending mid-iteration keeps what the iteration got to
@@ -227,7 +228,7 @@ class FixLoop:
         self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
         restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
         self.start_guards_over(restarted)
-        return self.checker.settled(n, restarted), [restart_note(edit_format, files)]
+        return self.checker.with_packet(n, restarted), [restart_note(edit_format, files)]
 
     def start_guards_over(self, verification: Verification, *, spent: bool = True) -> None:
         """After a change of approach the guards count from `verification` afresh."""
@@ -242,7 +243,7 @@ class FixLoop:
         if escalation is None or self.answers.model is escalation:
             return
         self.answers.model = escalation
-        self.answers.echoed = False  # what the last model did says nothing of this one
+        self.answers.noop_seen = False  # what the last model did says nothing of this one
         self.journal.emit(StrategyChanged(n=n, kind="escalate", reason=why, model=escalation.model))
 
     async def restore(self, state: ResumeState) -> Verification:
@@ -253,7 +254,7 @@ class FixLoop:
         state.prime(self.guards, self.spend)
         if "escalate" in state.strategy_changes and self.deps.escalation is not None:
             self.answers.model = self.deps.escalation
-        self.answers.echoed = state.echoed
+        self.answers.noop_seen = state.noop_seen
         if self.deps.talk is not None:
             self.deps.talk.restore([*state.shown_files, *self.deps.talk.shown()])
         self.checker.restore(state.baseline_collected)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
-from engine.edits.proposal import EditFormat, EditFormatError, Proposal
+from engine.edits.proposal import EditFormat, Proposal
+from engine.errors import EditFormatError
 from engine.feedback import prompts
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.test_focus import failing_tests

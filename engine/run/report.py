@@ -190,6 +190,7 @@ def report_from_trail(project: Path, run_id: str) -> str:
     writes none). Read only: nothing from the trail runs, and git is asked only for diffs, of
     the commits a sealed `run.json` names (UnsealedRecord otherwise: a run directory a repository
     committed names no revision git is given). RunNotNamed when the run has not ended."""
+    from engine.errors import ResumeError, RunNotNamed
     from engine.project.paths import run_path
     from engine.run.events import RunFinished
     from engine.run.outcome import RunResult

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.errors import ResumeError, UnsealedRecord
 from engine.project.paths import run_path
 from engine.run.events import (
     AnswerReasked,
@@ -33,11 +34,6 @@ from engine.run.no_change import ONLY_HELD_BACK, held_back_summary
 from engine.run.outcome import NO_CHANGE, IterationRecord
 from engine.run.run_directory import RunDirectory, RunRecord, UnsealedRecord
 from engine.verify.results import TestCounts
-from sandbox import FixloopError
-
-
-class ResumeError(FixloopError):
-    pass
 
 
 class Observation(BaseModel):
@@ -68,7 +64,7 @@ class ResumeState(BaseModel):
     baseline_signature: str = ""
     observations: list[Observation] = Field(default_factory=list)
     strategy_changes: list[str] = Field(default_factory=list)  # StrategyChanged kinds, in order
-    echoed: bool = False  # an answer (or first candidate) changed nothing: sample_after_noop
+    noop_seen: bool = False  # an answer (or first candidate) changed nothing: sample_after_noop
     shown_files: list[str] = Field(default_factory=list)  # the files the person added (app)
 
     def prime(self, guards: Guards, spend: Spend) -> None:
@@ -123,7 +119,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
     tokens = 0
     cost = 0.0
     changed: list[str] = []
-    echoed = False
+    noop_seen = False
     shown: list[str] = []
     reasked: set[int] = set()
     reask_answered: set[int] = set()  # a re-ask whose request failed is no idle answer
@@ -148,14 +144,14 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         elif isinstance(event, FilesShown):
             shown = list(event.shown)
         elif isinstance(event, AnswerReasked):
-            echoed = True
+            noop_seen = True
             reasked.add(n)
         elif isinstance(event, CandidateVerified) and event.k == 1 and event.unchanged:
-            echoed = True  # the greedy first candidate changed nothing: later ones sample
+            noop_seen = True  # the greedy first candidate changed nothing: later ones sample
         elif isinstance(event, StrategyChanged):
             if event.spent:
                 changed.append(event.kind)
-            echoed = echoed and event.kind != "escalate"  # a new model starts greedy
+            noop_seen = noop_seen and event.kind != "escalate"  # a new model starts greedy
         elif isinstance(event, ProposalReady):
             records.setdefault(n, {"n": n})["explanation"] = event.explanation
             if event.format_error:
@@ -170,7 +166,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
             held_back = event.because == ONLY_HELD_BACK  # its edits were all to pinned tests
             if event.unchanged:  # the iteration is spent: its last answer changed nothing
                 # With no re-ask (noop_retry off), only this says the code came back as it was.
-                echoed = echoed or not held_back
+                noop_seen = noop_seen or not held_back
                 record = records.setdefault(n, {"n": n})
                 summary = held_back_summary(event.held_back) if held_back else NO_CHANGE
                 record["status"], record["summary"] = "no_change", summary
@@ -211,7 +207,7 @@ def resume_state(events: Sequence[Event]) -> ResumeState:
         baseline_signature=first.signature if first else "",
         observations=[observations[n] for n in sorted(observations)],
         strategy_changes=changed,
-        echoed=echoed,
+        noop_seen=noop_seen,
         shown_files=shown,
     )
 

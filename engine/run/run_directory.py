@@ -35,14 +35,6 @@ RUN_RECORD = "run.json"
 RUN_SEAL = "run.seal"  # the record's HMAC with the user's own key: see sealed_record
 
 
-class UnsealedRecord(FixloopError):
-    """A run record fixloop did not write for this user."""
-
-
-class RunNotNamed(FixloopError):
-    """A run id (or prefix) that names no run of the project, or more than one."""
-
-
 FINISH_RECORD = "finish.json"
 FinishChoice = Literal["accept", "keep", "discard"]
 

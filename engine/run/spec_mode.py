@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 
 from engine.edits.instructions import instructions
 from engine.edits.parse import parse
-from engine.edits.proposal import EditFormat, EditFormatError, Proposal
+from engine.edits.proposal import EditFormat, Proposal
+from engine.errors import EditFormatError, SpecError
 from engine.feedback import prompts
 from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tree import Verification

@@ -103,7 +103,7 @@ def apply_and_commit(
 
 
 @dataclass(frozen=True)
-class Check:
+class Checked:
     """A commit verified and judged: what the next packet is built from, or the ending."""
 
     verification: Verification
@@ -122,7 +122,7 @@ class Steps:
     model_s: float = 0.0
     answer: Answer | None = None
     applied: Applied | None = None
-    check: Check | None = None
+    check: Checked | None = None
 
     def record(self) -> IterationRecord:
         """The iteration as far as it got (an ending may cut it short)."""

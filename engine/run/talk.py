@@ -18,14 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.errors import FileRefused
 from engine.project.reading import shown_file
-from engine.project.settings import ConfigError
 
 NAME_ONE = "the model is shown only files of the project (name one by its path in it)"
-
-
-class FileRefused(ConfigError):
-    """A file the person named cannot be shown to the model; the message says why."""
 
 
 def checked_file(project: Path, path: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.errors import SpecError
 from engine.project.paths import FIXLOOP_DIR
 from engine.project.pins import is_test_file
 from engine.project.settings import ConfigError
@@ -28,14 +29,6 @@ _RAISES_LINE = re.compile(r"^(?P<call>.+?)\s+raises\s+(?P<error>\S+)\s*$")
 _BUILTINS = frozenset(dir(builtins))
 FIELDS = ("name", "module", "tests", "signature", "description", "examples", "constraints")
 EXAMPLE_FIELDS = ("call", "expected", "raises")
-
-
-class SpecError(ConfigError):
-    """A spec that cannot be used: one line naming the field (or example) and what to do."""
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field  # the spec field at fault, for a form to show the message there
 
 
 class FunctionSignature(BaseModel):

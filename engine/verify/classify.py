@@ -17,7 +17,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from engine.verify.results import StageKind, StageResult, TestReport
-from engine.verify.stage_failures import Failure, first_line, read_failures, stage_failed
+from engine.verify.stage_failures import StageFailure, first_line, read_failures, stage_failed
 from sandbox.pack import REFUSED_LINK
 
 
@@ -301,7 +301,7 @@ _ARITY = re.compile(
 _FIXTURE_NOT_FOUND = re.compile(r"fixture '[^']+' not found")
 
 
-def _is_mechanical(failure: Failure, known: frozenset[str]) -> bool:
+def _is_mechanical(failure: StageFailure, known: frozenset[str]) -> bool:
     kind, message = failure.short_type, failure.message
     if kind in _ALWAYS_MECHANICAL:
         return True
@@ -326,7 +326,7 @@ def _is_mechanical(failure: Failure, known: frozenset[str]) -> bool:
 _STOPPED_AT_LIMIT = "TestTimeout"  # the plugin's exception for a test stopped at its limit
 
 
-def _stopped_at_limit(failures: Sequence[Failure]) -> bool:
+def _stopped_at_limit(failures: Sequence[StageFailure]) -> bool:
     """Every failing test was stopped by its time limit: the verification timed out; the
     packet names each as a timeout too."""
     return bool(failures) and all(f.short_type == _STOPPED_AT_LIMIT for f in failures)
@@ -339,14 +339,14 @@ def _names_a_failure(report: TestReport) -> bool:
     )
 
 
-def _code_failure(failure: Failure, known: frozenset[str]) -> Classification:
+def _code_failure(failure: StageFailure, known: frozenset[str]) -> Classification:
     error_class = ErrorClass.MECHANICAL if _is_mechanical(failure, known) else ErrorClass.LOGIC
     return Classification(
         error_class=error_class, primary=_one_line(f"{failure.where}: {failure.headline}")
     )
 
 
-def _collection_failure(failure: Failure, known: frozenset[str]) -> Classification:
+def _collection_failure(failure: StageFailure, known: frozenset[str]) -> Classification:
     mechanical = _is_mechanical(failure, known)
     return Classification(
         error_class=ErrorClass.MECHANICAL if mechanical else ErrorClass.COLLECTION_ERROR,

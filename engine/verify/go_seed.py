@@ -24,7 +24,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from sandbox.host_trees import MountRefused, is_within, owned_by_user, refuse_broad
+from sandbox.errors import MountRefused
+from sandbox.host_trees import is_within, owned_by_user, refuse_broad
 
 # The seed's file in its directory, and what it must be named in the job that builds it.
 SEED_ARCHIVE = "seed.tar"

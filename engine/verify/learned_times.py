@@ -89,7 +89,8 @@ def _git_identity(root: Path) -> list[str]:
     does not choose: it can pick no other project's times, only lose its own."""
     from git import GitError  # GitPython: imported on use
 
-    from engine.project.git_plumbing import WorkspaceError, run_git
+    from engine.errors import WorkspaceError
+    from engine.project.git_plumbing import run_git
 
     found = []
     try:

@@ -11,7 +11,7 @@ from engine.verify.results import StageKind, StageResult, TestCase
 
 
 @dataclass(frozen=True)
-class Failure:
+class StageFailure:
     """One failing test, collection or stage: where, and the exception it ended in."""
 
     where: str  # a test nodeid, a collected file, or a stage name
@@ -35,8 +35,8 @@ class Failure:
 class StageFailures:
     """What one failed tests (or generic) stage says went wrong, from its report or its text."""
 
-    tests: list[Failure]  # failing tests, in run order
-    collection: list[Failure]
+    tests: list[StageFailure]  # failing tests, in run order
+    collection: list[StageFailure]
     no_tests: bool
     text: str  # raw output worth scanning for environment causes
 
@@ -64,9 +64,9 @@ def stage_failed(stage: StageResult) -> bool:
     return any(d.severity == "error" for d in stage.diagnostics)
 
 
-def _test_failure(test: TestCase) -> Failure:
+def _test_failure(test: TestCase) -> StageFailure:
     message = test.exception_message or test.explanation or ""
-    return Failure(test.nodeid, test.exception_type, message)
+    return StageFailure(test.nodeid, test.exception_type, message)
 
 
 # --- reading pytest's text when there is no report ----------------------------------------------
@@ -111,17 +111,19 @@ def _failures_from_text(stage: StageResult) -> StageFailures:
     if collecting:
         files = [node for outcome, node, _ in summary if outcome == "ERROR" and "::" not in node]
         files = files or [collecting.group(1) or stage.name]
-        collection = [Failure(files[0], kind, message)] + [Failure(f, None, "") for f in files[1:]]
+        collection = [StageFailure(files[0], kind, message)] + [
+            StageFailure(f, None, "") for f in files[1:]
+        ]
         return StageFailures([], collection, no_tests=False, text=text)
     tests = [
-        Failure(node, kind if i == 0 else None, message if i == 0 else detail)
+        StageFailure(node, kind if i == 0 else None, message if i == 0 else detail)
         for i, (_, node, detail) in enumerate(summary)
     ]
     no_tests = stage.kind is StageKind.TESTS and (
         stage.exit_code == 5 or (not tests and bool(_NO_TESTS_TEXT.search(text)))
     )
     if not tests and not no_tests and not stage.succeeded:
-        tests = [Failure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
+        tests = [StageFailure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
     return StageFailures(tests, [], no_tests=no_tests, text=text)
 
 
@@ -132,12 +134,12 @@ def read_failures(stage: StageResult) -> StageFailures:
         return _failures_from_text(stage)
     tests = [_test_failure(t) for t in report.tests if t.outcome in _FAILING_OUTCOMES]
     collection = [
-        Failure(c.nodeid, c.exception_type, c.exception_message or c.text)
+        StageFailure(c.nodeid, c.exception_type, c.exception_message or c.text)
         for c in report.collection_errors
     ]
     parsed = _first_exception_in_text(report.collection_errors[0].text) if collection else None
     if parsed and collection[0].exception_type is None:
-        collection[0] = Failure(collection[0].where, *parsed)
+        collection[0] = StageFailure(collection[0].where, *parsed)
     no_tests = report.exitstatus == 5 or (report.counts.collected == 0 and not collection)
     # Without failures in the report (pytest crashed, a conftest did not import) the cause is
     # only in the process output.
@@ -146,5 +148,5 @@ def read_failures(stage: StageResult) -> StageFailures:
     if quiet and not no_tests and not stage.succeeded:
         parsed = _first_exception_in_text(text)
         kind, message = parsed if parsed else (None, first_line(stage.stderr or stage.stdout))
-        tests = [Failure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
+        tests = [StageFailure(f"stage '{stage.name}' (exit {stage.exit_code})", kind, message)]
     return StageFailures(tests, collection, no_tests=no_tests, text=text)

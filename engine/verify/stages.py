@@ -13,17 +13,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.project.settings import DEFAULT_TEST_CMD, ConfigError, Settings
+from engine.errors import StageConfigError
+from engine.project.settings import DEFAULT_TEST_CMD, Settings
 from engine.verify.results import StageKind
 from engine.verify.toolchains import Runner, runner_of
 
 # Cheapest first: a formatting complaint costs milliseconds, a test run seconds.
 ORDER = (StageKind.FORMAT, StageKind.LINT, StageKind.TYPES, StageKind.OTHER, StageKind.TESTS)
 SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "(", ")", "<<", ">&"})
-
-
-class StageConfigError(ConfigError):
-    """A stage command that cannot be run as given."""
 
 
 class Stage(BaseModel):

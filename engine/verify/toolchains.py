@@ -20,7 +20,8 @@ from typing import Literal
 from engine.project.paths import in_repository, tracked_path
 from engine.verify.go_seed import JOB_GOFLAGS, SEED_ARCHIVE, usable_seed
 from sandbox import Limits
-from sandbox.host_trees import MountRefused, is_within, owned_by_user, refuse_broad
+from sandbox.errors import MountRefused
+from sandbox.host_trees import is_within, owned_by_user, refuse_broad
 
 Runner = Literal["pytest", "go", "jest", "vitest"]
 Toolchain = Literal["go", "node"]

@@ -21,18 +21,12 @@ from sandbox.bundle import (
     profile_for,
 )
 from sandbox.contract import ExecRequest, ExecResult
-from sandbox.docker.containers import (
-    OWNER_LABEL,
-    Container,
-    EngineRefused,
-    remove_cgroup,
-    remove_container,
-)
+from sandbox.docker.containers import OWNER_LABEL, Container, remove_cgroup, remove_container
 from sandbox.docker.engine_check import connect, engine_kernel, engine_rootless, engine_version
 from sandbox.docker.images import image_interpreter, skeleton_image
 from sandbox.docker.kernel import require_gvisor, runc_allowed
 from sandbox.docker.locate import engine_url
-from sandbox.errors import RuncWarning
+from sandbox.errors import EngineRefused, RuncWarning
 from sandbox.handoff import job_files
 from sandbox.interpreter import Interpreter
 from sandbox.owners import ID_PREFIX, left_by_dead_process

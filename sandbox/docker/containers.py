@@ -33,7 +33,7 @@ from sandbox.bundle import (
 )
 from sandbox.contract import ExecRequest, ExecResult
 from sandbox.docker.kernel import KernelReport, require_gvisor
-from sandbox.errors import SandboxError
+from sandbox.errors import EngineRefused, SandboxError
 from sandbox.handoff import (
     DRAIN_GRACE_S,
     READY,
@@ -51,10 +51,6 @@ OWNER_LABEL = "fixloop.owner"
 BACKSTOP_MB = 64
 # Runs first in every container: reports the kernel, then becomes the job runner.
 INIT_SCRIPT = f"{SANDBOX_LIB}/docker_init.sh"
-
-
-class EngineRefused(SandboxError):
-    """The engine would not create or start a container (often transient)."""
 
 
 class Multiplexed:

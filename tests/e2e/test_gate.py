@@ -116,7 +116,7 @@ class StoppingGate(RejectingGate):
     """The person stops the run while the first proposal waits for review."""
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
-        raise RunStopped()
+        raise RunInterrupted()
 
 
 async def test_a_stopped_run_resumes_where_it_stopped(
@@ -128,7 +128,7 @@ async def test_a_stopped_run_resumes_where_it_stopped(
         reply(answer("both", MEAN_FIX, TOP_FIX)), reply(answer("both", MEAN_FIX, TOP_FIX))
     )
     settings = scripted(root, model_server)
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         await start_run(root, settings, gate=StoppingGate())
     (run_id,) = [path.name for path in runs_dir(root).iterdir()]
     events = RunDirectory(run_path(root, run_id)).events()

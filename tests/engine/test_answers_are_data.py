@@ -17,7 +17,8 @@ import pytest
 
 from engine.edits.apply import apply
 from engine.edits.parse import parse
-from engine.edits.proposal import Edit, EditFormatError
+from engine.edits.proposal import Edit
+from engine.errors import EditFormatError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.types import Message

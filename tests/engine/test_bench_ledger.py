@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.errors import LedgerError
 from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, unrecorded_levers
 from bench.suite.bench_run import ArmResult, BenchConfig, BenchEvent, BenchItem
 from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run

@@ -222,16 +222,22 @@ def run_result(status: RunStatus, *verdicts: str) -> RunResult:
 
 
 def test_round_r_is_iteration_r_plus_1() -> None:
-    fixed = arm_result("today", run_result(RunStatus.OK, "failing", "no_change", "ok"), Spend(), 1)
+    fixed = arm_result(
+        "today", run_result(RunStatus.OK, "failing", "no_change", "ok"), ModelSpend(), 1
+    )
     assert (fixed.rounds, fixed.passed_round) == (["failing", "no_change", "ok"], 2)
     assert fixed.run_dir == "/tmp/x/.fixloop/runs/r"
-    stalled = arm_result("today", run_result(RunStatus.STALLED, "failing", "failing"), Spend(), 1)
+    stalled = arm_result(
+        "today", run_result(RunStatus.STALLED, "failing", "failing"), ModelSpend(), 1
+    )
     assert (stalled.status, stalled.passed_round) == ("stalled", None)
     doubted = arm_result(
-        "today", run_result(RunStatus.SUSPICIOUS_PASS, "suspicious_pass"), Spend(), 1
+        "today", run_result(RunStatus.SUSPICIOUS_PASS, "suspicious_pass"), ModelSpend(), 1
     )
     assert doubted.passed_round is None
-    green = arm_result("today", run_result(RunStatus.OK), Spend(), 1)  # green before any answer
+    green = arm_result(
+        "today", run_result(RunStatus.OK), ModelSpend(), 1
+    )  # green before any answer
     assert green.passed_round == 0
 
 
@@ -247,7 +253,7 @@ def arm(name: str, passes_in: int | None, rounds: int = 2, wall: float = 10.0) -
         status="ok" if passes_in is not None else "exhausted",
         rounds=["ok" if r == passes_in else "failing" for r in range(calls)],
         passed_round=passes_in,
-        spend=Spend(
+        spend=ModelSpend(
             model_calls=calls,
             prompt_tokens=per_call * calls,
             completion_tokens=20 * calls,

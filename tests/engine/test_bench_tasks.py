@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.errors import SuiteError
 from bench.suite.mutants import OPERATORS, mutants_of, reference_program, seeded_mutants
 from bench.suite.selection import natural_key, select
-from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from bench.suite.tasks import BenchTask, load_suite
 
 
 def task(solution: str, prompt: str = "def f(a, b):\n", task_id: str = "t/f") -> BenchTask:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.model.types import Completion, Message, ModelError, SamplesTogether, Usage
+from engine.errors import ModelError
+from engine.model.types import Completion, Message, SamplesTogether, Usage
 from tests.engine.test_levers import TRUNCATED, WRONG, of_type
 from tests.engine.test_loop import BROKEN, FIXED, ScriptedModel, answer, run_loop
 

@@ -20,7 +20,8 @@ from engine.doctor import (
     platform_of_version,
     project_python,
 )
-from engine.project.settings import ConfigError, read_project_config
+from engine.errors import ConfigError
+from engine.project.settings import read_project_config
 from engine.project.trust import TrustStore
 from engine.verify.go_seed import SEED_ARCHIVE, seed_dir
 from sandbox.contract import Limits

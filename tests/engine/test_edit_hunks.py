@@ -9,7 +9,8 @@ import pytest
 
 from engine.edits.apply import apply
 from engine.edits.hunks import PartialEdit, hunk_count, keep_hunks
-from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.proposal import Edit, Proposal
+from engine.errors import EditFormatError
 from engine.run.preview import ProposalPreview, preview_proposal
 
 # Three functions far enough apart that a change to each is a hunk of its own.

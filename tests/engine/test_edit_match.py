@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.edits.apply import apply
-from engine.edits.proposal import AppliedEdits, EditFormatError
+from engine.edits.proposal import AppliedEdits
+from engine.errors import EditFormatError
 from tests.engine.edit_project import SERVICE, STATS, proposal, replace, write
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from engine.edits.instructions import FOCUSED_TEST_FILE_LABEL, TEST_FILE_LABEL, instructions
 from engine.edits.parse import parse
-from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.proposal import Edit, Proposal
+from engine.errors import EditFormatError
 from engine.run.modes import refuse_dropped_definitions
 
 # --- parsing json ----------------------------------------------------------------------------

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from engine.edits.parse import parse
+from engine.errors import LocalModelError
 from engine.model.client import LiteLLMClient
-from engine.model.local import EMBEDDED_MODEL, LocalModelError, provider, server, weights
+from engine.model.local import EMBEDDED_MODEL, provider, server, weights
 from engine.model.local.server import _Handoff
 from engine.model.local.weights import ModelSpec, join_verified
 from engine.model.types import Message

@@ -13,14 +13,15 @@ import git
 import pytest
 
 from engine.edits.proposal import Edit, Proposal
+from engine.errors import ModelError
 from engine.model.local import EMBEDDED_MODEL
-from engine.model.types import Completion, Message, ModelError, Usage
+from engine.model.types import Completion, Message, Usage
 from engine.project.paths import run_path
 from engine.project.settings import Settings, load_settings
 from engine.project.workspace import Workspace
 from engine.run.events import RunFinished
 from engine.run.gate import CandidateView, Choice, PassReview, PolicyGate, Review
-from engine.run.guards import Budget, RunStopped
+from engine.run.guards import Budget, RunInterrupted
 from engine.run.loop import Deps, FixLoop
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.resume import ResumeState, resume_state
@@ -187,7 +188,7 @@ class StoppingGate(ScriptedGate):
 
     def __init__(self, raised: BaseException | None = None) -> None:
         super().__init__()
-        self.raised = raised or RunStopped()
+        self.raised = raised or RunInterrupted()
 
     async def review(self, n: int, proposal: Proposal, held_back: list[str]) -> Review:
         raise self.raised
@@ -440,7 +441,7 @@ async def test_a_baseline_without_tests_is_refused_before_the_model_is_asked(
 
 async def test_a_stop_keeps_the_run_resumable(tmp_path: Path) -> None:
     gate = StoppingGate()
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         await run_loop(tmp_path, ScriptedModel(answer(("app.py", FIXED))), gate=gate)
     run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
     kinds = [type(e).__name__ for e in run_dir.events()]
@@ -480,7 +481,7 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
     tmp_path: Path,
 ) -> None:
     wrong = answer(("app.py", "VALUE = 3\n"))
-    with pytest.raises(RunStopped):  # stopped at the review of the re-asked answer
+    with pytest.raises(RunInterrupted):  # stopped at the review of the re-asked answer
         await run_loop(
             tmp_path,
             ScriptedModel(answer(("app.py", BROKEN)), wrong),
@@ -489,7 +490,7 @@ async def test_a_resumed_run_remembers_that_the_model_sent_a_file_back_unchanged
         )
     run_dir = RunDirectory(run_path(tmp_path / "project", RUN_ID))
     state = resume_state(run_dir.events())
-    assert (state.next_n, state.echoed) == (1, True)
+    assert (state.next_n, state.noop_seen) == (1, True)
     model = ScriptedModel(answer(("app.py", FIXED)))
     resumed = await resume_loop(tmp_path, state, model, sample_after_noop=True)
     assert resumed.status.value == "ok"
@@ -505,7 +506,7 @@ class StopsAtChoice(ScriptedGate):
 
     async def choose(self, n: int, candidates: list[CandidateView], best: Choice) -> Choice:
         if n == self.at:
-            raise RunStopped()
+            raise RunInterrupted()
         return await super().choose(n, candidates, best)
 
 
@@ -519,10 +520,10 @@ async def test_a_resumed_run_remembers_a_first_candidate_that_changed_nothing(
         answer(("app.py", "VALUE = 5\n")),
     )
     levers = {"candidates": 2, "sample_after_noop": True}
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         await run_loop(tmp_path, model, gate=StopsAtChoice(2), **levers)
     state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
-    assert (state.next_n, state.echoed) == (2, True)
+    assert (state.next_n, state.noop_seen) == (2, True)
     model = ScriptedModel(answer(("app.py", FIXED)), answer(("app.py", BROKEN)))
     resumed = await resume_loop(tmp_path, state, model, **levers)
     assert resumed.status.value == "ok"
@@ -533,7 +534,7 @@ async def stopped_after_an_unchanged_answer(tmp_path: Path, **levers: object) ->
     """A run whose iteration 1 answer changed nothing (not re-asked), stopped at the review of
     iteration 2's: the state a resume starts from."""
     model = ScriptedModel(answer(("app.py", BROKEN)), answer(("app.py", "VALUE = 3\n")))
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         await run_loop(tmp_path, model, gate=StoppingGate(), **levers)
     return resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
 
@@ -543,7 +544,7 @@ async def test_without_the_reask_a_resumed_run_still_remembers_an_unchanged_answ
 ) -> None:
     levers = {"sample_after_noop": True, "noop_retry": False}
     state = await stopped_after_an_unchanged_answer(tmp_path, **levers)
-    assert (state.next_n, state.echoed) == (2, True)
+    assert (state.next_n, state.noop_seen) == (2, True)
     model = ScriptedModel(answer(("app.py", FIXED)))
     resumed = await resume_loop(tmp_path, state, model, **levers)
     assert [r.status for r in resumed.iterations] == ["no_change", "ok"]
@@ -567,7 +568,7 @@ async def test_a_resumed_run_counts_a_failed_reask_as_no_answer(tmp_path: Path) 
     idle answer (an answer and a re-ask that both changed nothing are two)."""
     truncated = ModelError("answer truncated", cause="answer truncated", answered=True)
     model = ScriptedModel(answer(("app.py", BROKEN)), truncated, answer(("app.py", "VALUE = 3\n")))
-    with pytest.raises(RunStopped):  # at the review of iteration 2's answer
+    with pytest.raises(RunInterrupted):  # at the review of iteration 2's answer
         await run_loop(tmp_path, model, gate=StoppingGate())
     state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
     assert [(seen.n, seen.idle_answers) for seen in state.observations] == [(1, 1)]
@@ -578,7 +579,7 @@ async def test_a_resumed_run_keeps_a_restart_that_put_nothing_back_under_keep_as
 ) -> None:
     unchanged = answer(("app.py", BROKEN))
     model = ScriptedModel(unchanged, unchanged, answer(("app.py", "VALUE = 3\n")))
-    with pytest.raises(RunStopped):  # at the review of iteration 2's answer
+    with pytest.raises(RunInterrupted):  # at the review of iteration 2's answer
         await run_loop(tmp_path, model, gate=StoppingGate(), keep_asking=True)
     state = resume_state(RunDirectory(run_path(tmp_path / "project", RUN_ID)).events())
     assert state.strategy_changes == []  # the stall of iteration 1 spent no restart

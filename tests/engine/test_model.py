@@ -11,6 +11,7 @@ from types import ModuleType
 
 import pytest
 
+from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.types import Message, ModelError, Retry

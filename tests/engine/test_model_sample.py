@@ -8,9 +8,10 @@ from types import ModuleType
 
 import pytest
 
+from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
-from engine.model.types import Completion, ModelError
+from engine.model.types import Completion
 from tests.engine.test_model import API_KEY, ASK, client_for
 from tests.model_server import ScriptedModelServer, model_server, replies, reply, status
 

@@ -142,12 +142,12 @@ def test_a_packet_shown_again_names_the_iteration_it_is_shown_in() -> None:
     )
     judgement = Judgement(verdict=Verdict.FAILING, classification=LOGIC)
     shown = rendered(Verification(judgement=judgement, stages=[], packet=packet))
-    again = relabelled(shown, 3)
+    again = shown_again(shown, 3)
     assert shown.packet_text.startswith("Verification failed (iteration 1/3): 1 failed.")
     assert again.packet_text == shown.packet_text.replace("(iteration 1/3)", "(iteration 3/3)")
     assert again.packet is not None
     assert again.packet.iteration == 3
-    assert relabelled(again, 3) == again
+    assert shown_again(again, 3) == again
     # Raw feedback (or a note) in the packet's place has no label to mend.
     raw = shown.model_copy(update={"packet_text": "FAILED tests/test_m.py::test_0 (iteration 1/3)"})
-    assert relabelled(raw, 2) == raw
+    assert shown_again(raw, 2) == raw

@@ -11,9 +11,9 @@ from types import ModuleType
 
 import pytest
 
+from engine.errors import ConfigError
 from engine.model.litellm_module import load_litellm
 from engine.model.preflight import KNOWN_KEYS, check_model, require_usable_model
-from engine.project.settings import ConfigError
 
 KEY = "sk-test-preflight-0123456789"
 REPO = Path(__file__).parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.errors import ConfigError
 from engine.project.paths import project_python
-from engine.project.settings import ConfigError
 
 
 def made_venv(project: Path) -> Path:

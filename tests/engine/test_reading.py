@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import FileTooLarge, OutsideProject
 from engine.feedback.prompts import load_files
-from engine.project.reading import (
-    MAX_SHOWN_BYTES,
-    OutsideProject,
-    TooLarge,
-    inside,
-    project_text,
-    shown_file,
-)
+from engine.project.reading import MAX_SHOWN_BYTES, inside, project_text, shown_file
 
 
 @pytest.fixture
@@ -74,5 +68,5 @@ def test_a_file_under_git_is_not_read_for_the_prompt(project: Path) -> None:
 def test_a_file_too_large_to_show_is_refused_before_it_is_read(project: Path) -> None:
     with (project / "big.py").open("wb") as big:
         big.truncate(MAX_SHOWN_BYTES + 1)
-    with pytest.raises(TooLarge, match="too large to show"):
+    with pytest.raises(FileTooLarge, match="too large to show"):
         shown_file(project, "big.py")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import RunNotNamed
 from engine.project.paths import runs_dir
 from engine.run.run_directory import RunNotNamed, resolve_run
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.project.settings import ConfigError, load_settings
+from engine.errors import ConfigError
+from engine.project.settings import load_settings
 
 
 def test_allow_runc_comes_from_the_environment(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from engine.errors import SpecError
 from engine.spec.definition import (
     Spec,
-    SpecError,
     check_new_files,
     load_spec,
     parse_example_line,

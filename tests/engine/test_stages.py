@@ -6,16 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.project.settings import ConfigError, Settings, load_settings
+from engine.errors import ConfigError, StageConfigError
+from engine.project.settings import Settings, load_settings
 from engine.verify.execute import stage_argv
 from engine.verify.results import StageKind
-from engine.verify.stages import (
-    Stage,
-    StageConfigError,
-    configured_stages,
-    needs_shell,
-    swallows_failure,
-)
+from engine.verify.stages import Stage, configured_stages, needs_shell, swallows_failure
 
 
 @pytest.mark.parametrize(

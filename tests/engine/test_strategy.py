@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.project.settings import ConfigError, Settings, load_settings
+from engine.errors import ConfigError
+from engine.project.settings import Settings, load_settings
 from engine.project.strategy import PRESETS, Strategy
 from engine.run.outcome import RunConfig
 

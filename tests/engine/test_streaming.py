@@ -11,9 +11,10 @@ from types import ModuleType
 
 import pytest
 
+from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
-from engine.model.types import Completion, ModelError
+from engine.model.types import Completion
 from engine.model.usage import StreamTokens
 from engine.project.workspace import Workspace
 from engine.run.events import AnswerStreamed, BaseEvent, ModelResponded

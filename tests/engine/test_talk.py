@@ -9,9 +9,10 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.errors import FileRefused
 from engine.run.events import FilesShown, PacketReady, RunStarted
 from engine.run.resume import resume_state
-from engine.run.talk import FileRefused, Talk, checked_file, tracked_files
+from engine.run.talk import Talk, checked_file, tracked_files
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from engine.verify.toolchains import (
 )
 from engine.verify.verdict import pass_doubts
 from sandbox import ExecResult, FileChange, Limits
-from sandbox.host_trees import MountRefused
+from sandbox.errors import MountRefused
 
 
 @pytest.mark.parametrize(

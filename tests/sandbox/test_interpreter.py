@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.interpreter import _PROBE, Interpreter, InterpreterRefused, probe, read_venv
+from sandbox.errors import InterpreterRefused
+from sandbox.interpreter import _PROBE, Interpreter, probe, read_venv
 
 
 def ran(python: Path) -> Interpreter:

@@ -243,3 +243,30 @@ def test_an_old_lever_flag_works_and_says_what_replaced_it(tmp_path: Path) -> No
 def test_a_set_that_is_not_key_value_is_a_usage_error(tmp_path: Path) -> None:
     args = build_parser().parse_args(["run", str(tmp_path), "--set", "strategy.code_noop"])
     assert settings_from_args(args) == 2
+
+
+@pytest.mark.parametrize(
+    ("layer", "args"),
+    [
+        ("sandbox", ("sandbox", "run", "--backend", "docker", "--workdir", "{tmp}", "--", "true")),
+        ("engine", ("trust", "{tmp}")),
+        ("bench", ("bench", "--suite", "{tmp}/no-such-suite")),
+    ],
+)
+def test_an_error_from_any_layer_is_one_line(
+    tmp_path: Path, layer: str, args: tuple[str, ...]
+) -> None:
+    """A FixloopError that reaches the command line, whichever layer raised it, is printed as
+    `fixloop-tui: error: ...` on one line, never as a traceback."""
+    env = {**os.environ, "FIXLOOP_DOCKER_URL": f"unix://{tmp_path}/no-engine.sock"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *(arg.format(tmp=tmp_path) for arg in args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (2, 6), done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("fixloop-tui: error: "), layer

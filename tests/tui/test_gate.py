@@ -1,5 +1,5 @@
 """The interactive gate seen from the engine's side: what an awaiting review, a paused loop
-and every later review get when the person stops the run (`RunStopped`, so the loop records a
+and every later review get when the person stops the run (`RunInterrupted`, so the loop records a
 resumable stop), the last check a review request carries, and the choice among candidates.
 
 The engine side runs in its own thread with its own asyncio loop, as in the app.
@@ -77,7 +77,7 @@ def test_stop_raises_run_stopped_in_the_review_the_engine_awaits() -> None:
     asked = posted.wait_for(ReviewAsked)
     assert gate.waiting
     gate.stop("stopped by you")
-    with pytest.raises(RunStopped) as stopped:
+    with pytest.raises(RunInterrupted) as stopped:
         engine.result(timeout=WAIT_S)
     assert stopped.value.reason == "stopped by you"
     assert not asked.request.resolve(Review(decision="approve", by="person"))
@@ -91,7 +91,7 @@ def test_after_a_stop_every_review_and_between_raise_run_stopped() -> None:
         lambda: gate.review_pass(2, ["a skip was added"]),
         lambda: gate.between(3),
     ):
-        with pytest.raises(RunStopped):
+        with pytest.raises(RunInterrupted):
             on_engine_thread(call).result(timeout=WAIT_S)
 
 
@@ -102,7 +102,7 @@ def test_stop_wakes_a_paused_loop_with_run_stopped() -> None:
     engine = on_engine_thread(lambda: gate.between(2))
     assert posted.wait_for(Held).n == 2
     gate.stop()
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         engine.result(timeout=WAIT_S)
 
 
@@ -110,7 +110,7 @@ def test_an_abort_after_a_stop_changes_nothing_and_a_stop_after_an_abort_neither
     stopped = InteractiveGate(Posted())
     stopped.stop()
     stopped.close("aborted by you")
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         on_engine_thread(lambda: stopped.review(1, PROPOSAL, [])).result(timeout=WAIT_S)
     aborted = InteractiveGate(Posted())
     aborted.close("aborted by you")
@@ -202,5 +202,5 @@ def test_a_stop_raises_run_stopped_in_the_choice_the_engine_awaits(tmp_path: Pat
     engine = on_engine_thread(lambda: gate.choose(1, views, BEST))
     posted.wait_for(CandidatesAsked)
     gate.stop()
-    with pytest.raises(RunStopped):
+    with pytest.raises(RunInterrupted):
         engine.result(timeout=WAIT_S)

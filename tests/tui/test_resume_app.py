@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import ResumeError
 from engine.run.events import RunResumed
-from engine.run.resume import ResumeError
 from tests.model_server import ScriptedModelServer, reply, status
 from tests.projects import MEAN_FIX, TOP_FIX, answer
 

@@ -15,7 +15,7 @@ from textual.widgets import Button, TextArea
 
 from engine.run.events import ReviewResolved
 from engine.run.gate import Review
-from engine.run.guards import RunStopped
+from engine.run.guards import RunInterrupted
 from tests.tui.test_gate import PROPOSAL, WAIT_S, on_engine_thread
 from tests.tui.test_snapshots import (
     RUN_ID,
@@ -258,7 +258,7 @@ async def test_stop_in_the_quit_dialog_raises_run_stopped_where_the_engine_await
         assert isinstance(app.screen, QuitScreen)
         await pilot.press("p")
         await pilot.pause()
-        with pytest.raises(RunStopped) as stopped:
+        with pytest.raises(RunInterrupted) as stopped:
             engine.result(timeout=WAIT_S)
         assert stopped.value.reason == "stopped by you"
         app.post_message(FixloopApp.RunOver(stopped=True))  # what the engine's thread posts

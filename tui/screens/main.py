@@ -307,7 +307,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(NoteScreen(), sent)
 
     def action_add_file(self) -> None:
-        from engine.run.talk import FileRefused
+        from engine.errors import FileRefused
         from tui.screens.files import FilesScreen
 
         def picked(name: str | None) -> None:

@@ -251,7 +251,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
 
     def _part_approved(self, comment: str) -> Review | None:
         """Only the kept hunks, as the person's edit; every hunk dropped: a rejection."""
-        from engine.edits.proposal import EditFormatError
+        from engine.errors import EditFormatError
         from engine.run.gate import Review
 
         if len(self.dropped) >= self.hunk_total():

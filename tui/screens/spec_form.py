@@ -16,7 +16,8 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Static, TextArea
 
-from engine.spec.definition import Spec, SpecError, parse_example_line, validate_spec
+from engine.errors import SpecError
+from engine.spec.definition import Spec, parse_example_line, validate_spec
 from tui.keymap import SPEC, bindings_for
 from tui.screens.confirm import ConfirmScreen
 

@@ -4,12 +4,6 @@ GGUF file, `server` runs it in process (llama.cpp), `provider` registers it with
 See ../shared/LOCAL_MODEL.md for the measured recipe behind the numbers in these modules.
 """
 
-from sandbox.errors import FixloopError
-
 PROVIDER = "local"
 EMBEDDED_MODEL = f"{PROVIDER}/qwen2.5-coder-1.5b"  # the model `make demo` downloads and runs
 INSTALL_HINT = "pip install 'fixloop-tui[local]'"
-
-
-class LocalModelError(FixloopError):
-    """The embedded model is missing, damaged or cannot run here."""

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import LocalModelError
 from engine.model.litellm_module import import_litellm
-from engine.model.local import EMBEDDED_MODEL, PROVIDER, LocalModelError, server, weights
+from engine.model.local import EMBEDDED_MODEL, PROVIDER, server, weights
 
 if TYPE_CHECKING:
     from litellm.types.llms.openai import ChatCompletionUsageBlock
@@ -173,7 +174,7 @@ def _achunks(name: str, request: dict[str, Any], timeout: Any) -> AsyncIterator[
 
 
 @dataclass
-class _Answer:
+class _GatheredAnswer:
     """A whole answer gathered from stream chunks, for the non-streaming call."""
 
     pieces: list[str] = field(default_factory=list)
@@ -242,7 +243,7 @@ def _make_provider_class() -> type:
             timeout: Any = None,  # noqa: ASYNC109
             **_: Any,
         ) -> Any:
-            answer = _Answer()
+            answer = _GatheredAnswer()
             async for chunk in _achunks(model, _request(messages, optional_params), timeout):
                 answer.add(chunk)
             return answer.fill(model_response, model)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.model.local import INSTALL_HINT, PROVIDER, LocalModelError
+from engine.errors import LocalModelError
+from engine.model.local import INSTALL_HINT, PROVIDER
 from engine.model.local.weights import CHUNK
 
 # Runtime settings measured on 2 cores (LOCAL_MODEL.md, bench/local_parallel.py). Greedy unless

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.model.local import INSTALL_HINT, LocalModelError
+from engine.errors import LocalModelError
+from engine.model.local import INSTALL_HINT
 
 MODEL_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_SIZE = 1_117_320_768

@@ -46,7 +46,7 @@ def _loses(item: dict[str, Any], slim: dict[str, Any]) -> bool:
 
 
 @dataclass
-class Budget:
+class ByteBudget:
     """Bytes left for the report's lists, and how much of them full details may take."""
 
     left: int
@@ -85,7 +85,7 @@ def fit_report(
 ) -> dict[str, Any]:
     """Fill the lists by value, within MAX_REPORT_BYTES: full details of the first errors
     and failures, one line for the rest, then as many nodeids as fit."""
-    budget = Budget(MAX_REPORT_BYTES - 4096 - _size(base))
+    budget = ByteBudget(MAX_REPORT_BYTES - 4096 - _size(base))
     budget.dropped = len(nodeids) > MAX_NODEIDS
     nodeids = nodeids[:MAX_NODEIDS]
     reserve = min(sum(_size(nodeid) for nodeid in nodeids), int(budget.left * NODEID_SHARE))

@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
+from bench.errors import BenchFailed
 from engine.batch.task_outcome import plain_members
 
 REPO = Path(__file__).resolve().parent.parent

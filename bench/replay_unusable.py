@@ -32,7 +32,8 @@ import git  # noqa: E402
 
 from engine.edits.apply import dropped_definitions  # noqa: E402
 from engine.edits.parse import parse  # noqa: E402
-from engine.edits.proposal import EditFormatError, Proposal  # noqa: E402
+from engine.edits.proposal import Proposal  # noqa: E402
+from engine.errors import EditFormatError  # noqa: E402
 from engine.feedback.tree import examine_tree  # noqa: E402
 from engine.project.pins import is_test_file  # noqa: E402
 from engine.run.modes import lone_block_file  # noqa: E402

@@ -339,7 +339,8 @@ def _run_leftover(
 
 def _sealed(path: Path) -> bool:
     """Whether fixloop wrote this run's record for this user (a repository cannot seal one)."""
-    from engine.run.run_directory import RUN_RECORD, RunDirectory, UnsealedRecord
+    from engine.errors import UnsealedRecord
+    from engine.run.run_directory import RUN_RECORD, RunDirectory
 
     try:
         if not stat.S_ISREG((path / RUN_RECORD).lstat().st_mode):

@@ -5,7 +5,8 @@ them as one line. Control-flow signals that never reach a person (`RunEnded`,
 
 from __future__ import annotations
 
-from engine.untrusted_text import printable
+from engine.text.redact import redact
+from engine.text.untrusted import printable
 from sandbox.errors import FixloopError
 
 
@@ -106,10 +107,6 @@ class ModelError(EngineError):
         answered: bool = False,
         unreachable: bool = False,
     ) -> None:
-        # The model package's redaction, imported here rather than above: the app's first
-        # frame imports these errors and no model code (tests/tui/test_startup.py).
-        from engine.model.redact import redact
-
         super().__init__(redact(message))
         self.attempts = attempts
         # The cause alone, without the model's name (candidates of one call share it).

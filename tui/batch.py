@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.batch.batch_file import BatchFileError, BatchTask, check_local_repos, load_batch
+from engine.batch.batch_file import BatchTask, check_local_repos, load_batch
 from engine.batch.task_outcome import BatchSummary, TaskOutcome, batch_json, summarize
+from engine.errors import BatchFileError
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE
 from engine.text.durations import said_duration
 from sandbox import FixloopError

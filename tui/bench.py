@@ -18,7 +18,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from bench.suite.arms import ARMS, FEEDBACK_ARMS, ArmError, parse_arms
+from bench.errors import ArmError, LedgerError, SuiteError
+from bench.suite.arms import ARMS, FEEDBACK_ARMS, parse_arms
 from bench.suite.bench_report import render, write_png
 from bench.suite.bench_run import (
     ArmFinished,
@@ -30,10 +31,11 @@ from bench.suite.bench_run import (
     Preparing,
     RoundVerified,
 )
-from bench.suite.ledger import Ledger, LedgerError, ledger_run
+from bench.suite.ledger import Ledger, ledger_run
 from bench.suite.runner import BenchRunner
 from bench.suite.scoring import score
-from bench.suite.tasks import BenchTask, SuiteError, load_suite
+from bench.suite.tasks import BenchTask, load_suite
+from engine.errors import ConfigError
 from engine.feedback.checkout import open_configured_sandbox
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient

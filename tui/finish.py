@@ -37,8 +37,8 @@ def add_finish_arguments(parser: argparse.ArgumentParser) -> None:
 def finish_command(args: argparse.Namespace, choice: Finish) -> int:
     """Exit 0 done; 1 an accept git refused, nothing changed; 2 no such run, or one that is
     not undecided (decided already, still running or stopped, no branch), nothing changed."""
-    from engine.run.finish import FinishRefused, finish_run, newest_undecided
-    from engine.run.run_directory import RunNotNamed
+    from engine.errors import FinishRefused, RunNotNamed
+    from engine.run.finish import finish_run, newest_undecided
     from tui.trail import named_project, run_and_path
 
     given, path = run_and_path(args.run, args.path)

@@ -15,10 +15,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.model.types import ModelError
-from engine.project.git_plumbing import WorkspaceError
+from engine.errors import ConfigError, ModelError, ResumeError, WorkspaceError
 from engine.project.pins import pinned_role
-from engine.project.settings import ConfigError
 from engine.run.events import (
     AnswerReasked,
     BaseEvent,

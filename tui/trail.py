@@ -32,7 +32,8 @@ def named_project(path: Path) -> Path | None:
 def named_run(project: Path, given: str) -> str | None:
     """The id of the run `given` names (a unique prefix will do: `resolve_run`); None, said in
     one line, when it names none or several."""
-    from engine.run.run_directory import RunNotNamed, resolve_run
+    from engine.errors import RunNotNamed
+    from engine.run.run_directory import resolve_run
 
     try:
         return resolve_run(project, given)
@@ -60,8 +61,8 @@ def report_command(args: argparse.Namespace) -> int:
     if summarize(run_dir).status in ("stopped", "unfinished"):
         print(no_report(run_dir, args.path), file=sys.stderr)
         return 1
+    from engine.errors import UnsealedRecord
     from engine.run.report import report_from_trail
-    from engine.run.run_directory import UnsealedRecord
 
     try:
         sys.stdout.write(report_from_trail(project, run_id))

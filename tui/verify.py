@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.errors import ConfigError
 from engine.feedback.checkout import verify_checkout
 from engine.feedback.tree import Verification
-from engine.project.settings import ConfigError, load_settings
+from engine.project.settings import load_settings
 from engine.run.exit_codes import EXIT_USAGE, VERDICT_EXIT_CODES
 from engine.text.durations import said_duration
 from engine.verify.learned_times import times_path

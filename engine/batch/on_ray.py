@@ -17,6 +17,7 @@ from typing import Any
 from engine.batch.batch_file import BatchTask
 from engine.batch.run_task import run_task
 from engine.batch.task_outcome import Attempt, TaskOutcome
+from engine.errors import RayUnavailable
 from engine.run.exit_codes import EXIT_INFRA
 
 MIB = 1024 * 1024

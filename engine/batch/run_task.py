@@ -16,13 +16,13 @@ from typing import Any
 
 from engine.batch.batch_file import BatchTask
 from engine.batch.task_outcome import Attempt, TaskOutcome, pack
-from engine.project.git_plumbing import WorkspaceError, git_ok, host_git_env
+from engine.errors import CloneError, ConfigError, ResumeError, WorkspaceError
+from engine.project.git_plumbing import git_ok, host_git_env
 from engine.project.paths import run_path
 from engine.project.trust import RepoTrust, Trusted, Untrusted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.headless import headless_settings, result_json, run_headless
 from engine.run.outcome import RunResult
-from engine.run.resume import ResumeError
 from engine.text.redact import redact
 
 BUNDLE = "branch.bundle"

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.edits.match import replace_once
-from engine.edits.proposal import AppliedEdits, Edit, EditFormatError, EditWriteError, Proposal
+from engine.edits.proposal import AppliedEdits, Edit, Proposal
 from engine.edits.safe_paths import resolved
+from engine.errors import EditFormatError, EditWriteError
 
 _APPLY_HINT = "None of your edits were applied. Fix these and send all your edits again."
 

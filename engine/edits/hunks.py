@@ -9,8 +9,8 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from engine.edits.diff import FileDiff, Hunk, parse_diff
-from engine.edits.proposal import EditFormatError
 from engine.edits.safe_paths import clean_path
+from engine.errors import EditFormatError
 
 
 @dataclass(frozen=True)

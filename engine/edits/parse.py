@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.edits.instructions import shape_error
-from engine.edits.proposal import Edit, EditFormat, EditFormatError, Proposal
+from engine.edits.proposal import Edit, EditFormat, Proposal
 from engine.edits.safe_paths import clean_path
+from engine.errors import EditFormatError
 from engine.text.untrusted import valid_unicode_data
 
 _EXPLANATION_CHARS = 200

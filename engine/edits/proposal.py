@@ -8,7 +8,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from engine.text.untrusted import printable, valid_unicode
-from sandbox.errors import FixloopError
 
 EditFormat = Literal["json", "whole"]
 

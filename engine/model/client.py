@@ -22,7 +22,7 @@ from typing import Any
 from engine.errors import ModelError
 from engine.model.failures import AttemptFailure, classify_failure
 from engine.model.litellm_module import load_litellm, provider_of
-from engine.model.types import Completion, Message, ModelError, Retry, Usage
+from engine.model.types import Completion, Message, Retry, Usage
 from engine.model.usage import cost_usd, counted
 from engine.text.redact import redact, remember_secret
 from engine.text.untrusted import printable, valid_unicode

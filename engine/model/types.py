@@ -10,9 +10,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, field_validator
 
-from engine.text.redact import redact
+from engine.errors import ModelError
 from engine.text.untrusted import valid_unicode
-from sandbox.errors import FixloopError
 
 
 class Message(BaseModel):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import git
 
+from engine.errors import WorkspaceError
 from engine.text.redact import redact
 from engine.text.untrusted import printable
-from sandbox.errors import FixloopError
 
 # The user's hooks must not run (or prompt) for the loop's own bookkeeping.
 _NO_HOOKS = ("-c", f"core.hooksPath={os.devnull}")

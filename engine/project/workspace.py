@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from engine.errors import WorkspaceError
 from engine.project.changed_code import FileChange, change_subject
 from engine.project.git_plumbing import (
     commit_message,

@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError, ModelError
 from engine.feedback.tree import Verification
-from engine.model.types import Completion, Message, ModelClient, ModelError
+from engine.model.types import Completion, Message, ModelClient
 from engine.project.pins import pinned_why
 from engine.project.workspace import Workspace
 from engine.run.candidates import Candidate, Candidates, Request, Sampled

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.edits.apply import apply
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError, ModelError
 from engine.feedback.tree import Verification
-from engine.model.types import Completion, Message, ModelClient, ModelError, SamplesTogether
+from engine.model.types import Completion, Message, ModelClient, SamplesTogether
 from engine.project.settings import MAX_CANDIDATES
 from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelGivenUp, ModelRequested

@@ -18,7 +18,7 @@ from engine.run.gate import Gate, rejected_pass_note
 from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
 from engine.run.outcome import RunConfig
-from engine.run.steps import Check
+from engine.run.steps import Checked
 from engine.text.tokens import count_tokens
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.errors import FinishRefused, UnsealedRecord, WorkspaceError
 from engine.project.accept import accept_run
-from engine.project.git_plumbing import WorkspaceError
 from engine.project.paths import run_path
 from engine.project.workspace import Workspace, accept_message
 from engine.run.report import refresh_report
@@ -28,7 +28,6 @@ from engine.run.run_directory import (
     list_runs,
     summarize,
 )
-from sandbox import FixloopError
 
 Finish = FinishChoice
 FINISH_LOCK = "finish.lock"  # held while a choice is carried out: two choices never interleave

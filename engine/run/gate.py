@@ -12,8 +12,9 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from engine.edits.apply import planned_texts
-from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.proposal import Edit, Proposal
 from engine.edits.safe_paths import resolved
+from engine.errors import EditFormatError
 from engine.project.pins import (
     TestPins,
     infrastructure_digest,

@@ -9,8 +9,8 @@ from typing import Literal
 from engine.edits.instructions import restart_note
 from engine.errors import ModelError
 from engine.feedback.prompts import person_note, shown_files_note
-from engine.feedback.tree import Verification, relabelled
-from engine.model.types import ModelClient, ModelError
+from engine.feedback.tree import Verification, shown_again
+from engine.model.types import ModelClient
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
 from engine.run.checker import IterationChecker

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 from engine.edits.apply import planned_texts
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError
 from engine.feedback.tree import Verification
 from engine.project.docstrings import code_shape
 from engine.project.pins import is_test_file

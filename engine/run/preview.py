@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.edits.apply import apply
 from engine.edits.diff import parse_diff
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
 from engine.edits.safe_paths import safe_path
+from engine.errors import EditFormatError
 from engine.project.git_plumbing import open_repo
 from engine.project.pins import is_pinned, is_test_infrastructure
 

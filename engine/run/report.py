@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.project.git_plumbing import WorkspaceError
+from engine.errors import WorkspaceError
 from engine.project.workspace import Workspace
 from engine.run.guards import HELD_BACK_STALL, IDLE_STALL, RunStatus
 from engine.run.run_directory import FinishRecord, RunDirectory
@@ -194,8 +194,8 @@ def report_from_trail(project: Path, run_id: str) -> str:
     from engine.project.paths import run_path
     from engine.run.events import RunFinished
     from engine.run.outcome import RunResult
-    from engine.run.resume import ResumeError, resume_state
-    from engine.run.run_directory import RunNotNamed, read_finish
+    from engine.run.resume import resume_state
+    from engine.run.run_directory import read_finish
 
     run_dir = RunDirectory(run_path(project, run_id))
     events = run_dir.events()

@@ -32,7 +32,7 @@ from engine.run.events import (
 from engine.run.guards import Guards, Spend
 from engine.run.no_change import ONLY_HELD_BACK, held_back_summary
 from engine.run.outcome import NO_CHANGE, IterationRecord
-from engine.run.run_directory import RunDirectory, RunRecord, UnsealedRecord
+from engine.run.run_directory import RunDirectory, RunRecord
 from engine.verify.results import TestCounts
 
 

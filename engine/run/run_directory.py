@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 from pydantic_core import PydanticSerializationError
 
+from engine.errors import RunNotNamed, UnsealedRecord
 from engine.project.paths import ensure_fixloop_dir, run_path, runs_dir
 from engine.project.settings import Settings
 from engine.project.trust import is_sealed, seal
@@ -29,7 +30,6 @@ from engine.run.events import BaseEvent, Event, RunFinished, RunStarted, RunStop
 from engine.run.outcome import RunConfig
 from engine.text.redact import redact
 from engine.text.untrusted import valid_unicode
-from sandbox import FixloopError
 
 RUN_RECORD = "run.json"
 RUN_SEAL = "run.seal"  # the record's HMAC with the user's own key: see sealed_record

@@ -31,7 +31,7 @@ from engine.run.gate import Review, TestEditSplit
 from engine.run.modes import RepairMode, RunMode, refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
 from engine.run.run_directory import RunDirectory
-from engine.spec.definition import Spec, SpecError
+from engine.spec.definition import Spec
 from engine.spec.examples import example_tests
 from engine.spec.references import ReferenceProblem, Target, check_tests, module_names
 from engine.verify.classify import Classification, ErrorClass

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
+from engine.errors import ConfigError
 from engine.feedback.checkout import configured_verifier, open_configured_sandbox
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
@@ -20,7 +21,7 @@ from engine.model.local import EMBEDDED_MODEL
 from engine.model.preflight import require_usable_model
 from engine.model.types import ModelClient
 from engine.project.paths import project_python, run_path
-from engine.project.settings import ConfigError, Settings
+from engine.project.settings import Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink, RunResumed
 from engine.run.gate import Gate

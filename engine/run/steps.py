@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.edits.apply import apply, planned_texts
-from engine.edits.proposal import EditFormatError, Proposal
+from engine.edits.proposal import Proposal
+from engine.errors import EditFormatError
 from engine.feedback.tree import Verification
 from engine.model.types import Completion
 from engine.project.workspace import Workspace, iteration_message

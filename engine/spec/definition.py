@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.errors import SpecError
 from engine.project.paths import FIXLOOP_DIR
 from engine.project.pins import is_test_file
-from engine.project.settings import ConfigError
 from engine.spec.references import Params, misfit
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.edits.proposal import EditFormatError
 from engine.edits.safe_paths import clean_path
+from engine.errors import EditFormatError
 from engine.verify.execute import Verifier, parse_stage
 from engine.verify.results import StageResult
 from sandbox import FileChange, SandboxError

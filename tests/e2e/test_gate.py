@@ -12,7 +12,7 @@ from engine.edits.proposal import Proposal
 from engine.project.paths import run_path, runs_dir
 from engine.project.settings import Settings, load_settings
 from engine.run.gate import PassReview, Review
-from engine.run.guards import RunStopped
+from engine.run.guards import RunInterrupted
 from engine.run.run_directory import RunDirectory
 from engine.run.start import resume_run, start_run
 from tests.model_server import ScriptedModelServer, reply

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.batch.batch_file import BatchFileError, load_batch
+from engine.batch.batch_file import load_batch
+from engine.errors import BatchFileError
 
 
 def batch_file(tmp_path: Path, *lines: str) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from bench.errors import LedgerError
 from bench.suite.arms import DEFAULTS_BEFORE_RECORDED, unrecorded_levers
 from bench.suite.bench_run import ArmResult, BenchConfig, BenchEvent, BenchItem
-from bench.suite.ledger import Ledger, LedgerError, LedgerLine, ledger_key, ledger_run
+from bench.suite.ledger import Ledger, LedgerLine, ledger_key, ledger_run
 from bench.suite.mutants import seeded_mutants
 from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask

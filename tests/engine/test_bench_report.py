@@ -9,9 +9,17 @@ from pathlib import Path
 import git
 import pytest
 
-from bench.suite.arms import TODAY, ArmError, arm_settings, describe, parse_arms
+from bench.errors import ArmError
+from bench.suite.arms import TODAY, arm_settings, describe, parse_arms
 from bench.suite.bench_report import duration, render, table, terminal_plot, write_png
-from bench.suite.bench_run import ArmResult, BenchConfig, BenchRun, ItemResult, Spend, arm_result
+from bench.suite.bench_run import (
+    ArmResult,
+    BenchConfig,
+    BenchRun,
+    ItemResult,
+    ModelSpend,
+    arm_result,
+)
 from bench.suite.harness import (
     CASES_FILE,
     SOLUTION,

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from bench.errors import BenchStopped
 from bench.suite.bench_run import BenchConfig, BenchEvent, RoundVerified
 from bench.suite.harness import SOLUTION, Evaluator
 from bench.suite.mutants import reference_program, seeded_mutants
-from bench.suite.runner import BenchRunner, BenchStopped
+from bench.suite.runner import BenchRunner
 from bench.suite.tasks import BenchTask
-from engine.model.types import Completion, Message, ModelError, Usage
+from engine.errors import ModelError
+from engine.model.types import Completion, Message, Usage
 from engine.run.events import ModelResponded, RunFinished
 from engine.run.run_directory import read_events
 from sandbox.gvisor import GvisorSandbox

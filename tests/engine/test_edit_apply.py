@@ -11,8 +11,9 @@ import pytest
 
 from engine.edits.apply import apply, dropped_definitions
 from engine.edits.parse import parse
-from engine.edits.proposal import AppliedEdits, Edit, EditFormatError
+from engine.edits.proposal import AppliedEdits, Edit
 from engine.edits.safe_paths import safe_path
+from engine.errors import EditFormatError
 from tests.engine.edit_project import STATS, project_files, proposal, replace, write
 
 # --- applying whole files --------------------------------------------------------------------

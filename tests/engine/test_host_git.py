@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import WorkspaceError
 from engine.feedback.tree import working_tree_diff
 from engine.project.accept import accept_run
-from engine.project.git_plumbing import WorkspaceError, config_env, git_text
+from engine.project.git_plumbing import config_env, git_text
 from engine.project.pins import TestPins
 from engine.project.workspace import Workspace, iteration_message
 from engine.run.preview import pass_test_diff

@@ -15,7 +15,8 @@ import pytest
 from bench.suite.runner import RunWatch
 from engine.edits.instructions import RESTART_NOTE, UNCHANGED_NOTE, restart_note
 from engine.edits.proposal import Edit, Proposal
-from engine.model.types import Completion, ModelError
+from engine.errors import ModelError
+from engine.model.types import Completion
 from engine.run.answers import ECHOED
 from engine.run.gate import PolicyGate
 from engine.run.guards import RunStatus

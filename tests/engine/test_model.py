@@ -14,7 +14,7 @@ import pytest
 from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
-from engine.model.types import Message, ModelError, Retry
+from engine.model.types import Message, Retry
 from engine.text.redact import redact
 from sandbox.errors import FixloopError
 from tests.model_server import (

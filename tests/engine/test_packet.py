@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine.feedback.distill import anchor_from_diff, distill, progress_between
 from engine.feedback.packet import Failure, RepairPacket
-from engine.feedback.tree import Verification, relabelled, rendered
+from engine.feedback.tree import Verification, rendered, shown_again
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass
 from engine.verify.results import StageKind, StageResult, TestCase, TestCounts, TestReport

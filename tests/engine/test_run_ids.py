@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import RunNotNamed
 from engine.project.paths import runs_dir
-from engine.run.run_directory import RunNotNamed, resolve_run
+from engine.run.run_directory import resolve_run
 
 IDS = ("20261207-121744-0f5c", "20261207-130102-0ef6", "20261208-090000-a1b2")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.project.settings import ConfigError
+from engine.errors import ConfigError, UnsealedRecord
 from engine.run.events import (
     Committed,
     IterationStarted,
@@ -20,14 +20,7 @@ from engine.run.events import (
     RunStopped,
     StageFinished,
 )
-from engine.run.run_directory import (
-    RunDirectory,
-    RunRecord,
-    UnsealedRecord,
-    list_runs,
-    new_run_id,
-    read_events,
-)
+from engine.run.run_directory import RunDirectory, RunRecord, list_runs, new_run_id, read_events
 
 REPO = Path(__file__).parents[2]
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine.edits.parse import parse
-from engine.edits.proposal import EditFormat, EditFormatError
+from engine.edits.proposal import EditFormat
+from engine.errors import EditFormatError
 from engine.feedback.checkout import verify_checkout
 from engine.feedback.distill import distill
 from engine.feedback.packet import Failure, RepairPacket

@@ -11,7 +11,8 @@ import git
 import pytest
 
 from engine.edits.apply import apply
-from engine.edits.proposal import Edit, EditFormatError, Proposal
+from engine.edits.proposal import Edit, Proposal
+from engine.errors import EditFormatError
 from engine.feedback.tree import rendered
 from engine.project.workspace import Workspace
 from engine.run.events import BaseEvent, RunStarted, TestEditsRefused, TestsLatched

@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.batch.batch_file import BatchFileError, parse_line
-from engine.project.settings import (
-    FIELDS,
-    ConfigError,
-    UntrustedSettings,
-    load_settings,
-    read_project_config,
-)
+from engine.batch.batch_file import parse_line
+from engine.errors import BatchFileError, ConfigError, UntrustedSettings
+from engine.project.settings import FIELDS, load_settings, read_project_config
 from engine.project.trust import REPOSITORY_MAY_SET, RESTRICTED, Trusted, TrustStore, Untrusted
 
 # A value of each restricted key that the settings would otherwise accept.

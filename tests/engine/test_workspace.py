@@ -11,8 +11,8 @@ from pathlib import Path
 import git
 import pytest
 
+from engine.errors import WorkspaceError
 from engine.project.accept import accept_run
-from engine.project.git_plumbing import WorkspaceError
 from engine.project.workspace import BASELINE_MESSAGE, Workspace, accept_message, iteration_message
 from sandbox.errors import FixloopError
 

@@ -21,7 +21,7 @@ from engine.edits.proposal import Edit, Proposal
 from engine.project.paths import worktree_path
 from engine.run.events import PacketReady, RunStarted
 from engine.run.gate import CandidateView, Choice, Review
-from engine.run.guards import RunStopped
+from engine.run.guards import RunInterrupted
 from tui.interactive_gate import CandidatesAsked, Held, InteractiveGate, LastCheck, ReviewAsked
 
 T = TypeVar("T")

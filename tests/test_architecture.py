@@ -111,17 +111,25 @@ def test_every_module_path_the_map_names_exists() -> None:
     assert not missing, f"ARCHITECTURE.md names paths that do not exist: {missing}"
 
 
+def prose_files() -> list[Path]:
+    """Where ARCHITECTURE.md is cited: README.md, and the code, tests and docs."""
+    found = [REPO / "README.md"]
+    for folder in (*PACKAGES, "tests", "docs"):
+        for path in (REPO / folder).rglob("*"):
+            prose = path.suffix in {".py", ".md"} and "__pycache__" not in path.parts
+            if prose and path.is_file() and not path.is_symlink():
+                found.append(path)
+    return found
+
+
 def test_every_heading_the_repository_cites_is_a_heading() -> None:
     headings = set(re.findall(r"^#{2,3} (.+)$", text(), re.MULTILINE))
     cited: dict[str, set[str]] = {}
-    for package in (*PACKAGES, "tests", "docs"):
-        for path in (REPO / package).rglob("*"):
-            if path.suffix not in {".py", ".md"} or "__pycache__" in path.parts:
-                continue
-            # A citation may wrap, inside a docstring or a comment.
-            joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", path.read_text(encoding="utf-8"))
-            for heading in CITATION.findall(joined):
-                cited.setdefault(heading, set()).add(path.relative_to(REPO).as_posix())
+    for path in prose_files():
+        # A citation may wrap, inside a docstring or a comment.
+        joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", path.read_text(encoding="utf-8"))
+        for heading in CITATION.findall(joined):
+            cited.setdefault(heading, set()).add(path.relative_to(REPO).as_posix())
     dangling = {
         heading: sorted(paths) for heading, paths in cited.items() if heading not in headings
     }

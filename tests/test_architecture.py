@@ -143,3 +143,10 @@ def test_no_line_is_longer_than_the_limit() -> None:
         if len(line) > MAX_LINE
     ]
     assert not long, f"ARCHITECTURE.md lines over {MAX_LINE} characters:\n" + "\n".join(long)
+
+
+def test_the_loop_is_one_class_read_in_at_most_250_lines() -> None:
+    """The loop stays readable top to bottom: what a stall, a resume or a screen needs lives
+    beside it (stall.py, resume.py, talk.py), not in it."""
+    lines = (REPO / "engine" / "run" / "loop.py").read_text().splitlines()
+    assert len(lines) <= 250, f"engine/run/loop.py has {len(lines)} lines"

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from engine.feedback.tree import Verification
 from engine.model.types import Completion, Message
+from engine.project.workspace import Workspace
 from engine.run.events import (
     BaseEvent,
     EventSink,
@@ -18,11 +19,12 @@ from engine.run.events import (
     ModelResponded,
     PacketReady,
     RunFinished,
+    RunStarted,
     StageFinished,
     StageStarted,
 )
 from engine.run.guards import Trip
-from engine.run.outcome import RunResult
+from engine.run.outcome import RunConfig, RunResult
 from engine.run.run_directory import RunDirectory
 from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
@@ -58,6 +60,30 @@ class Journal:
                 finish_reason=completion.finish_reason,
                 attempts=completion.attempts,
                 candidate=candidate or 0,  # 0: the iteration's only answer
+            )
+        )
+
+    def started(
+        self,
+        config: RunConfig,
+        workspace: Workspace,
+        sandbox: str,
+        approval: str,
+        versions: dict[str, str],
+    ) -> None:
+        """A new run's first event: what runs, where, on which branch, with which settings."""
+        self.emit(
+            RunStarted(
+                task=config.task,
+                project=str(workspace.project),
+                model=config.model,
+                sandbox=sandbox,
+                mode=approval,
+                max_iterations=config.max_iterations,
+                branch=workspace.branch,
+                baseline=workspace.baseline,
+                config=config.model_dump(mode="json"),
+                versions=versions,
             )
         )
 

@@ -6,23 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engine.edits.instructions import restart_note
 from engine.errors import ModelError
-from engine.feedback.prompts import person_note, shown_files_note
 from engine.feedback.tree import Verification, shown_again
 from engine.model.types import ModelClient
 from engine.project.workspace import Workspace
 from engine.run.answers import Answers
 from engine.run.checker import IterationChecker
 from engine.run.events import (
-    Committed,
     EventSink,
-    FilesShown,
     IterationStarted,
-    PersonNoted,
-    RunStarted,
     RunStopped,
-    StrategyChanged,
 )
 from engine.run.gate import Gate
 from engine.run.guards import (
@@ -40,14 +33,13 @@ from engine.run.report import write_report
 from engine.run.resume import ResumeState
 from engine.run.run_directory import RunDirectory
 from engine.run.spec_mode import run_mode
+from engine.run.stall import ApproachChange
 from engine.run.steps import Steps, apply_and_commit
 from engine.run.streaming import OnPiece
 from engine.run.talk import Talk
 from engine.verify.execute import Verifier
 from sandbox import FixloopError
 from sandbox.contract import describe
-
-RESTART_MESSAGE = "fixloop[iter {n}]: back to the baseline after a stall"
 
 
 @dataclass
@@ -90,13 +82,24 @@ class FixLoop:
             deps.on_model_text,
             self.check_budget,
         )
+        self.approach = ApproachChange(
+            config,
+            deps.workspace,
+            self.answers,
+            self.checker,
+            self.guards,
+            self.journal,
+            deps.escalation,
+        )
         self.records: list[IterationRecord] = []
 
     async def run(self) -> RunResult:
         """The run's result; a stop by the person raises `RunInterrupted` (the run stays
         resumable), any other cut ends it as aborted and re-raises."""
         if self.resume is None:
-            self.journal.emit(self.run_started())
+            d = self.deps
+            sandbox = describe(d.verifier.sandbox)
+            self.journal.started(self.config, d.workspace, sandbox, d.approval, d.versions)
         try:
             ending = await self.ending()
         except BaseException as exc:
@@ -144,7 +147,7 @@ class FixLoop:
         """One iteration's steps; (what the next packet is built from, notes for its prompt)."""
         n = steps.n
         if n == self.config.max_iterations:
-            self.escalate(n, "the last iteration")
+            self.approach.escalate(n, "the last iteration")
         steps.answer = answer = await self.answers.answer(steps, current, notes)
         if answer.ending is not None:
             raise answer.ending
@@ -161,14 +164,14 @@ class FixLoop:
                 if not self.guards.changes_approach(trip, n):
                     raise self.checker.tripped(n, trip)
                 self.journal.trip(n, trip)  # idle is stuck too: change the approach once
-                return await self.change_approach(n, trip.detail, current)
+                return await self.approach.after_stall(n, trip.detail, current)
             return current, applied.notes(answer.notes)
         self.mode.committed(n, applied.commit)
         steps.check = check = await self.checker.after_edit(
             n, applied.touched, applied.diff, current.stages, answer.notes, answer.verified
         )
         if check.restart:
-            return await self.change_approach(n, check.restart, check.verification)
+            return await self.approach.after_stall(n, check.restart, check.verification)
         if check.ending is not None:
             raise check.ending
         return check.verification, []
@@ -180,15 +183,10 @@ class FixLoop:
         if self.deps.talk is None:
             return []
         said = self.deps.talk.take()
-        for text in said.notes:
-            self.journal.emit(PersonNoted(n=n, text=text))
-        if said.files_changed:
-            added, dropped, now = list(said.added), list(said.dropped), list(said.shown)
-            self.journal.emit(FilesShown(n=n, added=added, dropped=dropped, shown=now))
+        for event in said.events(n):
+            self.journal.emit(event)
         self.answers.shown = list(said.shown)
-        return [person_note(text) for text in said.notes] + (
-            [shown_files_note(said.shown)] if said.shown else []
-        )
+        return said.prompt_lines()
 
     # -- the steps, in order ------------------------------------------------------------
 
@@ -197,54 +195,6 @@ class FixLoop:
         if self.resume is None:
             return await self.mode.begin(self.checker), 1
         return await self.restore(self.resume), self.resume.next_n
-
-    async def change_approach(
-        self, n: int, why: str, current: Verification
-    ) -> tuple[Verification, list[str]]:
-        """A stall (the same failure again, or answers that change nothing) answered once: back
-        to the baseline with a prompt that asks for the wrong assumption first
-        (`restart_on_stall`), and the escalation model takes over; the guards start over."""
-        self.escalate(n, f"stalled: {why}")
-        if (
-            not self.config.strategy.restart_on_stall
-        ):  # the escalation model starts with a clean slate
-            self.start_guards_over(current)
-            return current, []
-        workspace = self.deps.workspace
-        changed = workspace.changed_files(workspace.tip(), base=workspace.baseline)
-        edit_format, files = self.config.edit_format, self.config.files
-        if not changed:  # the answers changed nothing: no code to put back, none to verify
-            reason = f"{why}: the code is still as it was at the start"
-            spent = (
-                not self.config.strategy.keep_asking
-            )  # else the run's one restart is still to come
-            self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason, spent=spent))
-            self.start_guards_over(current, spent=spent)
-            return current, [restart_note(edit_format, files, put_back=False)]
-        message = RESTART_MESSAGE.format(n=n)
-        if commit := workspace.restore(changed, message):
-            self.journal.emit(Committed(n=n, sha=commit, message=message))
-        reason = f"{why}: the code is back as it was at the start"
-        self.journal.emit(StrategyChanged(n=n, kind="restart", reason=reason))
-        restarted = await self.checker.verify(n, retry=True, trail_name="-after-restart")
-        self.start_guards_over(restarted)
-        return self.checker.with_packet(n, restarted), [restart_note(edit_format, files)]
-
-    def start_guards_over(self, verification: Verification, *, spent: bool = True) -> None:
-        """After a change of approach the guards count from `verification` afresh."""
-        judgement = verification.judgement
-        self.guards.restarted(
-            judgement.signature, judgement.tests.passed if judgement.tests else None, spent=spent
-        )
-
-    def escalate(self, n: int, why: str) -> None:
-        """The escalation model answers from here on (once a run)."""
-        escalation = self.deps.escalation
-        if escalation is None or self.answers.model is escalation:
-            return
-        self.answers.model = escalation
-        self.answers.noop_seen = False  # what the last model did says nothing of this one
-        self.journal.emit(StrategyChanged(n=n, kind="escalate", reason=why, model=escalation.model))
 
     async def restore(self, state: ResumeState) -> Verification:
         """Pick a dead run up where its events end: the mode, guards and spend as they were,
@@ -272,21 +222,6 @@ class FixLoop:
     def check_budget(self, n: int) -> None:
         if trip := self.spend.over_budget(self.config.budget):
             raise self.checker.tripped(n, trip)
-
-    def run_started(self) -> RunStarted:
-        workspace = self.deps.workspace
-        return RunStarted(
-            task=self.config.task,
-            project=str(workspace.project),
-            model=self.config.model,
-            sandbox=describe(self.deps.verifier.sandbox),
-            mode=self.deps.approval,
-            max_iterations=self.config.max_iterations,
-            branch=workspace.branch,
-            baseline=workspace.baseline,
-            config=self.config.model_dump(mode="json"),
-            versions=self.deps.versions,
-        )
 
     def finish(self, ending: RunEnded) -> RunResult:
         workspace, run_dir = self.deps.workspace, self.deps.run_dir

@@ -129,11 +129,11 @@ async def test_the_doubted_pass_reasons_are_said_once_in_the_end_modal(repo: git
 async def test_accept_says_what_it_did_in_the_modal_with_no_toast_over_it(repo: git.Repo) -> None:
     root = ended_run(repo, RUN)
     app = FixloopApp(root, settings(), autostart=False)
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=SMALL, notifications=True) as pilot:  # toasts shown
         end = await run_ended(pilot, f"fixloop/{RUN}")
         await pilot.press("a")
         await wait_for(pilot, lambda: end.finished is not None and not end.busy, "accept")
-        await pilot.pause()
+        await pilot.pause(0.3)  # a toast is mounted after the message that raised it
         assert "accepted as" in text_of(end, "#result")
         assert not end.query(Toast)
 
@@ -257,7 +257,7 @@ async def test_the_task_takes_several_lines_and_ctrl_s_starts_it() -> None:
 
 async def test_escape_keeps_the_task_and_says_so_in_the_task_box_not_a_toast() -> None:
     app = app_in("dark")
-    async with app.run_test(size=SMALL) as pilot:
+    async with app.run_test(size=SMALL, notifications=True) as pilot:  # toasts shown
         screen = TaskScreen(project="/home/you/textstats", model="m", sandbox="gvisor")
         await app.push_screen(screen)
         await pilot.press("escape")

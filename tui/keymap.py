@@ -205,9 +205,10 @@ KEYS: tuple[Key, ...] = (
     Key("right_square_bracket", "diff_hunk(1)", "hunk", DIFFS, priority=True),
     Key("left_square_bracket", "diff_hunk(-1)", "hunk", DIFFS, show=False, priority=True),
     Key("d", "diff_full", "diff", DIFFS, priority=True),
-    # Priority: a focused button would take space as a press (approve, at first).
-    Key("space", "toggle_hunk", "keep/drop hunk", (REVIEW,), show=False, priority=True),
-    Key("A", "keep_all_hunks", "keep all hunks", (REVIEW,), show=False, priority=True),
+    # Priority: a focused button would take space as a press (approve, at first), the
+    # candidates' table as a row's selection.
+    Key("space", "toggle_hunk", "keep/drop hunk", (REVIEW, CANDIDATES), show=False, priority=True),
+    Key("A", "keep_all_hunks", "keep all hunks", (REVIEW, CANDIDATES), show=False, priority=True),
     # The report's own: its Markdown takes no focus, so the scroll keys are the screen's.
     Key("pagedown", "scroll('page_down')", "page", (REPORT,)),
     Key("pageup", "scroll('page_up')", "page up", (REPORT,), show=False),

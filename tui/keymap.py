@@ -190,7 +190,10 @@ KEYS: tuple[Key, ...] = (
     # Replay of a run that ended undecided: the end of the run, as `s` shows it live.
     Key("s", "finish", "finish", (REPLAY,)),
     Key("o", "toggle_output", "output", (MAIN, REPLAY)),
-    Key("l", "follow", "follow", (MAIN, REPLAY)),
+    # Short labels: with a review put aside (`v review`) and an older iteration selected, the
+    # live run's footer holds nine keys in 80 columns.
+    Key("l", "follow", "live", (MAIN,)),
+    Key("l", "follow", "last", (REPLAY,)),
     Key("left_square_bracket", "step(-1)", "previous", (REPLAY,)),
     Key("right_square_bracket", "step(1)", "next", (REPLAY,)),
     Key("ctrl+n", "new_from_spec", "spec", (TASK, WATCH), display="^n"),

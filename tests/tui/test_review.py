@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button, TextArea
+from textual.widgets import Button, Footer, TextArea
+from textual.widgets._footer import FooterKey
 
 from engine.run.events import ReviewResolved
 from engine.run.gate import Review
@@ -435,3 +436,19 @@ async def test_q_after_the_run_ended_quits_without_asking_once_its_thread_is_don
         while app.return_code is None:
             await pilot.pause(0.01)
     assert app.return_value == 0
+
+
+async def test_the_runs_footer_fits_80_columns_with_the_review_aside_and_an_old_iteration() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        await review_shown(pilot, review_request())
+        await pilot.press("v", "up")  # `v review` and `l` (back to the live one) both shown
+        await settle(pilot)
+        keys = list(app.main.query_one(Footer).query(FooterKey))
+        palette = next(key for key in keys if key.has_class("-command-palette"))
+        shown = {key.key for key in keys if key is not palette}
+        assert {"v", "l", "q"} <= shown
+        for key in keys:
+            if key is not palette:
+                assert key.region.right <= palette.region.x, f"{key.key} is under the palette"

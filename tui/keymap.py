@@ -190,11 +190,12 @@ KEYS: tuple[Key, ...] = (
     # Replay of a run that ended undecided: the end of the run, as `s` shows it live.
     Key("s", "finish", "finish", (REPLAY,)),
     Key("o", "toggle_output", "output", (MAIN, REPLAY)),
-    # Short labels: with a review put aside (`v review`) and an older iteration selected, the
-    # live run's footer holds nine keys in 80 columns.
+    # Short labels (here, `prev` and replay's `close`): with a review put aside (`v review`) and
+    # an older iteration selected the live run's footer holds nine keys in 80 columns, and
+    # replay's holds its own keys and the app's.
     Key("l", "follow", "live", (MAIN,)),
     Key("l", "follow", "last", (REPLAY,)),
-    Key("left_square_bracket", "step(-1)", "previous", (REPLAY,)),
+    Key("left_square_bracket", "step(-1)", "prev", (REPLAY,)),
     Key("right_square_bracket", "step(1)", "next", (REPLAY,)),
     Key("ctrl+n", "new_from_spec", "spec", (TASK, WATCH), display="^n"),
     Key("ctrl+f", "next_file", "next file", (EDITOR,), priority=True, display="^f"),
@@ -225,7 +226,7 @@ KEYS: tuple[Key, ...] = (
     Key("escape", "diff_back", "back", DIFFS, show=False, priority=True),
     Key("escape", "close_note", "back", NOTES, priority=True),
     Key("escape", "close", "close", (END, RUNS, REPORT)),
-    Key("escape", "close", "close replay", (REPLAY,)),
+    Key("escape", "close", "close", (REPLAY,)),
     Key("escape", "cancel", "back to the run", (QUIT,)),
     Key("escape", "answer(False)", "no", (CONFIRM,)),
     Key("escape", "leave", "leave it stopped", (OUTAGE,)),

@@ -128,13 +128,18 @@ class RunEnding(App[int]):
     def _settled(self, message: Settled) -> None:
         if message.finished.done and not message.run_id:
             self.finished = message.finished
+        shown = False
         for screen in self.screen_stack:
             if isinstance(screen, EndScreen) and screen.run_id == message.run_id:
                 screen.show_finished(message.finished)
-        self.notify(
-            message.finished.detail,
-            severity="information" if message.finished.done else "error",
-        )
+                shown = True
+        # The end modal says it in its own result line: a toast there would cover the modal's
+        # border and buttons. Only a decision nobody sees (the modal closed meanwhile) is a toast.
+        if not shown:
+            self.notify(
+                message.finished.detail,
+                severity="information" if message.finished.done else "error",
+            )
 
     def action_show_summary(self) -> None:
         if self.outcome is not None and not isinstance(self.screen, EndScreen):

@@ -190,8 +190,12 @@ KEYS: tuple[Key, ...] = (
     # Replay of a run that ended undecided: the end of the run, as `s` shows it live.
     Key("s", "finish", "finish", (REPLAY,)),
     Key("o", "toggle_output", "output", (MAIN, REPLAY)),
-    Key("l", "follow", "follow", (MAIN, REPLAY)),
-    Key("left_square_bracket", "step(-1)", "previous", (REPLAY,)),
+    # Short labels (here, `prev` and replay's `close`): with a review put aside (`v review`) and
+    # an older iteration selected the live run's footer holds nine keys in 80 columns, and
+    # replay's holds its own keys and the app's.
+    Key("l", "follow", "live", (MAIN,)),
+    Key("l", "follow", "last", (REPLAY,)),
+    Key("left_square_bracket", "step(-1)", "prev", (REPLAY,)),
     Key("right_square_bracket", "step(1)", "next", (REPLAY,)),
     Key("ctrl+n", "new_from_spec", "spec", (TASK, WATCH), display="^n"),
     Key("ctrl+f", "next_file", "next file", (EDITOR,), priority=True, display="^f"),
@@ -205,9 +209,10 @@ KEYS: tuple[Key, ...] = (
     Key("right_square_bracket", "diff_hunk(1)", "hunk", DIFFS, priority=True),
     Key("left_square_bracket", "diff_hunk(-1)", "hunk", DIFFS, show=False, priority=True),
     Key("d", "diff_full", "diff", DIFFS, priority=True),
-    # Priority: a focused button would take space as a press (approve, at first).
-    Key("space", "toggle_hunk", "keep/drop hunk", (REVIEW,), show=False, priority=True),
-    Key("A", "keep_all_hunks", "keep all hunks", (REVIEW,), show=False, priority=True),
+    # Priority: a focused button would take space as a press (approve, at first), the
+    # candidates' table as a row's selection.
+    Key("space", "toggle_hunk", "keep/drop hunk", (REVIEW, CANDIDATES), show=False, priority=True),
+    Key("A", "keep_all_hunks", "keep all hunks", (REVIEW, CANDIDATES), show=False, priority=True),
     # The report's own: its Markdown takes no focus, so the scroll keys are the screen's.
     Key("pagedown", "scroll('page_down')", "page", (REPORT,)),
     Key("pageup", "scroll('page_up')", "page up", (REPORT,), show=False),
@@ -221,7 +226,7 @@ KEYS: tuple[Key, ...] = (
     Key("escape", "diff_back", "back", DIFFS, show=False, priority=True),
     Key("escape", "close_note", "back", NOTES, priority=True),
     Key("escape", "close", "close", (END, RUNS, REPORT)),
-    Key("escape", "close", "close replay", (REPLAY,)),
+    Key("escape", "close", "close", (REPLAY,)),
     Key("escape", "cancel", "back to the run", (QUIT,)),
     Key("escape", "answer(False)", "no", (CONFIRM,)),
     Key("escape", "leave", "leave it stopped", (OUTAGE,)),

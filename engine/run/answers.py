@@ -332,7 +332,7 @@ class Answers:
             proposal.explanation,
             proposal,
             held,
-            self.notes(held, choice.comment),
+            self.notes(held, choice.comment, choice.dropped),
             comment=choice.comment,
             verified=verification,
         )

@@ -165,6 +165,7 @@ class CandidateChosen(BaseEvent):
     k: int
     why: str
     by: Literal["person", "policy"] = "policy"
+    dropped: list[str] = Field(default_factory=list)  # hunks left out of an edited candidate
 
 
 class StrategyChanged(BaseEvent):

@@ -93,9 +93,11 @@ class Choice(BaseModel):
     why: str = ""  # for the audit trail: "the best: verified ok", "chosen by you"
     comment: str = ""  # the person's words to the model, sent with the next prompt
     by: Literal["person", "policy"] = "policy"
+    # "edit" of part of the candidate: the hunks the person dropped, named as the model hears
+    dropped: list[str] = []
 
     def chosen(self, n: int) -> CandidateChosen:
-        return CandidateChosen(n=n, k=self.k, why=self.why, by=self.by)
+        return CandidateChosen(n=n, k=self.k, why=self.why, by=self.by, dropped=self.dropped)
 
     def rejected(self, n: int) -> ReviewResolved:
         """A rejection of every candidate, as the audit trail keeps a rejected review (and as

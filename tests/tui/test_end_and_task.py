@@ -12,6 +12,7 @@ import git
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, TextArea
+from textual.widgets._toast import Toast
 
 from engine.project.paths import run_path
 from engine.project.settings import Settings
@@ -46,7 +47,11 @@ def settings() -> Settings:
 
 
 async def run_ended(
-    pilot: Pilot[Any], branch: str, *, accepted_suspicious: list[str] | None = None
+    pilot: Pilot[Any],
+    branch: str,
+    *,
+    accepted_suspicious: list[str] | None = None,
+    reason: str = "verified green on iteration 1",
 ) -> EndScreen:
     """The app told that run RUN started and ended (the events the engine would post)."""
     app = pilot.app
@@ -57,7 +62,7 @@ async def run_ended(
             RunFinished(
                 run_id=RUN,
                 status="ok",
-                reason="verified green on iteration 1",
+                reason=reason,
                 iterations=1,
                 branch=branch,
                 accepted_suspicious=accepted_suspicious or [],
@@ -106,6 +111,31 @@ async def test_an_accepted_suspicious_pass_is_never_a_plain_ok(repo: git.Repo) -
         assert SKIP_REASON in warning
         assert "dialog" in end.query_one("#dialog").classes
         assert "warning" in end.query_one("#dialog").classes
+
+
+async def test_the_doubted_pass_reasons_are_said_once_in_the_end_modal(repo: git.Repo) -> None:
+    root = ended_run(repo, RUN, accepted_suspicious=[SKIP_REASON])
+    reason = f"suspicious pass accepted (accepted by you): {SKIP_REASON}"  # as the engine says
+    app = FixloopApp(root, settings(), autostart=False)
+    async with app.run_test(size=SMALL) as pilot:
+        end = await run_ended(
+            pilot, f"fixloop/{RUN}", accepted_suspicious=[SKIP_REASON], reason=reason
+        )
+        summary = text_of(end, "#summary")
+        assert "suspicious pass accepted (accepted by you): why it was doubted, below" in summary
+        assert (summary + text_of(end, "#suspicious")).count(SKIP_REASON) == 1
+
+
+async def test_accept_says_what_it_did_in_the_modal_with_no_toast_over_it(repo: git.Repo) -> None:
+    root = ended_run(repo, RUN)
+    app = FixloopApp(root, settings(), autostart=False)
+    async with app.run_test(size=SMALL, notifications=True) as pilot:  # toasts shown
+        end = await run_ended(pilot, f"fixloop/{RUN}")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: end.finished is not None and not end.busy, "accept")
+        await pilot.pause(0.3)  # a toast is mounted after the message that raised it
+        assert "accepted as" in text_of(end, "#result")
+        assert not end.query(Toast)
 
 
 async def test_after_keep_the_other_choices_are_disabled_and_say_so(repo: git.Repo) -> None:
@@ -223,6 +253,23 @@ async def test_the_task_takes_several_lines_and_ctrl_s_starts_it() -> None:
         await pilot.press("ctrl+s")
         await pilot.pause()
     assert chosen == ["Fix mean\nand keep the API"]
+
+
+async def test_escape_keeps_the_task_and_says_so_in_the_task_box_not_a_toast() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL, notifications=True) as pilot:  # toasts shown
+        screen = TaskScreen(project="/home/you/textstats", model="m", sandbox="gvisor")
+        await app.push_screen(screen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        box = screen.query_one("#task-box")
+        assert "your task is kept" in str(box.border_subtitle)
+        assert not screen.query(Toast)
+        await pilot.press("x")  # typing on: the box names its keys again
+        await pilot.pause()
+        assert "ctrl+s: start the run" in str(box.border_subtitle)
+        assert "kept" not in str(box.border_subtitle)
 
 
 async def refused_task_screen(pilot: Pilot[Any]) -> TaskScreen:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 
 import git
@@ -34,7 +35,7 @@ from tests.tui.test_snapshots import app_in
 from tui.interactive_gate import ProposalReviewRequest
 from tui.screens.editor import EditorScreen
 from tui.screens.review import ReviewScreen
-from tui.widgets.diff import DiffView
+from tui.widgets.diff import DiffPane, DiffView
 
 # Three functions far enough apart that a change to each is a hunk of its own.
 MODULE = "".join(
@@ -226,3 +227,40 @@ async def test_a_hunk_dropped_with_a_note_is_left_out_of_the_commit_and_told_to_
     assert "dropped your changes to textstats/core.py lines 1-7" in told
     assert branch_subjects(project, end.outcome.branch)[0] == "fixloop[iter 2/4]: return n words"
     assert second.request.n == 2
+
+
+# -- `v`: the run's panes while the review waits ------------------------------------------------
+
+
+async def test_v_with_a_hunk_dropped_shows_only_the_kept_hunks_in_the_diff_pane(
+    tmp_path: Path,
+) -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        request = replace(three_hunks(tmp_path), n=2)  # the iteration the panes show
+        await review_shown(pilot, request)
+        await pilot.press("right_square_bracket", "space", "v")
+        await pilot.pause()
+        assert app.screen is app.main
+        pane = app.main.query_one(DiffPane)
+        assert pane.border_title == "diff · what approving commits: 2 of 3 hunks"
+        assert "+    return x * 1" in pane.text
+        assert "+    return x * 3" in pane.text
+        assert "x * 2" not in pane.text  # the dropped hunk is absent
+
+
+async def test_v_with_every_hunk_dropped_says_approving_commits_nothing(tmp_path: Path) -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        await review_shown(pilot, replace(three_hunks(tmp_path), n=2))
+        for _ in range(3):
+            await pilot.press("space", "right_square_bracket")
+        await pilot.press("v")
+        await pilot.pause()
+        pane = app.main.query_one(DiffPane)
+        assert pane.text == ""
+        assert "every hunk dropped: approving commits nothing" in str(
+            pane.query_one("#diff-text", Static).render()
+        )

@@ -11,23 +11,28 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button, TextArea
+from textual.screen import Screen
+from textual.widgets import Button, Footer, TextArea
+from textual.widgets._footer import FooterKey
 
-from engine.run.events import ReviewResolved
+from engine.run.events import ReviewResolved, RunFinished
 from engine.run.gate import Review
 from engine.run.guards import RunInterrupted
+from tests.tui.test_app import wait_screen
 from tests.tui.test_gate import PROPOSAL, WAIT_S, on_engine_thread
 from tests.tui.test_snapshots import (
     RUN_ID,
     app_in,
+    replay_screen,
     review_request,
     settle,
     showing,
     until_second_review,
 )
 from tui.app import FixloopApp
-from tui.interactive_gate import ProposalReviewRequest, ReviewAsked
+from tui.interactive_gate import EngineEvent, ProposalReviewRequest, ReviewAsked
 from tui.screens.editor import EditorScreen
+from tui.screens.end import EndScreen
 from tui.screens.quit import QuitScreen
 from tui.screens.review import ReviewScreen
 from tui.widgets.header import RunHeader
@@ -435,3 +440,38 @@ async def test_q_after_the_run_ended_quits_without_asking_once_its_thread_is_don
         while app.return_code is None:
             await pilot.pause(0.01)
     assert app.return_value == 0
+
+
+async def test_the_runs_footer_fits_80_columns_with_the_review_aside_and_an_old_iteration() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        await review_shown(pilot, review_request())
+        await pilot.press("v", "up")  # `v review` and `l` (back to the live one) both shown
+        await settle(pilot)
+        assert {"v", "l", "q"} <= footer_keys_clear_of_the_palette(app.main)
+
+
+async def test_the_replay_footer_fits_80_columns_after_the_live_run_ended() -> None:
+    app = app_in("dark")
+    async with app.run_test(size=SMALL) as pilot:
+        await a_run_at_review(pilot)
+        ended = RunFinished(status="error", reason="the model failed", iterations=1, branch="")
+        app.post_message(EngineEvent(ended))  # the app's `s` (the end of its run) is shown
+        await wait_screen(pilot, EndScreen)
+        await pilot.press("escape")
+        await showing([], then=replay_screen)(pilot)
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert {"s", "l", "r", "q"} <= footer_keys_clear_of_the_palette(app.screen)
+
+
+def footer_keys_clear_of_the_palette(screen: Screen[Any]) -> set[str]:
+    """The keys a screen's footer shows, each checked to end left of the palette's key (an
+    overflowing footer slides its last keys beneath it: `q qu▏^p palette`)."""
+    keys = list(screen.query_one(Footer).query(FooterKey))
+    palette = next(key for key in keys if key.has_class("-command-palette"))
+    for key in keys:
+        if key is not palette:
+            assert key.region.right <= palette.region.x, f"{key.key} is under the palette"
+    return {key.key for key in keys if key is not palette}

@@ -679,6 +679,14 @@ def test_candidates_modal_writing_a_note_on_a_doubtful_one(snap_compare: SnapCom
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=press)
 
 
+def test_candidates_modal_with_a_hunk_dropped_at_80x24(snap_compare: SnapCompare) -> None:
+    app = app_in("dark")
+    screen = lambda: CandidatesScreen(candidates_request())  # noqa: E731
+    run_before = after_the_main_screen(showing(until_the_candidates(), then=screen))
+    press = ["3", "right_square_bracket", "space"]  # its test file's hunk dropped
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before, press=press)
+
+
 @pytest.mark.parametrize("size", [SMALL, MEDIUM], ids=["80x24", "120x36"])
 def test_quit_dialog(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     app = app_in("dark")
@@ -738,9 +746,9 @@ def test_end_modal_with_the_squash_diff(snap_compare: SnapCompare, size: tuple[i
 
 def test_end_modal_after_an_accepted_suspicious_pass(snap_compare: SnapCompare) -> None:
     app = app_in("dark")
-    outcome = replace(
-        OUTCOME, reason="verified green on iteration 1", accepted_suspicious=tuple(PASS_REASONS)
-    )
+    # The reason as the engine words it: the pass's reasons, which the modal lists once.
+    reason = f"suspicious pass accepted (accepted by you): {'; '.join(PASS_REASONS)}"
+    outcome = replace(OUTCOME, reason=reason, accepted_suspicious=tuple(PASS_REASONS))
     run_before = showing(until_suspicious_pass(), then=lambda: EndScreen(outcome))
     assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 

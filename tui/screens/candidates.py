@@ -3,7 +3,10 @@ side (verdict, tests, files, diff size; the ranking's best and the doubtful ones
 any others were dropped, and the selected one's diff; select with the arrows or a candidate's
 number (as in the trail), pick it `a` (or `enter`), edit it `e`, write a note `n` and pick with it
 `ctrl+g` or reject them all and ask again with it `ctrl+s` (as the single review's reject), or
-abort `x` (asks first). Keys from `tui/keymap.py`.
+abort `x` (asks first). Keys from `tui/keymap.py`. As in the single review (`git add -p`),
+`space` drops the selected candidate's hunk being read (or keeps it again) and `A` keeps them
+all: picking it then commits only its kept hunks, as `edited by you`, and the model hears which
+were dropped.
 The diff scrolls (PgUp/PgDn, Home/End; the arrows once it has the focus), steps by hunk
 (`]`/`[`) and takes the screen (`d`); `c` compares the selected candidate with the next, side by
 side from 120 columns, else one after the other under their labels.
@@ -43,6 +46,7 @@ from tui.widgets.history import status_colour
 # The engine's models are imported where a decision is made: the app imports this screen
 # before its first frame, which needs none of them.
 if TYPE_CHECKING:
+    from engine.edits.hunks import PartialEdit
     from engine.run.gate import CandidateView, Choice
 
 CHOSEN_BY_YOU = "chosen by you"
@@ -51,6 +55,7 @@ COLUMNS = ("#", "verdict", "tests", "files", "diff", "")
 GIT_HEADERS = ("diff --git ", "index ")
 # Only while the note box is open (they stay out of the footer otherwise).
 NOTE_ACTIONS = frozenset({"pick_with_note", "reject_all", "close_note"})
+HUNK_ACTIONS = frozenset({"toggle_hunk", "keep_all_hunks"})
 COMPARING = "-comparing"  # the screen's class while two candidates' diffs are compared
 SIDE_BY_SIDE = 120  # the width from which they are compared side by side
 
@@ -111,6 +116,9 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         self.dropped = list(dropped)
         self.selected = self._index_of(request.best.k)
         self.edited: dict[int, dict[str, str]] = {}  # the person's version, by candidate
+        # The hunks the person dropped (indexes into its diff), by candidate.
+        self.hunks_dropped: dict[int, set[int]] = {}
+        self.hunk_problem = ""  # why the kept hunks could not be taken, said in the notice
         self.noting = False  # the note box is open
         self.HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (SIDE_BY_SIDE, "-wide")]
 
@@ -192,6 +200,8 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
             return len(self.request.candidates) > 1
         if action in DIFF_ACTIONS:
             return self.diff_action_allowed(action)
+        if action in HUNK_ACTIONS:  # enabled with no hunks too: space never selects a row
+            return not self.has_class(COMPARING)
         return True
 
     # -- what the modal shows -------------------------------------------------------------------
@@ -231,6 +241,17 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
                     "bold $text-accent",
                 )
             )
+        dropped = self.dropped_hunks
+        if dropped and self.hunks_choosable():
+            total = self.hunk_total()
+            kept = total - len(dropped)
+            if kept:
+                text = f"{kept} of {total} hunks kept: picking commits only those (A: keep all)"
+            else:
+                text = f"0 of {total} hunks kept: picking asks again (A: keep all)"
+            lines.append(Content.styled(text, "bold $text-accent"))
+        if self.hunk_problem:
+            lines.append(Content.styled(self.hunk_problem, "bold $text-error"))
         note = self.note_text()
         if note and not self.noting:
             lines.append(Content.assemble(("your note: ", "bold"), note.splitlines()[0]))
@@ -239,7 +260,9 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
 
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
-        self.query_one("#candidate-diff", DiffView).show(without_git_headers(self.diff_text()))
+        view = self.query_one("#candidate-diff", DiffView)
+        view.show(without_git_headers(self.diff_text()))
+        view.mark_hunks(self.dropped_hunks if self.hunks_choosable() else None)
         if self.has_class(COMPARING):
             self._show_compared()
 
@@ -334,19 +357,70 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         event.stop()
         if event.cursor_row != self.selected:
             self.selected = event.cursor_row
+            self.hunk_problem = ""
             self._refresh()
+
+    # -- its hunks, as `git add -p` takes them ------------------------------------------------
+
+    @property
+    def dropped_hunks(self) -> set[int]:
+        """The selected candidate's hunks the person dropped."""
+        return self.hunks_dropped.get(self.candidate.k, set())
+
+    def hunks_choosable(self) -> bool:
+        """Whether the selected candidate's hunks can be kept or dropped: its diff as the model
+        made it (the person's own edit is taken whole), with files to apply the kept ones to."""
+        k = self.candidate.k
+        preview = self.request.previews.get(k)
+        usable = preview is not None and not preview.error
+        return k not in self.edited and usable and self.hunk_total() > 0
+
+    def hunk_total(self) -> int:
+        from engine.edits.hunks import hunk_count
+
+        return hunk_count(self.candidate.diff)
+
+    def kept_part(self) -> PartialEdit:
+        """The selected candidate's kept hunks applied to the files before it (its diff, the
+        one shown, is the one the hunks are counted in)."""
+        from engine.edits.hunks import keep_hunks
+
+        preview = self.request.previews[self.candidate.k]
+        before = {f.path: f.before for f in preview.files}
+        after = {f.path: f.after for f in preview.files}
+        return keep_hunks(self.candidate.diff, before, after, self.dropped_hunks)
+
+    def action_toggle_hunk(self) -> None:
+        """The hunk being read of the selected candidate dropped, or kept again."""
+        if not self.hunks_choosable():
+            return
+        index = self.active_diff().hunk
+        if index < 0:
+            return
+        self.hunks_dropped[self.candidate.k] = self.dropped_hunks ^ {index}
+        self.hunk_problem = ""
+        self._refresh()
+
+    def action_keep_all_hunks(self) -> None:
+        self.hunks_dropped.pop(self.candidate.k, None)
+        self.hunk_problem = ""
+        self._refresh()
 
     # -- decisions ------------------------------------------------------------------------------
 
     def action_pick(self) -> None:
-        self.dismiss(self._choice())
+        self._decide(self._choice())
 
     def action_pick_row(self) -> None:
         """`enter` on the table (or a button): the selected candidate."""
         self.action_pick()
 
     def action_pick_with_note(self) -> None:
-        self.dismiss(self._choice())
+        self._decide(self._choice())
+
+    def _decide(self, choice: Choice | None) -> None:
+        if choice is not None:
+            self.dismiss(choice)
 
     def action_reject_all(self) -> None:
         """None of these: nothing is committed and the model is asked again with the note, as
@@ -357,11 +431,15 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
             Choice(decision="reject", why=REJECTED_BY_YOU, comment=self.note_text(), by="person")
         )
 
-    def _choice(self) -> Choice:
-        """The selected candidate as it is, or as the person edited it; with the note."""
+    def _choice(self) -> Choice | None:
+        """The selected candidate as it is, or as the person edited it, or its kept hunks (as
+        the person's edit; every hunk dropped: none is applied, the model is asked again);
+        with the note."""
         from engine.run.gate import Choice
 
         candidate, comment = self.candidate, self.note_text()
+        if self.dropped_hunks and self.hunks_choosable():
+            return self._part_chosen(comment)
         texts = self.edited.get(candidate.k)
         if texts is None:
             return Choice(
@@ -375,6 +453,29 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
             why=EDITED_BY_YOU,
             comment=comment,
             by="person",
+        )
+
+    def _part_chosen(self, comment: str) -> Choice | None:
+        from engine.errors import EditFormatError
+        from engine.run.gate import Choice
+
+        candidate = self.candidate
+        if len(self.dropped_hunks) >= self.hunk_total():
+            return Choice(decision="reject", why=REJECTED_BY_YOU, comment=comment, by="person")
+        try:
+            part = self.kept_part()
+        except EditFormatError as error:  # said in the notice: a toast would cover the modal
+            self.hunk_problem = f"the kept hunks do not apply: {error}"
+            self._refresh()
+            return None
+        return Choice(
+            decision="edit",
+            k=candidate.k,
+            proposal=edited_proposal(part.texts, candidate.proposal.format),
+            why=EDITED_BY_YOU,
+            comment=comment,
+            by="person",
+            dropped=part.dropped,
         )
 
     def action_abort(self) -> None:
@@ -412,8 +513,16 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         self.app.push_screen(EditorScreen(files), self._edited)
 
     def editable_files(self) -> list[EditorFile]:
-        """The files as the selected candidate (or the person's last edit of it) leaves them."""
+        """The files as the selected candidate (or its kept hunks, or the person's last edit
+        of it) leaves them."""
+        from engine.errors import EditFormatError
+
         texts = self.edited.get(self.candidate.k)
+        if texts is None and self.dropped_hunks and self.hunks_choosable():
+            try:
+                texts = self.kept_part().texts
+            except EditFormatError:
+                texts = None  # the whole candidate, then
         if texts is not None:
             return [EditorFile(path=path, text=text) for path, text in texts.items()]
         preview = self.request.previews.get(self.candidate.k)
@@ -425,6 +534,8 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         if texts is None:
             return  # the person went back without saving
         self.edited[self.candidate.k] = texts
+        self.hunks_dropped.pop(self.candidate.k, None)  # the person's version is taken whole
+        self.hunk_problem = ""
         self._refresh()
 
 

@@ -61,6 +61,15 @@ class RunOutcome:
         return self.status.replace("_", " ")
 
     @property
+    def shown_reason(self) -> str:
+        """The reason, without the doubted pass's reasons when the modal lists them below it
+        (the engine's reason ends with them: said once is enough at 80x24)."""
+        listed = "; ".join(self.accepted_suspicious)
+        if listed and self.reason.endswith(f": {listed}"):
+            return f"{self.reason.removesuffix(f': {listed}')}: why it was doubted, below"
+        return self.reason
+
+    @property
     def colour(self) -> str:
         return "warning" if self.accepted_suspicious else status_colour(self.status)
 
@@ -142,7 +151,7 @@ class EndScreen(DiffKeys, ModalScreen[None]):
         style = f"bold $text-{o.colour}" if o.colour != "foreground" else "bold"
         lines = [
             Content.assemble(("status: ", "bold"), (o.status_text, style)),
-            Content.assemble(("reason: ", "bold"), o.reason),
+            Content.assemble(("reason: ", "bold"), o.shown_reason),
         ]
         if o.started:
             counts = f"{o.iterations} iteration{'s' if o.iterations != 1 else ''}"

@@ -66,6 +66,7 @@ class PendingDiff:
     n: int
     diff: str
     empty: str = "the proposal changes nothing"
+    title: str = "diff · the proposal you review"
 
 
 def candidate_labels(it: IterationView, answers: dict[int, str]) -> list[tuple[str, str]]:
@@ -255,7 +256,7 @@ class MainScreen(Screen[None]):
         diff, empty, title = artifacts.diff, empty_diff_note(it), "diff"
         pending = self.pending
         if pending is not None and pending.n == n:  # nothing of it is committed yet
-            diff, empty, title = pending.diff, pending.empty, "diff · the proposal you review"
+            diff, empty, title = pending.diff, pending.empty, pending.title
         pane = self.query_one(DiffPane)
         pane.border_title = title
         pane.show(diff, empty=empty)

@@ -65,6 +65,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         self.allow_test_edits = False
         self.edited: dict[str, str] | None = None  # the person's version of the files
         self.dropped: set[int] = set()  # the proposal's hunks the person dropped (indexes)
+        self.hunk_problem = ""  # why the kept hunks could not be taken, said in the notice
         self.noting = False  # the note box is open
         # Below 100 columns the buttons would not fit: `t` is then said by the notice and footer.
         self.HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -127,11 +128,26 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         return self.query_one("#note", TextArea).text.strip()
 
     def pending_diff(self) -> PendingDiff:
-        """What the run's diff pane shows while this review is put aside (`v`)."""
-        preview = self.request.preview
+        """What the run's diff pane shows while this review is put aside (`v`): what approving
+        would commit. With hunks dropped, only the kept ones (the dropped ones are absent, as
+        are pinned test edits held back), and the pane's title says how many were kept."""
+        from engine.errors import EditFormatError
+
+        n, preview = self.request.n, self.request.preview
         if preview.error and self.edited is None:
-            return PendingDiff(self.request.n, "", f"the proposal does not apply: {preview.error}")
-        return PendingDiff(self.request.n, self.diff_text())
+            return PendingDiff(n, "", f"the proposal does not apply: {preview.error}")
+        if not (self.dropped and self.hunks_choosable()):
+            return PendingDiff(n, self.diff_text())
+        total = self.hunk_total()
+        kept = total - len(self.dropped)
+        title = f"diff · what approving commits: {kept} of {total} hunks"
+        if not kept:
+            return PendingDiff(n, "", "every hunk dropped: approving commits nothing", title)
+        try:
+            texts = self.kept_part().texts
+        except EditFormatError as error:
+            return PendingDiff(n, "", f"the kept hunks do not apply: {error}", title)
+        return PendingDiff(n, edited_diff(preview, texts), "the kept hunks change nothing", title)
 
     def _show_diff(self) -> None:
         preview, view = self.request.preview, self.active_diff()
@@ -171,6 +187,8 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         lines = [Content.assemble(("files: ", "bold"), files), *checked]
         if self.dropped:
             lines.append(self._hunks_notice())
+        if self.hunk_problem:
+            lines.append(Content.styled(self.hunk_problem, "bold $text-error"))
         if request.preview.error:
             lines.append(
                 Content.styled(
@@ -258,8 +276,9 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             return Review(decision="reject", comment=comment, note=REJECTED_BY_YOU, by="person")
         try:
             part = self.kept_part()
-        except EditFormatError as error:
-            self.notify(str(error), title="the kept hunks do not apply", severity="error")
+        except EditFormatError as error:  # said in the notice: a toast would cover the modal
+            self.hunk_problem = f"the kept hunks do not apply: {error}"
+            self._refresh()
             return None
         proposal = edited_proposal(part.texts, self.request.proposal.format)
         return Review(
@@ -292,12 +311,14 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         if index < 0:
             return
         self.dropped ^= {index}
+        self.hunk_problem = ""
         self._refresh()
 
     def action_keep_all_hunks(self) -> None:
         if not self.hunks_choosable():
             return
         self.dropped.clear()
+        self.hunk_problem = ""
         self._refresh()
 
     def _approval(self, comment: str = "") -> Review | None:
@@ -379,6 +400,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
             return  # the person went back without saving
         self.edited = texts
         self.dropped.clear()  # the person's version is taken whole
+        self.hunk_problem = ""
         self._refresh()
         self.refresh_bindings()
 

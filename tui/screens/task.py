@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -32,6 +33,10 @@ DEFAULT_TASK = "Make the failing tests pass."
 CHECK_INTRO = "Your checkout as it is now (uncommitted work included), verified in the sandbox."
 CHECK_HEADING = "repair packet — what the model would be told first:"
 TASK_KEYS = "ctrl+s: start the run · enter: new line · ctrl+q: quit"
+# Said in the task box's border where `escape` is pressed: a toast would cover that border at
+# 80x24. The keys come back once the task is typed on.
+TASK_KEPT = "your task is kept · ctrl+s: start the run · ctrl+q: quit"
+REFUSED = "cannot start: see above"
 NO_TESTS_WAY = "write a test that shows the bug, or build from a spec with ctrl+n"
 
 
@@ -150,7 +155,7 @@ class TaskScreen(Screen[str]):
     def _refuse(self, refusal: str | None) -> None:
         self.refusal = refusal
         box = self.query_one("#task-box")
-        box.border_subtitle = TASK_KEYS if refusal is None else "cannot start: see above"
+        box.border_subtitle = TASK_KEYS if refusal is None else REFUSED
         box.set_class(refusal is not None, "refused")
         self.refresh_bindings()
 
@@ -158,15 +163,28 @@ class TaskScreen(Screen[str]):
 
     def action_start(self) -> None:
         if self.refusal is not None:
-            self.app.bell()
-            self.notify(self.refusal, title="cannot start a repair here", severity="warning")
+            self._refused_again()
             return
         self.dismiss(self.task_text.strip() or DEFAULT_TASK)
 
     def action_keep_task(self) -> None:
         """`escape` here has nowhere to go back to: it keeps the typed task and says how to
-        leave (it never quits, as it once did, losing what was typed)."""
-        self.notify("your task is kept: ctrl+s starts the run, ctrl+q quits", title="task")
+        leave (it never quits, as it once did, losing what was typed), in the task box's own
+        border rather than a toast over it."""
+        if self.refusal is None:
+            box = self.query_one("#task-box")
+            box.border_subtitle = Content.styled(TASK_KEPT, "bold $text-accent")
+
+    def _refused_again(self) -> None:
+        """A start refused again: the bell, and the box's border points at the reason above
+        (a toast would cover that border, and the reason is on the screen already)."""
+        self.app.bell()
+        self.query_one("#task-box").border_subtitle = Content.styled(REFUSED, "bold $text-warning")
+
+    @on(TextArea.Changed, "#task")
+    def _typed(self) -> None:
+        if self.refusal is None:
+            self.query_one("#task-box").border_subtitle = TASK_KEYS
 
     async def action_quit_task(self) -> None:
         await self.app.run_action("quit")
@@ -190,8 +208,7 @@ class TaskScreen(Screen[str]):
     async def action_new_from_spec(self) -> None:
         """Spec mode needs tests at no baseline, but it needs a git repository all the same."""
         if self.unusable is not None:
-            self.app.bell()
-            self.notify(self.unusable, title="cannot start a run here", severity="warning")
+            self._refused_again()
             return
         await self.app.run_action("new_from_spec")
 

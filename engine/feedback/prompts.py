@@ -135,6 +135,12 @@ def shown_files_note(files: Sequence[str]) -> str:
     return "The person asked that you see these files: " + ", ".join(files) + "."
 
 
+def said_lines(notes: Sequence[str], shown: Sequence[str]) -> list[str]:
+    """The lines what the person said adds to the next prompt: each note, then the files
+    every prompt shows."""
+    return [person_note(text) for text in notes] + ([shown_files_note(shown)] if shown else [])
+
+
 def relevant_paths(
     root: Path,
     packet: RepairPacket | None,

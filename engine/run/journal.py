@@ -15,9 +15,11 @@ from engine.project.workspace import Workspace
 from engine.run.events import (
     BaseEvent,
     EventSink,
+    FilesShown,
     GuardTripped,
     ModelResponded,
     PacketReady,
+    PersonNoted,
     RunFinished,
     RunStarted,
     StageFinished,
@@ -26,6 +28,7 @@ from engine.run.events import (
 from engine.run.guards import Trip
 from engine.run.outcome import RunConfig, RunResult
 from engine.run.run_directory import RunDirectory
+from engine.run.talk import Said
 from engine.verify.execute import StageCallback
 from engine.verify.results import StageResult
 from engine.verify.stages import Stage
@@ -86,6 +89,14 @@ class Journal:
                 versions=versions,
             )
         )
+
+    def said(self, n: int, said: Said) -> None:
+        """What the person said before iteration n's prompt, into the trail."""
+        for text in said.notes:
+            self.emit(PersonNoted(n=n, text=text))
+        if said.files_changed:
+            added, dropped, now = list(said.added), list(said.dropped), list(said.shown)
+            self.emit(FilesShown(n=n, added=added, dropped=dropped, shown=now))
 
     def finished(self, result: RunResult) -> None:
         """The run's result.json, then its last event."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.errors import ModelError
+from engine.feedback.prompts import said_lines
 from engine.feedback.tree import Verification, shown_again
 from engine.model.types import ModelClient
 from engine.project.workspace import Workspace
@@ -183,10 +184,9 @@ class FixLoop:
         if self.deps.talk is None:
             return []
         said = self.deps.talk.take()
-        for event in said.events(n):
-            self.journal.emit(event)
+        self.journal.said(n, said)
         self.answers.shown = list(said.shown)
-        return said.prompt_lines()
+        return said_lines(said.notes, said.shown)
 
     # -- the steps, in order ------------------------------------------------------------
 

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import FileRefused
-from engine.feedback.prompts import person_note, shown_files_note
 from engine.project.reading import shown_file
-from engine.run.events import FilesShown, PersonNoted
 
 NAME_ONE = "the model is shown only files of the project (name one by its path in it)"
 
@@ -68,19 +66,6 @@ class Said:
     @property
     def files_changed(self) -> bool:
         return bool(self.added or self.dropped)
-
-    def events(self, n: int) -> list[PersonNoted | FilesShown]:
-        """The trail's record of it, before iteration n's prompt."""
-        events: list[PersonNoted | FilesShown] = [PersonNoted(n=n, text=t) for t in self.notes]
-        if self.files_changed:
-            added, dropped, now = list(self.added), list(self.dropped), list(self.shown)
-            events.append(FilesShown(n=n, added=added, dropped=dropped, shown=now))
-        return events
-
-    def prompt_lines(self) -> list[str]:
-        """The lines it adds to the prompt: each note, then the files every prompt shows."""
-        files = [shown_files_note(self.shown)] if self.shown else []
-        return [person_note(text) for text in self.notes] + files
 
 
 class Talk:

@@ -31,7 +31,7 @@ GO_PROJECT = {
     "narrow_test.go": (
         'package narrow\n\nimport "testing"\n\n'
         "func TestInject(t *testing.T) {\n"
-        f'\tt.Run(`{INJECTED}`, func(t *testing.T) {{ t.Fatal("injected") }})\n'
+        f'\tt.Run(`{INJECTED}/deeper`, func(t *testing.T) {{ t.Fatal("injected") }})\n'
         '\tt.Run("other", func(t *testing.T) {})\n'
         '\tt.Run("x", func(t *testing.T) {})\n'
         "}\n\n"
@@ -101,7 +101,8 @@ def test_go_narrows_to_its_failing_tests_and_a_name_built_as_a_regexp_runs_only_
     }
     whole = parse_go_test(run(stage_argv(GO), root, env), [str(root)])
     assert failing(whole) == [
-        f"example.com/narrow::TestInject/{INJECTED.replace(' ', '_')}",
+        # A slash in a subtest's name: its parent is still a group, not a failing test.
+        f"example.com/narrow::TestInject/{INJECTED.replace(' ', '_')}/deeper",
         "example.com/narrow::TestInjectTwo/x",
     ]
     plan = narrowing([GO], [result_of(GO, whole)])
@@ -183,10 +184,13 @@ def test_a_go_filter_that_would_also_run_a_passing_test_does_not_narrow() -> Non
 def test_a_go_stage_run_by_a_shell_or_choosing_its_own_tests_runs_whole(cmd: str) -> None:
     stage = Stage(name="tests", kind=StageKind.TESTS, cmd=cmd)
     report = go_report(("m::TestA", "failed"), ("m::TestB", "passed"))
+    assert narrowing([GO], [result_of(GO, report)]) is not None  # plain `go test` narrows
     assert narrowing([stage], [result_of(stage, report)]) is None
 
 
 def test_a_test_name_with_a_control_character_does_not_narrow() -> None:
+    plain = go_report(("m::TestA/a b", "failed"), ("m::TestB", "passed"))
+    assert narrowing([GO], [result_of(GO, plain)]) is not None
     for name in ("m::TestA/a\x00b", "m::TestA/a\nb"):
         report = go_report((name, "failed"), ("m::TestB", "passed"))
         assert narrowing([GO], [result_of(GO, report)]) is None

@@ -216,38 +216,49 @@ def narrowed_argv(runner: Runner | None, argv: list[str], tests: Sequence[str]) 
         return None
     if _chooses_tests(runner, argv):
         return None
-    added: list[str]
-    if runner == "go":
-        go_tests = _go_tests(tests)
-        if go_tests is None or "test" not in argv:
-            return None
-        paths = dict.fromkeys(
-            "/".join(f"^{go_quote(level)}$" for level in levels) for _, levels in go_tests
-        )
-        added = [f"-run={'|'.join(paths)}"]
-        at = argv.index("test") + 1
-    else:
-        js_tests = _js_tests(tests)
-        programs = _RUNNER_PROGRAMS[runner]
-        at = next((i + 1 for i, arg in enumerate(argv) if Path(arg).name in programs), 0)
-        if js_tests is None or not at:
-            return None
-        if runner == "vitest" and at < len(argv) and argv[at] in ("run", "watch", "dev"):
-            at += 1
-        elif runner == "vitest" and at < len(argv) and not argv[at].startswith("-"):
-            return None  # another subcommand (related, bench, list) or the user's own filter
-        files = list(dict.fromkeys(file for file, _ in js_tests))
-        names = "|".join(dict.fromkeys(js_quote(name) for _, name in js_tests))
-        if runner == "jest":
-            paths = "|".join(js_quote(file) for file in files)
-            added = [f"(?:^|/)(?:{paths})$", f"--testNamePattern=^(?:{names})$"]
-        else:
-            # Vitest matches the name against its suites' and its own titles, joined by spaces,
-            # which some versions begin with the file's: anchored at the end and at a space.
-            added = [*files, f"--testNamePattern=(?:^| )(?:{names})$"]
+    found = _go_filter(argv, tests) if runner == "go" else _js_filter(runner, argv, tests)
+    if found is None:
+        return None
+    at, added = found
     if sum(len(arg.encode()) for arg in added) > MAX_FOCUS_BYTES:
         return None
     return [*argv[:at], *added, *argv[at:]]
+
+
+def _go_filter(argv: list[str], tests: Sequence[str]) -> tuple[int, list[str]] | None:
+    """`-run=` with each test's path, every level anchored and quoted, right after `test`."""
+    go_tests = _go_tests(tests)
+    if go_tests is None or "test" not in argv:
+        return None
+    paths = dict.fromkeys(
+        "/".join(f"^{go_quote(level)}$" for level in levels) for _, levels in go_tests
+    )
+    return argv.index("test") + 1, [f"-run={'|'.join(paths)}"]
+
+
+def _js_filter(
+    runner: Runner, argv: list[str], tests: Sequence[str]
+) -> tuple[int, list[str]] | None:
+    """The name filter and the files, right after the runner's program (and Vitest's `run`):
+    no option of the command can take them for its value."""
+    js_tests = _js_tests(tests)
+    programs = _RUNNER_PROGRAMS[runner]
+    at = next((i + 1 for i, arg in enumerate(argv) if Path(arg).name in programs), 0)
+    if js_tests is None or not at:
+        return None
+    if runner == "vitest" and at < len(argv) and argv[at] in ("run", "watch", "dev"):
+        at += 1
+    elif runner == "vitest" and at < len(argv) and not argv[at].startswith("-"):
+        return None  # another subcommand (related, bench, list) or the user's own filter
+    files = list(dict.fromkeys(file for file, _ in js_tests))
+    names = "|".join(dict.fromkeys(js_quote(name) for _, name in js_tests))
+    if runner == "jest":
+        # Jest matches a path pattern against each test file's absolute path.
+        paths = "|".join(js_quote(file) for file in files)
+        return at, [f"(?:^|/)(?:{paths})$", f"--testNamePattern=^(?:{names})$"]
+    # Vitest matches the name against its suites' and its own titles, joined by spaces, which
+    # some versions begin with the file's: anchored at the end and at a space.
+    return at, [*files, f"--testNamePattern=(?:^| )(?:{names})$"]
 
 
 def selects(runner: Runner | None, tests: Sequence[str], known: Sequence[str]) -> list[str]:

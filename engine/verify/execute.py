@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from engine.verify.focus import NARROWED_SUFFIX, Plan
+from engine.verify.focus import NARROWED_SUFFIX, Plan, narrowed_argv, without_filtered
 from engine.verify.go_report import go_module_path, parse_go_test
 from engine.verify.js_report import parse_js_tests
 from engine.verify.junit_report import parse_junit
@@ -153,7 +153,12 @@ class Verifier:
             )
         go_module = go_module_of(workdir) if stage.runner == "go" else None
         parsed = parse_stage(stage, result, nonce, go_module=go_module)
-        return parsed if focus is None else parsed.model_copy(update={"focus": focus})
+        if focus is None:
+            return parsed
+        report = parsed.report
+        if report is not None and stage.runner in ("jest", "vitest"):
+            report = without_filtered(report, focus.tests)
+        return parsed.model_copy(update={"focus": focus, "report": report})
 
     async def execute(
         self, stage: Stage, workdir: Path, focus: StageFocus | None = None
@@ -172,7 +177,7 @@ class Verifier:
         mounts = {PLUGIN_MOUNT: PLUGIN_DIR} if stage.runs_pytest else {}
         mounts |= toolchain_mounts(toolchain, self.project)
         return ExecRequest(
-            argv=stage_argv(stage),
+            argv=stage_argv(stage, focus),
             workdir=workdir,
             # At the checkout's own path: what its dev setup recorded (an editable install's
             # .pth, absolute paths in config) names the copy being verified.
@@ -205,8 +210,12 @@ def workspace_path(project: Path | None) -> PurePosixPath | None:
     return None if refused_workspace_path(path) is not None else path
 
 
-def stage_argv(stage: Stage) -> list[str]:
-    """The stage's argv, with ruff and mypy switched to their JSON output."""
+def stage_argv(stage: Stage, focus: StageFocus | None = None) -> list[str]:
+    """The stage's argv, with ruff and mypy switched to their JSON output, a test runner to its
+    report, and with `focus` a `go test`, Jest or Vitest stage narrowed to those tests by its
+    own filter (`focus.narrowed_argv`: whole argv elements, never a shell string; a stage that
+    cannot be narrowed runs whole, and its report, listing more tests than it was given, makes
+    the narrowed run give way to the whole command)."""
     argv = stage.argv()
     if argv[0] == "sh":
         return argv
@@ -218,7 +227,10 @@ def stage_argv(stage: Stage) -> list[str]:
         return [*argv, "--output-format", "json"]
     if tool == "mypy" and not (_has_option(args, "-O") or _has_option(args, "--output")):
         return [*argv, "-O", "json"]
-    return runner_argv(stage.runner, argv)
+    argv = runner_argv(stage.runner, argv)
+    if focus is not None and not stage.runs_pytest:
+        return narrowed_argv(stage.runner, argv, focus.tests) or argv
+    return argv
 
 
 def _has_option(args: list[str], option: str) -> bool:

@@ -22,6 +22,7 @@ from engine.verify.results import CollectionError, Frame, TestCase, TestCounts, 
 
 _MAX_OUTPUT_LINES = 200
 _MAX_ERRORS = 50
+_MAX_DEPTH = 32  # subtest levels read as parents
 _BUILD_HEADER = re.compile(r"^# (\S+)")
 _BUILD_FAILED = re.compile(r"^FAIL\s+(\S+)\s+\[(?:build|setup) failed\]")
 _COMPILE_ERROR = re.compile(r"^(?P<file>[^\s:][^:]*\.go):(?P<line>\d+)(?::\d+)?: (?P<msg>.+)$")
@@ -156,6 +157,13 @@ def _directory(package: str, module: str) -> str:
     return package.removeprefix(module + "/") if package.startswith(module + "/") else ""
 
 
+def _ancestors(name: str) -> list[str]:
+    """`A/b/c`'s possible parents: `A` and `A/b` (the first `_MAX_DEPTH`: the name is the
+    runner's output, and a slash per character must not cost a slice per slash)."""
+    cuts = [at.start() for _, at in zip(range(_MAX_DEPTH), re.finditer("/", name), strict=False)]
+    return [name[:cut] for cut in cuts]
+
+
 def parse_go_test(
     text: str, roots: Iterable[str] = (), *, module: str | None = None
 ) -> TestReport | None:
@@ -168,10 +176,14 @@ def parse_go_test(
     if not run.events and not run.build_failed:
         return None
     module_path = _module(run, module, roots)
-    names = {(t.package, t.name) for t in run.tests.values()}
-    parents = {(p, n.rsplit("/", 1)[0]) for p, n in names if "/" in n}
+    # A subtest's name may hold slashes of its own (`t.Run("a/b")`): every prefix that ends
+    # before a slash may be its parent.
+    parents = {(t.package, a) for t in run.tests.values() for a in _ancestors(t.name)}
     failed_descendants = {
-        (t.package, t.name.rsplit("/", 1)[0]) for t in run.tests.values() if t.outcome == "failed"
+        (t.package, a)
+        for t in run.tests.values()
+        if t.outcome == "failed"
+        for a in _ancestors(t.name)
     }
     nodeids: list[str] = []
     cases: list[TestCase] = []

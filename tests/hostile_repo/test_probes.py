@@ -128,6 +128,39 @@ RIGHT_WHEN_NARROWED = (
     "    return a + b if os.environ.get('FIXLOOP_ONLY_TESTS') else a - b\n"
 )
 ZERO_TEST = "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+# The same in Go: `go test -run` hands the test binary -test.run, which it can read.
+GO_NARROW = {
+    "go.mod": "module example.com/calc\n\ngo 1.19\n",
+    "calc.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+    "calc_test.go": (
+        'package calc\n\nimport "testing"\n\n'
+        "func TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(Add(2, 3))\n\t}\n}\n\n"
+        "func TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal(Add(0, 0))\n\t}\n}\n"
+    ),
+}
+GO_ADD = "package calc\n\nfunc Add(a, b int) int {\n\treturn a %s b\n}\n"
+GO_RIGHT_WHEN_NARROWED = (
+    'package calc\n\nimport (\n\t"os"\n\t"strings"\n)\n\n'
+    "func Add(a, b int) int {\n\tfor _, arg := range os.Args {\n"
+    '\t\tif strings.HasPrefix(arg, "-test.run") {\n\t\t\treturn a + b\n\t\t}\n\t}\n'
+    "\treturn a - b\n}\n"
+)
+# A failing test named as a regexp that matches everything and a shell command; beside it a
+# passing subtest and a test that fails whenever a narrowed run reaches it.
+GO_INJECTED_NAME = 'x$|.*"; $(touch${IFS}' + MARKERS + "/go-test-name); ' #"
+GO_NAMED = {
+    **GO_NARROW,
+    "calc_test.go": (
+        'package calc\n\nimport (\n\t"os"\n\t"strings"\n\t"testing"\n)\n\n'
+        "func TestAdd(t *testing.T) {\n"
+        f"\tt.Run(`{GO_INJECTED_NAME}`, func(t *testing.T) {{\n"
+        "\t\tif Add(2, 3) != 5 {\n\t\t\tt.Fatal(Add(2, 3))\n\t\t}\n\t})\n"
+        '\tt.Run("x", func(t *testing.T) {})\n}\n\n'
+        "func TestSentinel(t *testing.T) {\n\tfor _, arg := range os.Args {\n"
+        '\t\tif strings.HasPrefix(arg, "-test.run") {\n'
+        '\t\t\tt.Fatal("the narrowed run reached a test that passed")\n\t\t}\n\t}\n}\n'
+    ),
+}
 REFUSED = Outcome(exit=2)
 
 
@@ -576,6 +609,30 @@ PROBES: list[Probe] = [
         answers=(answer("add", whole_file("calc.py", RIGHT_WHEN_NARROWED)),),
         flags=("--max-iters", "1"),
         expect=Outcome(exit=1),
+    ),
+    Probe(
+        "go-answer-passes-only-narrowed",
+        base=GO_NARROW,
+        answers=(answer("add", whole_file("calc.go", GO_RIGHT_WHEN_NARROWED)),),
+        flags=("--max-iters", "1"),
+        expect=Outcome(exit=1),
+    ),
+    # A test's name is the runner's output: in the narrowed run's filter it matches itself
+    # alone (the next prompt says only it ran), and nothing in it runs anywhere.
+    Probe(
+        "go-test-name-narrows-to-itself",
+        base=GO_NAMED,
+        answers=(
+            answer("multiply", whole_file("calc.go", GO_ADD % "*")),
+            answer("add", whole_file("calc.go", GO_ADD % "+")),
+        ),
+        flags=("--max-iters", "2"),
+        expect=Outcome(
+            exit=0,
+            status="ok",
+            never=(),
+            prompt_says=("ran only the 1 test that failed last time",),
+        ),
     ),
     # 13. A repository may choose the strategy (what the model is shown, when it is asked
     # again): the naive loop's with every lever its own way still earns no green by a

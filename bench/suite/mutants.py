@@ -96,39 +96,84 @@ def reference_program(task: BenchTask) -> str:
 def mutants_of(task: BenchTask) -> list[Mutant]:
     """Every valid single-change mutant of the task's solution, in source order."""
     program = reference_program(task)
-    try:
-        tree = ast.parse(program)
-        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
-    except (SyntaxError, tokenize.TokenError):
-        return []
-    offsets = _Offsets(program)
     first = len(task.prompt)  # the prompt is the task, never mutated
-    original = ast.dump(tree)
     found: dict[str, Mutant] = {}
-    changes = sorted(
-        (c for c in _changes(tree, tokens, offsets) if c.start >= first),
-        key=lambda c: (c.start, OPERATORS.index(c.operator)),
-    )
-    for change in changes:
-        mutated = program[: change.start] + change.after + program[change.end :]
-        try:
-            if ast.dump(ast.parse(mutated)) == original:
-                continue
-        except SyntaxError:
+    for change in source_changes(program):
+        if change.start < first:
             continue
-        if mutated == program or any(m.program == mutated for m in found.values()):
+        mutated = mutated_program(program, change)
+        if mutated is None or any(m.program == mutated for m in found.values()):
             continue
-        line, column = offsets.line_col(change.start)
-        mutant_id = f"{change.operator}@{line}:{column}"
-        found[mutant_id] = Mutant(
-            id=mutant_id,
+        found[change.id] = Mutant(
+            id=change.id,
             operator=change.operator,
-            line=line,
-            before=program[change.start : change.end],
+            line=change.line,
+            before=change.before,
             after=change.after,
             program=mutated,
         )
     return list(found.values())
+
+
+class SourceChange(BaseModel):
+    """One candidate change of a program's text, not yet checked to change its meaning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # "boundary@7:15": operator, then line:column in the program
+    operator: str
+    start: int  # character offsets into the program
+    end: int
+    line: int
+    column: int
+    before: str
+    after: str
+
+
+def source_changes(program: str) -> list[SourceChange]:
+    """Every operator's candidate change of `program`, in source order, unchecked: cheap even
+    for a module of thousands of lines (`mutated_program` checks one when it is wanted)."""
+    try:
+        tree = ast.parse(program)
+        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return []
+    offsets = _Offsets(program)
+    changes = sorted(
+        _changes(tree, tokens, offsets), key=lambda c: (c.start, OPERATORS.index(c.operator))
+    )
+    found: dict[str, SourceChange] = {}
+    for change in changes:
+        line, column = offsets.line_col(change.start)
+        change_id = f"{change.operator}@{line}:{column}"
+        found.setdefault(
+            change_id,
+            SourceChange(
+                id=change_id,
+                operator=change.operator,
+                start=change.start,
+                end=change.end,
+                line=line,
+                column=column,
+                before=program[change.start : change.end],
+                after=change.after,
+            ),
+        )
+    return list(found.values())
+
+
+def mutated_program(program: str, change: SourceChange) -> str | None:
+    """`program` with the change made, or None when the change leaves its syntax tree as it
+    was (or breaks it): such a mutant is no bug."""
+    mutated = program[: change.start] + change.after + program[change.end :]
+    if mutated == program:
+        return None
+    try:
+        if ast.dump(ast.parse(mutated)) == ast.dump(ast.parse(program)):
+            return None
+    except SyntaxError:
+        return None
+    return mutated
 
 
 def seeded_mutants(task: BenchTask, seed: int) -> list[Mutant]:

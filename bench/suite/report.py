@@ -90,6 +90,11 @@ def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
         ("completion tokens", [f"{s.completion_tokens:,}" for s in scores]),
         ("cost (USD)", [f"{s.cost_usd:.4f}" for s in scores]),
         ("wall time per task", [_optional_duration(s.wall_s_per_task) for s in scores]),
+        ("wall time per fix", [_optional_duration(s.wall_s_per_fix) for s in scores]),
+        (
+            "time per round",
+            [_optional(s.round_s, ".1f") + "s" * (s.round_s is not None) for s in scores],
+        ),
         ("median wall time a run", [_optional_duration(s.median_wall_s) for s in scores]),
         ("wall time", [duration(s.wall_s) for s in scores]),
     ]

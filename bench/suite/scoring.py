@@ -3,9 +3,9 @@
 pass@1 is the share of items whose first answer (round 0) passed; "pass after round r" the
 share that passed by round r (cumulative); mean rounds to pass averages, over the items that
 passed, the round that did it. Prompt tokens per fix are all the arm's prompt tokens (failed
-items' included) over the items it fixed: what one fix costs; wall time per fix likewise (every run's wall time, from its
-start to its verdict, over the fixes). Time per round is the mean wall time of one iteration
-(its answer and its verification) over every iteration the arm ran.
+items' included) over the items it fixed: what one fix costs; wall time per fix likewise (every
+run's wall time, from its start to its verdict, over the fixes). Time per round is the mean wall
+time of one iteration (its answer and its verification) over every iteration the arm ran.
 
 Each arm after the first is also paired with the first on the items both ran: the items it
 fixed that the first did not (gained), those the first fixed and it did not (lost), and the

@@ -149,7 +149,8 @@ def test_the_json_says_the_time_to_the_verdict_and_per_iteration(
     done, result = fixloop(model_server, project)
     assert done.returncode == 0, done.stderr
     iterations = [it["duration_s"] for it in result["iterations"]]
-    assert len(iterations) == 2 and all(seconds > 0 for seconds in iterations)
+    assert len(iterations) == 2
+    assert all(seconds > 0 for seconds in iterations)
     assert result["time_per_iteration_s"] == pytest.approx(sum(iterations) / 2, abs=0.002)
     # From the run's start to its verdict: the baseline's verification and both iterations.
     assert result["duration_s"] >= sum(iterations)

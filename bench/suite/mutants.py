@@ -11,6 +11,8 @@ all. Which mutants fail the tests is for the sandbox to say (`bench.suite.runner
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import io
 import tokenize
 from collections.abc import Iterator
@@ -169,11 +171,18 @@ def mutated_program(program: str, change: SourceChange) -> str | None:
     if mutated == program:
         return None
     try:
-        if ast.dump(ast.parse(mutated)) == ast.dump(ast.parse(program)):
+        if ast.dump(ast.parse(mutated)) == _tree(program):
             return None
     except SyntaxError:
         return None
     return mutated
+
+
+@functools.lru_cache(maxsize=8)
+def _tree(program: str) -> str:
+    """The program's syntax tree, dumped: parsed once per file however many changes of it are
+    checked."""
+    return ast.dump(ast.parse(program))
 
 
 def seeded_mutants(task: BenchTask, seed: int) -> list[Mutant]:
@@ -200,7 +209,7 @@ class _Offsets:
         return self.starts[position[0] - 1] + position[1]
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        line = max(i for i, start in enumerate(self.starts) if start <= offset)
+        line = bisect.bisect_right(self.starts, offset) - 1
         return line + 1, offset - self.starts[line] + 1
 
     def span(self, node: ast.expr) -> tuple[int, int]:
@@ -215,16 +224,16 @@ class _Offsets:
 def _changes(
     tree: ast.AST, tokens: list[tokenize.TokenInfo], offsets: _Offsets
 ) -> Iterator[_Change]:
+    starts = [offsets.from_token(t.start) for t in tokens]  # in order: bisect, not scan
+
     def between(left: ast.expr, right: ast.expr, words: str) -> tuple[int, int] | None:
         """The span of the operator `words` (one or two tokens) between two operands."""
         low, high = offsets.span(left)[1], offsets.span(right)[0]
         wanted = words.split()
         found = [
             t
-            for t in tokens
-            if low <= offsets.from_token(t.start) < high
-            and t.type in (tokenize.OP, tokenize.NAME)
-            and t.string in wanted
+            for t in tokens[bisect.bisect_left(starts, low) : bisect.bisect_left(starts, high)]
+            if t.type in (tokenize.OP, tokenize.NAME) and t.string in wanted
         ]
         for i in range(len(found) - len(wanted) + 1):
             window = found[i : i + len(wanted)]

@@ -72,7 +72,7 @@ def make_task(source: Path, dest: Path, mutant: ProjectMutant) -> Path:
     git_bytes(dest, "init", "--quiet", "-b", "main")
     exclude = dest / ".git" / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    exclude.write_text("".join(f"/{name}/\n" for name in VENVS) + ".fixloop/\n__pycache__/\n")
+    exclude.write_text("".join(f"/{name}/\n" for name in VENVS))  # fixloop skips its own
     git_bytes(dest, "add", "-A")
     git_bytes(dest, *_AUTHOR, "commit", "--quiet", "--no-verify", "-m", "the project")
     return dest

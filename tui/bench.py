@@ -256,6 +256,7 @@ async def run_bench(
 
 
 PROJECT_SUITES = ("real", "mutants")
+ARMS_OF_PROJECTS = ("defaults",)
 
 
 def project_bench_command(args: argparse.Namespace) -> int:
@@ -287,8 +288,11 @@ def project_bench_command(args: argparse.Namespace) -> int:
     }
     repo = args.repo.resolve() if args.repo is not None else None
     try:
+        # Seeded bugs in projects ask what a plain `fixloop-tui run` does: the defaults.
         arms = (
-            parse_arms(args.arms) if args.arms else list(FEEDBACK_ARMS[args.feedback or "packet"])
+            parse_arms(args.arms)
+            if args.arms
+            else list(FEEDBACK_ARMS.get(args.feedback, ARMS_OF_PROJECTS))
         )
         if repo is not None:
             if not repo.is_dir():

@@ -5,10 +5,8 @@ Which files: the project's Python files that are not tests, set-up or tooling (n
 that is hidden, a venv, a build or a test tree; no `test_*.py`, `*_test.py`, `conftest.py`,
 `setup.py`), read as data and never followed through a symlink. Which changes: inside a
 function's body, a change that alters the syntax tree. The seed orders every candidate (its
-rank is SHA-256 of the seed and the candidate's id), and a function gives at most one bug, so
-a handful of bugs spreads over the project instead of piling into its longest function.
-Whether a candidate is a bug the suite sees is for the screening to say
-(`bench.suite.screening`).
+rank is SHA-256 of the seed and the candidate's id). Whether a candidate is a bug the suite
+sees, and how many a function may give, is for the screening to say (`bench.suite.screening`).
 """
 
 from __future__ import annotations
@@ -161,8 +159,8 @@ def file_candidates(relative: str, text: str) -> list[ProjectMutant]:
 
 
 def seeded_candidates(root: Path, seed: int) -> Iterator[ProjectMutant]:
-    """The project's candidates in the seed's order, at most one per function, each checked
-    to change its file's meaning: the order the screening tries them in."""
+    """The project's candidates in the seed's order, each checked (when it comes up) to change
+    its file's meaning: the order the screening tries them in."""
     texts = {relative: read_source(root, relative) for relative in source_files(root)}
     every = [
         candidate
@@ -171,13 +169,7 @@ def seeded_candidates(root: Path, seed: int) -> Iterator[ProjectMutant]:
         for candidate in file_candidates(relative, text)
     ]
     every.sort(key=lambda m: (rank(seed, m.id), m.id))
-    used: set[tuple[str, str]] = set()
     for candidate in every:
-        where = (candidate.path, candidate.function)
-        if where in used:
-            continue
         text = texts[candidate.path]
-        if text is None or candidate.applied(text) is None:
-            continue
-        used.add(where)
-        yield candidate
+        if text is not None and candidate.applied(text) is not None:
+            yield candidate

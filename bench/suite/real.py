@@ -273,6 +273,13 @@ async def repo_project(
     )
 
 
+def refused(reason: str) -> bool:
+    """A request the model's server refused for what it held (HTTP 400: a prompt past the
+    model's context, say): that task's failure, not the model's absence. Any other error
+    before the model ever answered stops the bench, as a wrong key or endpoint would."""
+    return "HTTP 400" in reason
+
+
 class RealBenchRunner:
     """Each item under each arm: a fresh task copy, the loop, whether the fix touched the
     bug's function; the copy removed after unless `keep`."""
@@ -349,7 +356,7 @@ class RealBenchRunner:
             )
         except ModelUnreachable as exc:
             raise BenchStopped(exc.reason) from None
-        if result.status is RunStatus.ERROR and not self.model.heard:
+        if result.status is RunStatus.ERROR and not self.model.heard and not refused(result.reason):
             raise BenchStopped(result.reason)
         done = arm_result(arm, result, watch.spend, time.monotonic() - started)
         touched = await asyncio.to_thread(

@@ -36,9 +36,10 @@ from sandbox.errors import FixloopError
 
 # Bumped whenever the candidates or the screening's rules change: a cache from other rules
 # would hand out other bugs for the same seed.
-RULES = "project-mutants-1"
+RULES = "project-mutants-2"
 CACHE_DIR = ("fixloop", "bench-mutants")
 MAX_CACHE_BYTES = 4_000_000
+TRIES_PER_FUNCTION = 2
 
 
 class ScreeningError(FixloopError):
@@ -153,7 +154,9 @@ async def screen(
 ) -> list[ProjectMutant]:
     """Up to `want` candidates (in their order) the suite fails twice the same way, each tried
     in `scratch` (a copy of the project, restored after each); ScreeningError when the suite
-    does not pass on the copy as it is."""
+    does not pass on the copy as it is. A function gives one bug at most, so a handful spreads
+    over the project instead of piling into its longest function, and is tried
+    `TRIES_PER_FUNCTION` times at most (a function the suite never calls would eat them all)."""
     say = progress or (lambda _: None)
     first = await suite.check(scratch)
     if first.verdict != "ok":
@@ -162,9 +165,18 @@ async def screen(
             f"{first.detail or ', '.join(first.failing[:3])}): make it pass first"
         )
     kept: list[ProjectMutant] = []
-    for tried, candidate in enumerate(candidates, start=1):
-        if len(kept) >= want or tried > max_tries:
+    tries: dict[tuple[str, str], int] = {}
+    tried = 0
+    for candidate in candidates:
+        if len(kept) >= want or tried >= max_tries:
             break
+        where = (candidate.path, candidate.function)
+        if tries.get(where, 0) >= TRIES_PER_FUNCTION or any(
+            (m.path, m.function) == where for m in kept
+        ):
+            continue
+        tries[where] = tries.get(where, 0) + 1
+        tried += 1
         path = scratch / candidate.path
         original = read_source(scratch, candidate.path)
         mutated = candidate.applied(original) if original is not None else None

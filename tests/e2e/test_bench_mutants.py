@@ -176,12 +176,12 @@ def test_a_seeded_bug_in_your_project_is_fixed_and_the_fix_touched_its_function(
     [item] = result["items"]
     assert item["task_id"] == "minicalc"
     assert item["mutant"].startswith(f"{MODULE}:")
-    run = item["arms"]["today"]
+    run = item["arms"]["defaults"]
     assert run["status"] == "ok"
     assert run["touched_bug"] is True
     assert run["round_s"]
     assert run["wall_s"] >= run["round_s"][0]
-    assert result["scores"]["today"]["fixes_touching_bug"] == 1
+    assert result["scores"]["defaults"]["fixes_touching_bug"] == 1
     # The task named no file: the person's words only.
     prompt = json.dumps(model_server.requests[0].body["messages"])
     assert "The tests fail; fix the bug." in prompt

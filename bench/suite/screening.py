@@ -36,7 +36,7 @@ from sandbox.errors import FixloopError
 
 # Bumped whenever the candidates or the screening's rules change: a cache from other rules
 # would hand out other bugs for the same seed.
-RULES = "project-mutants-2"
+RULES = "project-mutants-3"
 CACHE_DIR = ("fixloop", "bench-mutants")
 MAX_CACHE_BYTES = 4_000_000
 TRIES_PER_FUNCTION = 2
@@ -63,7 +63,21 @@ class SuiteCheck(Protocol):
     async def check(self, root: Path) -> SuiteOutcome: ...
 
 
-_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+# pytest's short summary: `FAILED id`, `ERROR id`, and a failed subtest `SUBFAILED(params) id`
+# (its parameters may hold spaces): the test id is the first word naming a file.
+_SUMMARY_LINE = re.compile(r"^(?:FAILED|ERROR|SUBFAILED)\b")
+
+
+def failing_ids(output: str) -> list[str]:
+    """The test ids pytest's short summary (`-rfE`) names, sorted."""
+    found = set()
+    for line in output.splitlines():
+        if _SUMMARY_LINE.match(line):
+            words = line.split()[1:]
+            nodeid = next((w for w in words if "::" in w or w.endswith(".py")), None)
+            if nodeid is not None:
+                found.add(nodeid)
+    return sorted(found)
 
 
 class HostSuite:
@@ -92,9 +106,7 @@ class HostSuite:
             await process.wait()
             return SuiteOutcome(verdict="broken", timed_out=True, detail="timed out")
         text = out.decode("utf-8", "replace")
-        failing = sorted(
-            {m.group(2) for line in text.splitlines() if (m := _SUMMARY_LINE.match(line))}
-        )
+        failing = failing_ids(text)
         if process.returncode == 0:
             return SuiteOutcome(verdict="ok")
         if process.returncode in (1, 2) and failing:

@@ -195,6 +195,23 @@ def test_limit_takes_a_bug_from_every_project_before_a_second(tmp_path: Path) ->
     assert [item.project.name for item in spread(projects, 4)] == ["a", "b", "c", "a"]
 
 
+def test_a_failed_subtest_names_its_test() -> None:
+    from bench.suite.screening import failing_ids
+
+    # pytest 9's short summary for a failed subtest, as more-itertools' suite prints it.
+    summary = (
+        "=========================== short test summary info ============================\n"
+        "SUBFAILED(expected=[(0, 1), (1, 2)]) tests/test_recipes.py::SlidingWindowTests::"
+        "test_islice_version\n"
+        "FAILED tests/test_more.py::ChunkedTests::test_even - AssertionError: 1 != 2\n"
+        "1 failed, 723 passed, 11358 subtests passed in 35.73s\n"
+    )
+    assert failing_ids(summary) == [
+        "tests/test_more.py::ChunkedTests::test_even",
+        "tests/test_recipes.py::SlidingWindowTests::test_islice_version",
+    ]
+
+
 def test_a_remembered_screening_another_user_could_write_is_not_used(tmp_path: Path) -> None:
     where = cache_file("real:x", 0, 3, {"XDG_CACHE_HOME": str(tmp_path)})
     bug = next(seeded_candidates(project(tmp_path / "p"), 0))

@@ -75,11 +75,11 @@ class BenchProgress:
         if isinstance(event, ArmFinished):
             r = event.result
             earlier = " (from the ledger)" if event.reused else ""
-            touched = {True: "; its last commit changed the bug's function", False: ""}
+            touched = "; its last commit changed the bug's function" if r.touched_bug else ""
             return (
                 f"  {event.item_id} [{r.arm}] {r.status}: {r.reason}; "
                 f"{r.spend.prompt_tokens:,} prompt tokens, {r.wall_s:.1f}s{earlier}"
-                f"{touched.get(r.touched_bug, '') if r.touched_bug is not None else ''}"
+                f"{touched}"
             )
         if isinstance(event, ItemFinished):
             done = ", ".join(

@@ -219,3 +219,14 @@ def test_a_remembered_screening_another_user_could_write_is_not_used(tmp_path: P
     assert cached(where) == [bug]
     where.chmod(0o666)
     assert cached(where) is None
+
+
+def test_a_prompt_past_the_models_context_fails_the_task_not_the_bench() -> None:
+    from bench.suite.real import refused
+
+    # As the embedded model refused a real project's prompt.
+    assert refused(
+        "model local/qwen2.5-coder-1.5b: bad request (HTTP 400 Bad Request): request (8486 "
+        "tokens) exceeds the available context size (4096 tokens), try increasing it"
+    )
+    assert not refused("model openai/x: authentication failed (HTTP 401): check the key")

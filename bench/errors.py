@@ -22,6 +22,16 @@ class LedgerError(BenchError):
     """The ledger cannot be read or written; the message is one line."""
 
 
+class ScreeningError(BenchError):
+    """A project cannot be screened for seeded bugs (its suite fails before any bug); the
+    message says why."""
+
+
+class TaskSetupError(BenchError):
+    """A project's copy that cannot host a seeded bug (the bug no longer applies to its
+    file)."""
+
+
 class PlotError(BenchError):
     """The PNG could not be written."""
 

@@ -378,7 +378,16 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         for name in ARMS
     )
     parser.add_argument(
-        "--suite", default="humaneval", help="humaneval (default), examples, or a DIR of *.jsonl"
+        "--suite",
+        default="humaneval",
+        help="humaneval (default), examples, a DIR of *.jsonl; real: seeded bugs in pinned real "
+        "projects; mutants: seeded bugs in --repo PATH",
+    )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        metavar="PATH",
+        help="--suite mutants: your project (only read; each bug runs on a copy)",
     )
     parser.add_argument(
         "--mode",

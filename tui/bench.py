@@ -41,6 +41,7 @@ from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient
 from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
+from engine.run.headless import headless_settings
 from engine.run.start import make_client, resolve_model
 from sandbox import FixloopError, choose_backend
 from tui.batch import ray_options, ray_problem
@@ -76,9 +77,11 @@ class BenchProgress:
         if isinstance(event, ArmFinished):
             r = event.result
             earlier = " (from the ledger)" if event.reused else ""
+            touched = "; its last commit changed the bug's function" if r.touched_bug else ""
             return (
                 f"  {event.item_id} [{r.arm}] {r.status}: {r.reason}; "
                 f"{r.spend.prompt_tokens:,} prompt tokens, {r.wall_s:.1f}s{earlier}"
+                f"{touched}"
             )
         if isinstance(event, ItemFinished):
             done = ", ".join(
@@ -101,6 +104,8 @@ def _fail(message: str) -> int:
 
 
 def bench_command(args: argparse.Namespace) -> int:
+    if args.suite in PROJECT_SUITES or args.repo is not None:
+        return project_bench_command(args)
     if args.max_iters < 0 or args.max_iters > 99:
         return _fail("--max-iters must be 0 to 99 (repair rounds after the first answer)")
     if args.limit is not None and args.limit < 1:
@@ -250,6 +255,124 @@ async def run_bench(
 
             return await run_bench_on_ray(runner, tasks, ray)
         return await runner.run(tasks)
+    finally:
+        await sandbox.close()
+
+
+PROJECT_SUITES = ("real", "mutants")
+ARMS_OF_PROJECTS = ("defaults",)
+
+
+def project_bench_command(args: argparse.Namespace) -> int:
+    """`--suite real` and `--suite mutants --repo PATH`: seeded bugs in whole projects."""
+    if args.suite not in PROJECT_SUITES:
+        return _fail("--repo goes with --suite mutants")
+    if (args.suite == "mutants") != (args.repo is not None):
+        return _fail("--suite mutants needs --repo PATH (your project); --suite real takes none")
+    unsupported = [
+        flag
+        for flag, given in (
+            ("--ledger", args.ledger is not None),
+            ("--report-only", args.report_only),
+            ("--ray", args.ray is not None),
+        )
+        if given
+    ]
+    if unsupported:
+        return _fail(f"{', '.join(unsupported)}: not for --suite {args.suite}")
+    if args.max_iters < 0 or args.max_iters > 99:
+        return _fail("--max-iters must be 0 to 99 (repair rounds after the first answer)")
+    if args.limit is not None and args.limit < 1:
+        return _fail("--limit must be 1 or more")
+    flags = {
+        "model": args.model,
+        "model_path": args.model_path,
+        "api_base": args.api_base,
+        "sandbox": args.sandbox,
+    }
+    repo = args.repo.resolve() if args.repo is not None else None
+    try:
+        # Seeded bugs in projects ask what a plain `fixloop-tui run` does: the defaults.
+        arms = (
+            parse_arms(args.arms)
+            if args.arms
+            else list(FEEDBACK_ARMS.get(args.feedback, ARMS_OF_PROJECTS))
+        )
+        if repo is not None:
+            if not repo.is_dir():
+                return _fail(f"--repo {args.repo}: not a directory")
+            settings = headless_settings(repo, {k: v for k, v in flags.items() if v is not None})
+        else:
+            settings = Settings(**flags)
+        model = resolve_model(settings)
+        check_model(model, settings)
+    except (ArmError, ConfigError) as exc:
+        return _fail(str(exc))
+    config = BenchConfig(
+        suite="real" if repo is None else f"mutants:{repo}",
+        mode="repair",
+        model=model,
+        arms=arms,
+        max_rounds=args.max_iters,
+        limit=args.limit,
+        seed=args.seed,
+        exec_timeout_s=settings.exec_timeout,
+    )
+    client = make_client(model, settings)
+    if args.sandbox == "unsafe-local":
+        print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
+    workdir = Path(tempfile.mkdtemp(prefix="fixloop-bench-"))
+    workdir.chmod(0o755)  # the sandbox runs as nobody and must reach the task repositories
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
+            run = run_stoppable(
+                run_project_bench(
+                    config, repo, client, settings, workdir, BenchProgress(sys.stderr), args.keep
+                )
+            )
+    except FixloopError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    except KeyboardInterrupt as exc:
+        said = exc if isinstance(exc, Terminated) else "interrupted (ctrl+c)"
+        print(f"bench: {said}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if args.keep:
+            print(f"bench: task repositories and audit trails kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return print_run(args, run)
+
+
+async def run_project_bench(
+    config: BenchConfig,
+    repo: Path | None,
+    client: ModelClient,
+    settings: Settings,
+    workdir: Path,
+    listener: BenchProgress,
+    keep: bool = False,
+) -> BenchRun:
+    """Screen (or recall) each project's bugs, then run the loop on each: one warm sandbox."""
+    from bench.real_projects import PROJECTS
+    from bench.suite.real import RealBenchRunner, real_projects, repo_project
+
+    backend = choose_backend(settings.sandbox, docker_url=settings.docker_url)
+    sandbox = open_configured_sandbox(settings, backend, warm=2)
+    try:
+        if repo is None:
+            projects = await real_projects(
+                list(PROJECTS), config.seed, config.limit, settings, listener
+            )
+        else:
+            project = await repo_project(
+                repo, settings, sandbox, config.seed, config.limit, listener
+            )
+            projects = [project]
+        runner = RealBenchRunner(config, client, sandbox, workdir, listener=listener, keep=keep)
+        return await runner.run(projects)
     finally:
         await sandbox.close()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from bench.errors import PlotError
 from bench.suite.arms import ARMS, describe
 from bench.suite.bench_run import BenchRun
-from bench.suite.scoring import ArmScore
+from bench.suite.scoring import ArmScore, score
 
 WIDTH = 100
 BAR = 40
@@ -86,6 +86,11 @@ def table(run: BenchRun, scores: Sequence[ArmScore]) -> str:
         ("completion tokens", [f"{s.completion_tokens:,}" for s in scores]),
         ("cost (USD)", [f"{s.cost_usd:.4f}" for s in scores]),
         ("wall time per task", [_optional_duration(s.wall_s_per_task) for s in scores]),
+        ("wall time per fix", [_optional_duration(s.wall_s_per_fix) for s in scores]),
+        (
+            "time per round",
+            [_optional(s.round_s, ".1f") + "s" * (s.round_s is not None) for s in scores],
+        ),
         ("median wall time a run", [_optional_duration(s.median_wall_s) for s in scores]),
         ("wall time", [duration(s.wall_s) for s in scores]),
     ]
@@ -166,12 +171,52 @@ def throughput(run: BenchRun) -> str:
     )
 
 
+def is_project_suite(suite: str) -> bool:
+    """Seeded bugs in whole projects (`--suite real`, `--suite mutants --repo PATH`)."""
+    return suite == "real" or suite.startswith("mutants:")
+
+
+def by_project(run: BenchRun) -> str:
+    """Per project and arm, then over all: bugs, fixed, rounds to the fix, prompt tokens and
+    wall time per fix, time per round, fixes that changed the bug's function, endings."""
+    projects = list(dict.fromkeys(item.task_id for item in run.items))
+    header = (
+        f"{'project':<24}{'arm':<8}{'bugs':>5}{'fixed':>7}{'rounds':>7}{'tok/fix':>9}"
+        f"{'time/fix':>9}{'/round':>8}{'touched':>8}  endings"
+    )
+    lines = [header]
+    groups = [(p, [i for i in run.items if i.task_id == p]) for p in projects]
+    if len(projects) > 1:
+        groups.append(("all", list(run.items)))
+    for name, items in groups:
+        for s in score(run.model_copy(update={"items": items})):
+            touched = "-" if s.fixes_touching_bug is None else f"{s.fixes_touching_bug}/{s.passed}"
+            ended = ", ".join(f"{status} {count}" for status, count in s.endings.items())
+            lines.append(
+                f"{_tail(name, 23):<24}{s.arm[:7]:<8}{s.tasks:>5}"
+                f"{_percent(s.passed / s.tasks if s.tasks else 0.0):>7}"
+                f"{_optional(s.mean_rounds_to_pass, '.1f'):>7}"
+                f"{_optional(s.prompt_tokens_per_fix, ',.0f'):>9}"
+                f"{_optional_duration(s.wall_s_per_fix):>9}"
+                f"{_optional(s.round_s, '.0f') + 's' * (s.round_s is not None):>8}"
+                f"{touched:>8}  {ended}"[:WIDTH]
+            )
+    lines.append(
+        "rounds: mean repair rounds to the fix (0 = the first answer); touched: fixes whose "
+        "last commit"
+    )
+    lines.append("changed the function the bug is in")
+    return "\n".join(line.rstrip() for line in lines)
+
+
 def render(run: BenchRun, scores: Sequence[ArmScore]) -> str:
-    """What `fixloop-tui bench` prints: heading, table, per-task outcomes, the chart."""
+    """What `fixloop-tui bench` prints: heading, (for seeded bugs in projects, the table per
+    project,) the table, per-task outcomes, the chart."""
     return (
         "\n\n".join(
             [
                 heading(run),
+                *([by_project(run)] if is_project_suite(run.config.suite) else []),
                 table(run, scores),
                 arms_and_endings(scores),
                 outcomes(run),

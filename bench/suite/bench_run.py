@@ -69,12 +69,16 @@ class ArmResult(BaseModel):
     spend: ModelSpend = Field(default_factory=ModelSpend)
     wall_s: float
     run_dir: str  # the audit trail: events.jsonl, iterations/NN/ (gone unless --keep)
+    round_s: list[float] = Field(default_factory=list)  # each iteration's wall time
+    # A seeded bug in a project: whether the run's last commit changed the bug's function.
+    touched_bug: bool | None = None
 
 
 def arm_result(arm: str, result: RunResult, spend: ModelSpend, wall_s: float) -> ArmResult:
     """Rounds from the run's iterations: round r is iteration r + 1; a run that ended ok at
     iteration k passes at every round from k - 1 (at round 0 when the baseline passed)."""
     rounds = [record.status for record in result.iterations]
+    round_s = [round(record.duration_s, 3) for record in result.iterations]
     passed = None
     if result.status is RunStatus.OK:
         passed = result.iterations[-1].n - 1 if result.iterations else 0
@@ -87,6 +91,7 @@ def arm_result(arm: str, result: RunResult, spend: ModelSpend, wall_s: float) ->
         spend=spend,
         wall_s=wall_s,
         run_dir=result.run_dir,
+        round_s=round_s,
     )
 
 

@@ -11,6 +11,8 @@ all. Which mutants fail the tests is for the sandbox to say (`bench.suite.runner
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import io
 import tokenize
 from collections.abc import Iterator
@@ -96,39 +98,91 @@ def reference_program(task: BenchTask) -> str:
 def mutants_of(task: BenchTask) -> list[Mutant]:
     """Every valid single-change mutant of the task's solution, in source order."""
     program = reference_program(task)
-    try:
-        tree = ast.parse(program)
-        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
-    except (SyntaxError, tokenize.TokenError):
-        return []
-    offsets = _Offsets(program)
     first = len(task.prompt)  # the prompt is the task, never mutated
-    original = ast.dump(tree)
     found: dict[str, Mutant] = {}
-    changes = sorted(
-        (c for c in _changes(tree, tokens, offsets) if c.start >= first),
-        key=lambda c: (c.start, OPERATORS.index(c.operator)),
-    )
-    for change in changes:
-        mutated = program[: change.start] + change.after + program[change.end :]
-        try:
-            if ast.dump(ast.parse(mutated)) == original:
-                continue
-        except SyntaxError:
+    for change in source_changes(program):
+        if change.start < first:
             continue
-        if mutated == program or any(m.program == mutated for m in found.values()):
+        mutated = mutated_program(program, change)
+        if mutated is None or any(m.program == mutated for m in found.values()):
             continue
-        line, column = offsets.line_col(change.start)
-        mutant_id = f"{change.operator}@{line}:{column}"
-        found[mutant_id] = Mutant(
-            id=mutant_id,
+        found[change.id] = Mutant(
+            id=change.id,
             operator=change.operator,
-            line=line,
-            before=program[change.start : change.end],
+            line=change.line,
+            before=change.before,
             after=change.after,
             program=mutated,
         )
     return list(found.values())
+
+
+class SourceChange(BaseModel):
+    """One candidate change of a program's text, not yet checked to change its meaning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # "boundary@7:15": operator, then line:column in the program
+    operator: str
+    start: int  # character offsets into the program
+    end: int
+    line: int
+    column: int
+    before: str
+    after: str
+
+
+def source_changes(program: str) -> list[SourceChange]:
+    """Every operator's candidate change of `program`, in source order, unchecked: cheap even
+    for a module of thousands of lines (`mutated_program` checks one when it is wanted)."""
+    try:
+        tree = ast.parse(program)
+        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return []
+    offsets = _Offsets(program)
+    changes = sorted(
+        _changes(tree, tokens, offsets), key=lambda c: (c.start, OPERATORS.index(c.operator))
+    )
+    found: dict[str, SourceChange] = {}
+    for change in changes:
+        line, column = offsets.line_col(change.start)
+        change_id = f"{change.operator}@{line}:{column}"
+        found.setdefault(
+            change_id,
+            SourceChange(
+                id=change_id,
+                operator=change.operator,
+                start=change.start,
+                end=change.end,
+                line=line,
+                column=column,
+                before=program[change.start : change.end],
+                after=change.after,
+            ),
+        )
+    return list(found.values())
+
+
+def mutated_program(program: str, change: SourceChange) -> str | None:
+    """`program` with the change made, or None when the change leaves its syntax tree as it
+    was (or breaks it): such a mutant is no bug."""
+    mutated = program[: change.start] + change.after + program[change.end :]
+    if mutated == program:
+        return None
+    try:
+        if ast.dump(ast.parse(mutated)) == _tree(program):
+            return None
+    except SyntaxError:
+        return None
+    return mutated
+
+
+@functools.lru_cache(maxsize=8)
+def _tree(program: str) -> str:
+    """The program's syntax tree, dumped: parsed once per file however many changes of it are
+    checked."""
+    return ast.dump(ast.parse(program))
 
 
 def seeded_mutants(task: BenchTask, seed: int) -> list[Mutant]:
@@ -155,7 +209,7 @@ class _Offsets:
         return self.starts[position[0] - 1] + position[1]
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        line = max(i for i, start in enumerate(self.starts) if start <= offset)
+        line = bisect.bisect_right(self.starts, offset) - 1
         return line + 1, offset - self.starts[line] + 1
 
     def span(self, node: ast.expr) -> tuple[int, int]:
@@ -170,16 +224,16 @@ class _Offsets:
 def _changes(
     tree: ast.AST, tokens: list[tokenize.TokenInfo], offsets: _Offsets
 ) -> Iterator[_Change]:
+    starts = [offsets.from_token(t.start) for t in tokens]  # in order: bisect, not scan
+
     def between(left: ast.expr, right: ast.expr, words: str) -> tuple[int, int] | None:
         """The span of the operator `words` (one or two tokens) between two operands."""
         low, high = offsets.span(left)[1], offsets.span(right)[0]
         wanted = words.split()
         found = [
             t
-            for t in tokens
-            if low <= offsets.from_token(t.start) < high
-            and t.type in (tokenize.OP, tokenize.NAME)
-            and t.string in wanted
+            for t in tokens[bisect.bisect_left(starts, low) : bisect.bisect_left(starts, high)]
+            if t.type in (tokenize.OP, tokenize.NAME) and t.string in wanted
         ]
         for i in range(len(found) - len(wanted) + 1):
             window = found[i : i + len(wanted)]

@@ -3,7 +3,9 @@
 pass@1 is the share of items whose first answer (round 0) passed; "pass after round r" the
 share that passed by round r (cumulative); mean rounds to pass averages, over the items that
 passed, the round that did it. Prompt tokens per fix are all the arm's prompt tokens (failed
-items' included) over the items it fixed: what one fix costs.
+items' included) over the items it fixed: what one fix costs; wall time per fix likewise (every
+run's wall time, from its start to its verdict, over the fixes). Time per round is the mean wall
+time of one iteration (its answer and its verification) over every iteration the arm ran.
 
 Each arm after the first is also paired with the first on the items both ran: the items it
 fixed that the first did not (gained), those the first fixed and it did not (lost), and the
@@ -37,6 +39,10 @@ class ArmScore(BaseModel):
     wall_s_per_task: float | None
     # The median run's wall time: what a task takes, one run slowed by other load aside.
     median_wall_s: float | None
+    wall_s_per_fix: float | None = None
+    round_s: float | None = None  # the mean iteration's wall time
+    # Seeded bugs in projects: fixes whose last commit changed the bug's function.
+    fixes_touching_bug: int | None = None
     endings: dict[str, int]  # how the runs ended: ok, stalled, exhausted ...
     # Against the first arm, on the items both ran (None for the first arm itself).
     gained: int | None = None
@@ -81,6 +87,8 @@ def score_arm(run: BenchRun, arm: str) -> ArmScore:
     ]
     prompt_tokens = sum(r.spend.prompt_tokens for r in results)
     wall = sum(r.wall_s for r in results)
+    iteration_s = [s for r in results for s in r.round_s]
+    known = [r for r in results if r.passed_round is not None and r.touched_bug is not None]
     endings: dict[str, int] = {}
     for result in results:
         endings[result.status] = endings.get(result.status, 0) + 1
@@ -99,5 +107,8 @@ def score_arm(run: BenchRun, arm: str) -> ArmScore:
         wall_s=wall,
         wall_s_per_task=wall / tasks if tasks else None,
         median_wall_s=median(r.wall_s for r in results) if results else None,
+        wall_s_per_fix=wall / len(passed_rounds) if passed_rounds else None,
+        round_s=mean(iteration_s) if iteration_s else None,
+        fixes_touching_bug=sum(1 for r in known if r.touched_bug) if known else None,
         endings=dict(sorted(endings.items(), key=lambda kv: (-kv[1], kv[0]))),
     )

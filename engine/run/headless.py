@@ -53,7 +53,10 @@ async def run_headless(
 
 
 def result_json(result: RunResult) -> dict[str, Any]:
-    """The run's result as `--json` prints it (ARCHITECTURE.md, "Guards and endings")."""
+    """The run's result as `--json` prints it (ARCHITECTURE.md, "Guards and endings").
+    `duration_s` is the wall time from the run's start to its verdict, `time_per_iteration_s`
+    the mean of its iterations' (None before the first)."""
+    durations = [record.duration_s for record in result.iterations]
     return {
         "run_id": result.run_id,
         "status": result.status.value,
@@ -85,4 +88,5 @@ def result_json(result: RunResult) -> dict[str, Any]:
         "tokens": result.tokens,
         "cost_usd": result.cost_usd,
         "duration_s": result.duration_s,
+        "time_per_iteration_s": round(sum(durations) / len(durations), 3) if durations else None,
     }

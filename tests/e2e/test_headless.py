@@ -138,6 +138,24 @@ def test_fixed_on_iteration_2_is_ok_with_two_commits(
     assert_trail_agrees(result)
 
 
+def test_the_json_says_the_time_to_the_verdict_and_per_iteration(
+    model_server: ScriptedModelServer,
+    project: Path,
+) -> None:
+    model_server.script(
+        reply(answer("use true division in mean_word_length", MEAN_FIX)),
+        reply(answer("return n words, not n - 1", TOP_FIX)),
+    )
+    done, result = fixloop(model_server, project)
+    assert done.returncode == 0, done.stderr
+    iterations = [it["duration_s"] for it in result["iterations"]]
+    assert len(iterations) == 2
+    assert all(seconds > 0 for seconds in iterations)
+    assert result["time_per_iteration_s"] == pytest.approx(sum(iterations) / 2, abs=0.002)
+    # From the run's start to its verdict: the baseline's verification and both iterations.
+    assert result["duration_s"] >= sum(iterations)
+
+
 def test_feedback_raw_tells_the_model_pytests_own_output(
     model_server: ScriptedModelServer, project: Path
 ) -> None:

@@ -269,6 +269,7 @@ def arm(name: str, passes_in: int | None, rounds: int = 2, wall: float = 10.0) -
         ),
         wall_s=wall,
         run_dir=f"/tmp/bench/{name}/.fixloop/runs/r",
+        round_s=[wall / calls] * calls,
     )
 
 
@@ -310,6 +311,15 @@ def test_scores_count_cumulative_passes_per_round() -> None:
     assert (today.wall_s, raw.wall_s) == (40.0, 80.0)
     assert (today.wall_s_per_task, raw.wall_s_per_task) == (10.0, 20.0)
     assert today.endings == {"ok": 3, "exhausted": 1}
+
+
+def test_time_per_fix_is_every_runs_wall_time_over_the_fixes() -> None:
+    today, raw = score(handcrafted_run())
+    assert today.wall_s_per_fix == pytest.approx(40.0 / 3)  # 4 runs of 10 s, 3 fixes
+    assert raw.wall_s_per_fix == 80.0  # 4 runs of 20 s, 1 fix
+    # A round's time is the mean over every iteration run: today ran 9, raw 10.
+    assert today.round_s == pytest.approx(40.0 / 9)
+    assert raw.round_s == pytest.approx(8.0)
 
 
 def test_each_arm_is_paired_with_the_first_on_the_tasks_both_ran() -> None:
@@ -361,6 +371,8 @@ prompt tokens per fix            300         600
 completion tokens                180         200
 cost (USD)                    0.0090      0.0100
 wall time per task               10s         20s
+wall time per fix                13s       1m20s
+time per round                  4.4s        8.0s
 median wall time a run           10s         20s
 wall time                        40s       1m20s
 fixes vs first arm +/-             -       +0 -2

@@ -39,8 +39,10 @@ _SUBJECT_WIDTH = 72
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # Never part of a snapshot: fixloop's own directory, and bytecode that test runs leave behind
 # in projects that do not ignore it (it would otherwise land in every iteration's commit).
+# Each is a glob with no literal prefix: git add exits 1 when a literal pathspec names a path
+# the project's .gitignore ignores, and many projects ignore `.fixloop/`.
 _NEVER_STAGED = (
-    f":(exclude){FIXLOOP_DIR}",
+    f":(exclude,glob)[{FIXLOOP_DIR[0]}]{FIXLOOP_DIR[1:]}/**",
     ":(exclude,glob)**/__pycache__/**",
     ":(exclude,glob)**/*.py[co]",
 )

@@ -248,6 +248,21 @@ def test_a_dirty_tree_reaches_the_baseline_commit(dirty: git.Repo) -> None:
     assert not (ws.root / "pkg/gone.py").exists()
 
 
+def test_a_project_that_ignores_fixloops_directory_reaches_its_baseline(dirty: git.Repo) -> None:
+    root = root_of(dirty)
+    write(root, {".gitignore": ".fixloop/\n", ".fixloop/runs/old/run.json": "{}\n"})
+    ws = Workspace.create(root, "r1")
+    files = tree_files(dirty, ws.baseline)
+    assert files["notes.txt"][1] == b"remember the milk\n"
+    assert not any(path.startswith(".fixloop/") for path in files)
+
+
+def test_fixloops_directory_stays_out_of_the_baseline_when_not_ignored(dirty: git.Repo) -> None:
+    write(root_of(dirty), {".fixloop/runs/old/run.json": "{}\n"})
+    ws = Workspace.create(root_of(dirty), "r1")
+    assert not any(path.startswith(".fixloop/") for path in tree_files(dirty, ws.baseline))
+
+
 def test_the_working_copy_wins_over_what_is_staged(project: git.Repo) -> None:
     root = root_of(project)
     write(root, {"pkg/other.py": "OTHER = 'staged'\n"})

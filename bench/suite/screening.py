@@ -88,7 +88,9 @@ class HostSuite:
         self.python, self.timeout_s, self.env = python, timeout_s, env
 
     async def check(self, root: Path) -> SuiteOutcome:
-        argv = [str(self.python), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+        # -B: no bytecode is written. The bugs follow one another in the same file, often of
+        # the same size within the same second, and Python would take a stale .pyc for the next.
+        argv = [str(self.python), "-B", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
         process = await asyncio.create_subprocess_exec(
             *argv, "-rfE", "--tb=no",
             cwd=root, env=self.env,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,9 @@ from tests.model_server import reply
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.usefixtures("needs_gvisor")]
 
+# The markers' names are this test process's own: a marker another run left in /tmp (or one a
+# deliberate failure left there) says nothing of this run.
+TOKEN = uuid.uuid4().hex[:12]
 CALC = "def add(a, b):\n    return a + b\n\n\ndef double(x):\n    return x * 2\n"
 # Runs wherever pytest starts: at import and at the session's end it tries the host's marker
 # directory, the user's home and /tmp, and says the user's key and a host file's secret.
@@ -52,11 +56,11 @@ def escape(name):
     print(loot())
 
 
-escape("bench-mutants-conftest")
+escape("bench-mutants-conftest-{TOKEN}")
 
 
 def pytest_sessionfinish(session, exitstatus):
-    escape("bench-mutants-session")
+    escape("bench-mutants-session-{TOKEN}")
 """
 PROBE = Probe(
     "conftest-escapes-through-the-mutants-bench",
@@ -100,7 +104,7 @@ def test_a_conftest_cannot_escape_or_read_the_key_through_the_mutants_bench(lab:
     assert seen.result is not None
     assert seen.result["items"], seen.output
     # ... and nothing of it reached the host's /tmp or the user's home.
-    assert not Path("/tmp/bench-mutants-conftest").exists()
-    assert not Path("/tmp/bench-mutants-session").exists()
-    assert not (lab.home / "bench-mutants-conftest").exists()
+    for name in (f"bench-mutants-conftest-{TOKEN}", f"bench-mutants-session-{TOKEN}"):
+        assert not (Path("/tmp") / name).exists()
+        assert not (lab.home / name).exists()
     assert every_file(root) == before

@@ -1,4 +1,4 @@
-"""Issue 17's levers in one short line each, said the same by the app's history pane and the
+"""The strategy's moves in one short line each, said the same by the app's history pane and the
 headless printer: a first answer sampled, sampled candidates asked in one request, an answer
 asked again, a verified (or dropped) candidate, the chosen one, a change of strategy, and the
 fix pass's formatting. No Textual here: the headless printer imports it."""

@@ -317,7 +317,7 @@ class RunView:
             self._spec_update(it, event)
 
     def _lever_update(self, it: IterationView, event: ev.BaseEvent) -> None:
-        """Issue 17's levers: a re-asked answer, the candidates, a change of strategy."""
+        """The strategy's moves: a re-asked answer, the candidates, a change of strategy."""
         from engine.run import events as ev
 
         if isinstance(event, ev.AnswerReasked):

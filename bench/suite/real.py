@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.errors import BenchStopped, ScreeningError
+from bench.errors import ScreeningError
 from bench.suite.arms import arm_settings
 from bench.suite.bench_run import (
     ArmFinished,
@@ -51,7 +51,7 @@ from bench.suite.project_tasks import (
     task_python,
     touched_function,
 )
-from bench.suite.runner import HeardModel, RunWatch
+from bench.suite.runner import HeardModel, RunWatch, run_task
 from bench.suite.screening import (
     HostSuite,
     SandboxSuite,
@@ -64,9 +64,6 @@ from engine.feedback.checkout import configured_verifier
 from engine.model.types import ModelClient
 from engine.project.paths import project_python
 from engine.project.settings import Settings
-from engine.run.gate import PolicyGate
-from engine.run.guards import ModelUnreachable, RunStatus
-from engine.run.start import start_run
 from engine.verify.stages import configured_stages
 from sandbox import Sandbox
 
@@ -344,21 +341,8 @@ class RealBenchRunner:
             }
         )
         watch = RunWatch(item.item_id, arm, self.listener)
-        started = time.monotonic()
-        try:
-            result = await start_run(
-                root,
-                settings,
-                gate=PolicyGate(),
-                sinks=[watch],
-                model_client=self.model,
-                sandbox=self.sandbox,
-            )
-        except ModelUnreachable as exc:
-            raise BenchStopped(exc.reason) from None
-        if result.status is RunStatus.ERROR and not self.model.heard and not refused(result.reason):
-            raise BenchStopped(result.reason)
-        done = arm_result(arm, result, watch.spend, time.monotonic() - started)
+        result, seconds = await run_task(root, settings, watch, self.model, self.sandbox, refused)
+        done = arm_result(arm, result, watch.spend, seconds)
         touched = await asyncio.to_thread(
             touched_function, root, base, result.final_commit, item.bug
         )

@@ -51,11 +51,35 @@ from engine.run.events import (
 )
 from engine.run.gate import PolicyGate
 from engine.run.guards import ModelUnreachable, RunStatus
+from engine.run.outcome import RunResult
 from engine.run.start import start_run
 from sandbox import Sandbox
 
 # Mutants tried per task before giving up on it; a hanging mutant is never kept.
 MAX_MUTANT_TRIES = 12
+
+
+async def run_task(
+    root: Path,
+    settings: Settings,
+    watch: RunWatch,
+    model: HeardModel,
+    sandbox: Sandbox | None,
+    task_failure: Callable[[str], bool] = lambda reason: False,
+) -> tuple[RunResult, float]:
+    """One task's run through the loop, and its wall seconds. An outage stops the bench (it is
+    no task's failure: the rest would wait), and so does an error before the model ever
+    answered, unless `task_failure` says that error is the task's own."""
+    started = time.monotonic()
+    try:
+        result = await start_run(
+            root, settings, gate=PolicyGate(), sinks=[watch], model_client=model, sandbox=sandbox
+        )
+    except ModelUnreachable as exc:
+        raise BenchStopped(exc.reason) from None
+    if result.status is RunStatus.ERROR and not model.heard and not task_failure(result.reason):
+        raise BenchStopped(result.reason)
+    return result, time.monotonic() - started
 
 
 class HeardModel:
@@ -296,21 +320,8 @@ class BenchRunner:
             update={"task": task_text(item.task, self.config.mode)}
         )
         watch = RunWatch(item.item_id, arm, self.emit)
-        started = time.monotonic()
-        try:
-            result = await start_run(
-                root,
-                settings,
-                gate=PolicyGate(),
-                sinks=[watch],
-                model_client=self.model,
-                sandbox=self.sandbox,
-            )
-        except ModelUnreachable as exc:  # an outage is no task's failure: the rest would wait
-            raise BenchStopped(exc.reason) from None
-        if result.status is RunStatus.ERROR and not self.model.heard:
-            raise BenchStopped(result.reason)
-        done = arm_result(arm, result, watch.spend, time.monotonic() - started)
+        result, seconds = await run_task(root, settings, watch, self.model, self.sandbox)
+        done = arm_result(arm, result, watch.spend, seconds)
         self.emit(ArmFinished(item_id=item.item_id, result=done))
         return done
 

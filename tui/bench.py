@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -172,6 +173,30 @@ def measure(
 ) -> BenchRun | int:
     """The bench run, or the exit code of one that could not finish."""
     client = make_client(config.model, settings)
+    return run_in_workdir(
+        args,
+        lambda workdir: run_bench(
+            config,
+            tasks,
+            client,
+            settings,
+            workdir,
+            BenchProgress(sys.stderr),
+            ray_options(args) if args.ray is not None else None,
+            ledger,
+        ),
+        ledger,
+    )
+
+
+def run_in_workdir(
+    args: argparse.Namespace,
+    start: Callable[[Path], Coroutine[Any, Any, BenchRun]],
+    ledger: Ledger | None = None,
+) -> BenchRun | int:
+    """A bench run in a task directory of its own (removed after, unless --keep), or the exit
+    code of one that could not finish: an error is one line, ctrl+c or SIGTERM says where the
+    finished runs are when a ledger keeps them."""
     if args.sandbox == "unsafe-local":
         print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
     workdir = Path(tempfile.mkdtemp(prefix="fixloop-bench-"))
@@ -179,18 +204,7 @@ def measure(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
-            run = run_stoppable(
-                run_bench(
-                    config,
-                    tasks,
-                    client,
-                    settings,
-                    workdir,
-                    BenchProgress(sys.stderr),
-                    ray_options(args) if args.ray is not None else None,
-                    ledger,
-                )
-            )
+            run = run_stoppable(start(workdir))
     except FixloopError as exc:  # the model, the sandbox, or a run that could not start
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_INFRA
@@ -319,30 +333,14 @@ def project_bench_command(args: argparse.Namespace) -> int:
         exec_timeout_s=settings.exec_timeout,
     )
     client = make_client(model, settings)
-    if args.sandbox == "unsafe-local":
-        print("fixloop-tui: warning: unsafe-local runs model code unsandboxed", file=sys.stderr)
-    workdir = Path(tempfile.mkdtemp(prefix="fixloop-bench-"))
-    workdir.chmod(0o755)  # the sandbox runs as nobody and must reach the task repositories
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the unsafe-local warning was printed above
-            run = run_stoppable(
-                run_project_bench(
-                    config, repo, client, settings, workdir, BenchProgress(sys.stderr), args.keep
-                )
-            )
-    except FixloopError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_INFRA
-    except KeyboardInterrupt as exc:
-        said = exc if isinstance(exc, Terminated) else "interrupted (ctrl+c)"
-        print(f"bench: {said}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        if args.keep:
-            print(f"bench: task repositories and audit trails kept in {workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    run = run_in_workdir(
+        args,
+        lambda workdir: run_project_bench(
+            config, repo, client, settings, workdir, BenchProgress(sys.stderr), args.keep
+        ),
+    )
+    if isinstance(run, int):
+        return run
     return print_run(args, run)
 
 

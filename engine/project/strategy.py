@@ -29,6 +29,14 @@ class Strategy(BaseModel):
         description="what the model is told after a failure: the distilled packet, or the raw "
         "output's tail as a naive loop would",
     )
+    context: Literal["files", "traces", "map"] = Field(
+        default="files",
+        description="what a prompt shows of the project: files, the traced files with a "
+        "large one cut to fixed windows; traces, a large file cut to the traced functions and "
+        "those the failing lines call, whole, and test files to their failing tests; map, "
+        "traces and a map of the other modules' definitions. Every prompt is cut to the "
+        "model's window either way",
+    )
     prompt_profile: Literal["auto", "small", "full"] = Field(
         default="auto",
         description="small: the file under repair and the failure first; full: the test files "
@@ -109,6 +117,8 @@ PRESETS: dict[str, Strategy] = {
     "small-prompt": Strategy(prompt_profile="small"),
     "levers-off": Strategy(**_OFF),
     "naive": Strategy(feedback="raw", **_OFF),
+    "traces": Strategy(context="traces"),
+    "repo-map": Strategy(context="map"),
 }
 DEFAULT_STRATEGY = PRESETS["default"]
 

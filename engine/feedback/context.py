@@ -1,0 +1,505 @@
+"""What a repair prompt shows of a large project, and how it fits the model's window: the
+traced functions whole (ast scopes, not fixed windows), the functions the failing lines call,
+the whole prompt cut to the window minus the answer's room (least relevant parts dropped
+first), and an answer to a file shown only in excerpts read as the functions it sends back.
+
+Everything here reads project files through `project_text` (nothing outside the tree, no
+`.git`, nothing over its size cap) and parses them with `ast` only: a hostile file can make a
+prompt smaller, never run, never read elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from engine.edits.proposal import EditFormat, Proposal
+from engine.errors import EditFormatError
+from engine.feedback import prompts
+from engine.feedback.packet import RepairPacket
+from engine.feedback.repo_map import repo_map
+from engine.feedback.test_focus import failing_tests
+from engine.model.local import PROVIDER as LOCAL_PROVIDER
+from engine.model.types import Message
+from engine.project.pins import is_test_file
+from engine.project.reading import project_text
+from engine.project.strategy import Strategy
+from engine.text.tokens import approximate_tokens
+
+# The embedded model's window per generation (engine/model/local/server.py, N_CTX) and the
+# answer room its client asks for (engine/run/start.py, make_client).
+LOCAL_WINDOW_TOKENS = 4096
+LOCAL_ANSWER_TOKENS = 1024
+MESSAGE_OVERHEAD_TOKENS = 8  # a chat template's role markers, per message
+SCOPE_LINES = 120  # a traced function longer than this is shown as a window around the line
+SCOPE_RADIUS = 12  # the window around a line outside any function, or in a huge one
+CALLED_PER_FAILURE = 4  # functions a failing line calls whose definitions are shown
+CUT_MARK = "\n[... cut to fit the model's window]"
+_NUMBERED = re.compile(r"^\s{0,6}\d{1,6}  ")
+
+
+def prompt_budget(model: str) -> int | None:
+    """The tokens a prompt may hold for `model`: its window minus the answer's room, or None
+    when the window is not known (then only the prompt's own character budgets bound it)."""
+    if model.startswith(f"{LOCAL_PROVIDER}/"):
+        return LOCAL_WINDOW_TOKENS - LOCAL_ANSWER_TOKENS
+    litellm = sys.modules.get("litellm")  # never imported here: it is slow to import
+    if litellm is None:
+        return None
+    try:
+        window = int(litellm.get_model_info(model).get("max_input_tokens") or 0)
+    except Exception:  # an unknown model: no known window
+        return None
+    return window or None
+
+
+def message_tokens(messages: Sequence[Message]) -> int:
+    """An upper bound of the prompt's tokens (engine/text/tokens.py over-counts code)."""
+    return sum(approximate_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+
+
+# --- excerpts by scope ------------------------------------------------------------------------
+
+
+def scope_excerpt(text: str, lines: Sequence[int], max_scope: int = SCOPE_LINES) -> str:
+    """Numbered excerpts of `text`: for each line of interest the whole innermost function
+    (with its decorators, and its class's header line for a method), or a window around the
+    line when it is in no function, in one over `max_scope` lines, or the file does not parse;
+    `...` between excerpts. The numbers are the file's, so a search text copied from an
+    excerpt (numbers dropped) is found in the file."""
+    all_lines = text.splitlines()
+    if not all_lines:
+        return ""
+    wanted = sorted({n for n in lines if 1 <= n <= len(all_lines)}) or [1]
+    scopes = _scopes(text)
+    spans: list[tuple[int, int]] = []
+    for line in wanted:
+        found = [s for s in scopes if s[0] <= line <= s[1] and s[1] - s[0] < max_scope]
+        if found:
+            start, end, header = min(found, key=lambda s: s[1] - s[0])
+            spans.append((start, end))
+            if header:
+                spans.append((header, header))
+        else:
+            spans.append((max(1, line - SCOPE_RADIUS), min(len(all_lines), line + SCOPE_RADIUS)))
+    return render_spans(all_lines, spans)
+
+
+def _scopes(text: str) -> list[tuple[int, int, int]]:
+    """(first line with decorators, last line, the enclosing class's line or 0) of every
+    function of `text`; none when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found: list[tuple[int, int, int]] = []
+
+    def visit(node: ast.AST, klass: int) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                start = min([d.lineno for d in child.decorator_list] + [child.lineno])
+                found.append((start, child.end_lineno or child.lineno, klass))
+                visit(child, 0)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, child.lineno)
+            else:
+                visit(child, klass)
+
+    visit(tree, 0)
+    return found
+
+
+def render_spans(all_lines: Sequence[str], spans: Sequence[tuple[int, int]]) -> str:
+    """The numbered lines of `spans` (1-based, inclusive), merged, `...` between them."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    chunks = [
+        "\n".join(f"{n:5d}  {all_lines[n - 1]}" for n in range(start, end + 1))
+        for start, end in merged
+    ]
+    return "\n  ...\n".join(chunks)
+
+
+def called_lines(
+    root: Path, packet: RepairPacket | None, paths: Sequence[str]
+) -> dict[str, list[int]]:
+    """Per file of `paths`, the first lines of the project functions the failing lines call
+    (the failing frame's line, or the failing assertion), so their excerpts show them whole."""
+    if packet is None:
+        return {}
+    called: set[str] = set()
+    for failure in packet.failures[:3]:
+        statements = [failure.frame.source if failure.frame else "", failure.assertion or ""]
+        for statement in statements:
+            called |= _called_names(statement)
+    found: dict[str, list[int]] = {}
+    if not called:
+        return found
+    for path in paths:
+        if is_test_file(path) or not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(project_text(root, path))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and node.name in called
+                and len(found.get(path, [])) < CALLED_PER_FAILURE
+            ):
+                found.setdefault(path, []).append(node.lineno)
+    return found
+
+
+def _called_names(statement: str) -> set[str]:
+    try:
+        tree = ast.parse(statement.strip())
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    return {
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+    }
+
+
+def merged_lines(*sources: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for source in sources:
+        for path, lines in source.items():
+            found.setdefault(path, []).extend(lines)
+    return found
+
+
+# --- the prompt under the window --------------------------------------------------------------
+
+
+def fitted(
+    build: Callable[[Sequence[object], Sequence[str], str | None], list[Message]],
+    files: Sequence[object],
+    extras: Sequence[str],
+    told: str | None,
+    budget: int | None,
+    shrink: Callable[[object], object | None],
+) -> tuple[list[Message], list[object]]:
+    """The messages `build(files, extras, told)` makes, cut until they hold at most `budget`
+    tokens, least relevant first: the extras from the last (the repo map is last), then the
+    files from the last but the first, each first cut smaller by `shrink` (None: cannot be),
+    then the first file, then what the model is told of the failure; at worst the user
+    message's tail. Returns the messages and the files they show."""
+    files, extras = list(files), list(extras)
+    messages = build(files, extras, told)
+    if budget is None or message_tokens(messages) <= budget:
+        return messages, files
+
+    def fits() -> bool:
+        nonlocal messages
+        messages = build(files, extras, told)
+        return message_tokens(messages) <= budget
+
+    while extras:
+        extras.pop()
+        if fits():
+            return messages, files
+    for index in range(len(files) - 1, -1, -1):
+        while (smaller := shrink(files[index])) is not None:
+            files[index] = smaller
+            if fits():
+                return messages, files
+        if index > 0:
+            del files[index]
+            if fits():
+                return messages, files
+    if told:
+        over = message_tokens(messages) - budget
+        keep = max(0, len(told) - over * 3 - len(CUT_MARK))  # 3 bytes a token at most
+        told = told[:keep] + CUT_MARK
+        if fits():
+            return messages, files
+    return _cut_user_message(messages, budget), files
+
+
+def _cut_user_message(messages: list[Message], budget: int) -> list[Message]:
+    """The last resort: the user message's head, so the prompt is never over the window."""
+    system = [m for m in messages if m.role != "user"]
+    room = max(0, budget - message_tokens(system) - MESSAGE_OVERHEAD_TOKENS)
+    user = next(m for m in messages if m.role == "user")
+    data = user.content.encode("utf-8")[: max(0, room * 3 - len(CUT_MARK) - 4)]
+    text = data.decode("utf-8", errors="ignore") + CUT_MARK
+    return [*system, Message(role="user", content=text)]
+
+
+# --- answers to excerpted files ---------------------------------------------------------------
+
+
+def excerpt_note(paths: Sequence[str], format: str) -> str:
+    """What the model is told when a file is shown only in excerpts."""
+    names = ", ".join(paths)
+    if format == "whole":
+        return (
+            f"{names}: shown in excerpts; the numbers on the left are line numbers, not part of "
+            "the file. To fix it, reply with its path alone on a line, then a python code block "
+            "holding only the functions you change, each complete."
+        )
+    return (
+        f"{names}: shown in excerpts; the numbers on the left are line numbers, not part of the "
+        'file: leave them out of "search". Never send such a file as "content".'
+    )
+
+
+def answer_for_excerpts(proposal: Proposal, root: Path, excerpted: Sequence[str]) -> Proposal:
+    """`proposal` with each edit of a file the prompt showed only in excerpts made safe: line
+    numbers copied from the excerpt dropped, and a whole-file answer (`content`) read as the
+    functions and classes it sends back, each put in place of the one of that name (a new
+    function is added at the end). A whole-file answer from an excerpt would delete all the
+    model never saw; one that cannot be read so is an `EditFormatError`, nothing applied."""
+    shown = set(excerpted)
+    if not shown or not any(edit.path in shown for edit in proposal.edits):
+        return proposal
+    edits, problems = [], []
+    for edit in proposal.edits:
+        if edit.path not in shown:
+            edits.append(edit)
+        elif edit.content is None:
+            edits.append(
+                edit.model_copy(
+                    update={
+                        "search": _unnumbered(edit.search or ""),
+                        "replace": _unnumbered(edit.replace or ""),
+                    }
+                )
+            )
+        else:
+            try:
+                original = project_text(root, edit.path)
+            except (OSError, UnicodeDecodeError):
+                edits.append(edit)  # a new or unreadable file: nothing to lose
+                continue
+            merged = merge_definitions(original, _unnumbered(edit.content))
+            if isinstance(merged, str):
+                edits.append(edit.model_copy(update={"content": merged}))
+            else:
+                problems.append(f"{edit.path}: {merged[0]}")
+    if problems:
+        raise EditFormatError(
+            problems,
+            "None of your edits were applied. That file was shown in excerpts: send only the "
+            "functions you change, each complete, after its path.",
+        )
+    return proposal.model_copy(update={"edits": edits})
+
+
+def _unnumbered(text: str) -> str:
+    """`text` without the excerpt's line numbers, when every non-blank line starts with one."""
+    lines = text.split("\n")
+    body = [line for line in lines if line.strip()]
+    if not body or not all(_NUMBERED.match(line) for line in body):
+        return text
+    return "\n".join(_NUMBERED.sub("", line, count=1) for line in lines)
+
+
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def merge_definitions(original: str, answer: str) -> str | tuple[str]:
+    """`original` with each definition of `answer` in place of the one of the same name (a
+    class's methods one by one, so a class sent with only the method changed keeps the
+    others); a top-level function it does not have is added at the end. An answer holding
+    every top-level definition of `original` is a whole file, kept as sent. A one-item
+    tuple says why the answer cannot be read so."""
+    try:
+        old_tree, new_tree = ast.parse(original), ast.parse(answer)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return (f"your code does not parse ({type(exc).__name__})",)
+    old_top = {n.name: n for n in old_tree.body if isinstance(n, _Def)}
+    new_top = [n for n in new_tree.body if isinstance(n, _Def)]
+    if old_top and set(old_top) <= {n.name for n in new_top}:
+        return answer
+    old_dumps = {ast.dump(n) for n in old_tree.body}
+    stray = [n for n in new_tree.body if not isinstance(n, _Def) and ast.dump(n) not in old_dumps]
+    if stray or not new_top:
+        return ("it holds code outside the functions you sent; send only whole functions",)
+    answer_lines = answer.splitlines()
+    replacements: list[tuple[int, int, str]] = []  # (first line, last line, new text)
+    added: list[str] = []
+    for node in new_top:
+        old = old_top.get(node.name)
+        if isinstance(node, ast.ClassDef) and isinstance(old, ast.ClassDef):
+            why = _merge_methods(old, node, answer_lines, original, replacements)
+            if why:
+                return (why,)
+        elif old is not None:
+            replacements.append((*_span(old), _source(answer_lines, node, _indent(original, old))))
+        elif (method := _only_method(old_tree, node.name)) is not None:
+            replacements.append(
+                (*_span(method), _source(answer_lines, node, _indent(original, method)))
+            )
+        else:
+            added.append(_source(answer_lines, node, ""))
+    lines = original.splitlines()
+    for start, end, text in sorted(replacements, reverse=True):
+        lines[start - 1 : end] = text.splitlines()
+    ending = "\n" if original.endswith("\n") or not original else ""
+    result = "\n".join(lines) + ending
+    for text in added:
+        result = result.rstrip("\n") + "\n\n\n" + text + "\n"
+    return result
+
+
+def _merge_methods(
+    old: ast.ClassDef,
+    new: ast.ClassDef,
+    answer_lines: list[str],
+    original: str,
+    replacements: list[tuple[int, int, str]],
+) -> str | None:
+    methods = {n.name: n for n in old.body if isinstance(n, _Def)}
+    old_dumps = {ast.dump(n) for n in old.body}
+    for node in new.body:
+        if isinstance(node, _Def) and node.name in methods:
+            method = methods[node.name]
+            replacements.append(
+                (*_span(method), _source(answer_lines, node, _indent(original, method)))
+            )
+        elif ast.dump(node) not in old_dumps and not _is_docstring(node):
+            return f"class {new.name} holds code that is not a whole method it already has"
+    return None
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _only_method(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The one method named `name` in the module's classes (a method sent without its class)."""
+    found = [
+        node
+        for klass in tree.body
+        if isinstance(klass, ast.ClassDef)
+        for node in klass.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _span(node: _Def) -> tuple[int, int]:
+    start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    return start, node.end_lineno or node.lineno
+
+
+def _indent(source: str, node: _Def) -> str:
+    line = source.splitlines()[node.lineno - 1]
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _source(lines: list[str], node: _Def, indent: str) -> str:
+    """The node's lines from the answer, re-indented from its own indent to `indent`."""
+    start, end = _span(node)
+    block = lines[start - 1 : end]
+    own = len(block[0]) - len(block[0].lstrip()) if block else 0
+    return "\n".join(indent + line[own:] if line.strip() else "" for line in block)
+
+
+# --- the repair prompt's files, notes and map, under the window ----------------------------
+
+MAP_SHARE = 0.15  # of the prompt's budget, at most, for the repo map
+MAP_TOKENS = 1024  # and never more than this
+
+
+def repair_prompt(
+    root: Path,
+    packet: RepairPacket | None,
+    told: str | None,
+    paths: Sequence[str],
+    task: str,
+    notes: Sequence[str],
+    edit_format: EditFormat,
+    strategy: Strategy,
+    budget: int | None,
+) -> prompts.Prompt:
+    """The full profile's prompt on `paths` (most relevant first): their text (a large file
+    cut by the strategy's `context`), what the model is told, the definitions the failure
+    calls, `notes`, and with `context = "map"` the map of the other modules, the whole cut to
+    `budget` tokens (`fitted`)."""
+    pointers = strategy.feedback == "packet"  # raw feedback: nothing distilled
+    traced, focus = strategy.context != "files", strategy.test_focus
+    interest = prompts.lines_of_interest(packet)
+    if traced:
+        interest = merged_lines(interest, called_lines(root, packet, paths))
+    chars = prompts.FILES_BUDGET_CHARS
+    if budget is not None:  # the files' share: what the rest of the prompt leaves
+        rest = approximate_tokens((told or "") + task + "".join(notes)) + 400
+        chars = max(1_000, min(chars, (budget - rest) * 3))
+    files = prompts.load_files(
+        root,
+        paths,
+        lines_of_interest=interest,
+        budget_chars=chars,
+        failing_tests=failing_tests(packet) if pointers and (focus or traced) else None,
+        file_chars=prompts.FILE_CHARS if budget is None else min(prompts.FILE_CHARS, chars // 2),
+        excerpter=scope_excerpt if traced else None,
+    )
+    whole = set() if strategy.repeat_called else {f.path for f in files if not f.excerpt}
+    unseen = [path for path in paths if path not in whole]  # cut to excerpts, or not shown
+    called = (
+        prompts.called_definitions(root, packet, unseen, docstrings=not strategy.called_code)
+        if pointers
+        else []
+    )
+    shown_paths = [f.path for f in files]
+    extras = list(called)
+    if strategy.context == "map":
+        room = min(MAP_TOKENS, int((budget or MAP_TOKENS / MAP_SHARE) * MAP_SHARE))
+        shown_whole = [f.path for f in files if not f.excerpt]
+        if text := repo_map(root, shown_paths, room, shown=shown_whole):
+            extras.append(text)
+
+    def build(
+        kept: Sequence[object], kept_extras: Sequence[str], said: str | None
+    ) -> list[Message]:
+        shown_files = [f for f in kept if isinstance(f, prompts.PromptFile)]
+        cut = [f.path for f in shown_files if f.excerpt and not f.read_only]
+        excerpted = [excerpt_note(cut, edit_format)] if cut else []
+        return prompts.messages(
+            task,
+            shown_files,
+            said,
+            edit_format,
+            [*kept_extras[: len(called)], *notes, *excerpted, *kept_extras[len(called) :]],
+            code_last=strategy.code_last,
+        )
+
+    def shrink(file: object) -> object | None:
+        assert isinstance(file, prompts.PromptFile)
+        return _smaller(root, file, interest.get(file.path, []))
+
+    messages, kept = fitted(build, files, extras, told, budget, shrink)
+    shown_files = [f for f in kept if isinstance(f, prompts.PromptFile)]
+    return prompts.Prompt(
+        messages=messages,
+        reply_paths=[f.path for f in shown_files if not f.read_only],
+        excerpts=[f.path for f in shown_files if f.excerpt],
+    )
+
+
+def _smaller(
+    root: Path, file: prompts.PromptFile, lines: Sequence[int]
+) -> prompts.PromptFile | None:
+    """The file cut one step smaller: whole to its traced functions, those to windows of
+    `SCOPE_RADIUS` lines; None once it is that small."""
+    try:
+        text = project_text(root, file.path)
+    except (OSError, UnicodeDecodeError):
+        return None
+    for cut in (scope_excerpt(text, lines), scope_excerpt(text, lines, max_scope=0)):
+        if len(cut) < len(file.text):
+            return file.model_copy(update={"text": cut, "excerpt": True, "focused": False})
+    return None

@@ -313,7 +313,7 @@ def merge_definitions(original: str, answer: str) -> str | tuple[str]:
     """`original` with each definition of `answer` in place of the one of the same name (a
     class's methods one by one, so a class sent with only the method changed keeps the
     others); a top-level function it does not have is added at the end. An answer holding
-    every top-level definition of `original` is a whole file, kept as sent. A one-item
+    every definition and method of `original` is a whole file, kept as sent. A one-item
     tuple says why the answer cannot be read so."""
     try:
         old_tree, new_tree = ast.parse(original), ast.parse(answer)
@@ -321,7 +321,7 @@ def merge_definitions(original: str, answer: str) -> str | tuple[str]:
         return (f"your code does not parse ({type(exc).__name__})",)
     old_top = {n.name: n for n in old_tree.body if isinstance(n, _Def)}
     new_top = [n for n in new_tree.body if isinstance(n, _Def)]
-    if old_top and set(old_top) <= {n.name for n in new_top}:
+    if old_top and _qualified(old_tree) <= _qualified(new_tree):
         return answer
     old_dumps = {ast.dump(n) for n in old_tree.body}
     stray = [n for n in new_tree.body if not isinstance(n, _Def) and ast.dump(n) not in old_dumps]
@@ -352,6 +352,17 @@ def merge_definitions(original: str, answer: str) -> str | tuple[str]:
     for text in added:
         result = result.rstrip("\n") + "\n\n\n" + text + "\n"
     return result
+
+
+def _qualified(tree: ast.Module) -> set[str]:
+    """The names of the module's definitions and its classes' methods (`Class.method`)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, _Def):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            names |= {f"{node.name}.{n.name}" for n in node.body if isinstance(n, _Def)}
+    return names
 
 
 def _merge_methods(

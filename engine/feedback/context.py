@@ -443,8 +443,10 @@ def repair_prompt(
     pointers = strategy.feedback == "packet"  # raw feedback: nothing distilled
     traced, focus = strategy.context != "files", strategy.test_focus
     interest = prompts.lines_of_interest(packet)
-    if traced:
+    if traced:  # the traced files first: the least relevant are cut first
         interest = merged_lines(interest, called_lines(root, packet, paths))
+        code = [p for p in paths if p in interest and not is_test_file(p)]
+        paths = [*code, *(p for p in paths if p not in code)]
     chars = prompts.FILES_BUDGET_CHARS
     if budget is not None:  # the files' share: what the rest of the prompt leaves
         rest = approximate_tokens((told or "") + task + "".join(notes)) + 400

@@ -49,7 +49,7 @@ TRACED = (
 )
 FIXED_TRACED = TRACED.replace("total += value - weight", "total += value * weight")
 TESTS = (
-    "from bigpkg.core import weighted_total\n\n\n"
+    "from bigpkg import tables, units\nfrom bigpkg.core import weighted_total\n\n\n"
     + "".join(
         f"def test_ok_{k}():\n    assert weighted_total([{k}], [1]) is not None\n\n\n"
         for k in range(60)
@@ -71,7 +71,13 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verification]
     (source / "tests").mkdir()
     (source / "bigpkg" / "__init__.py").write_text("")
     (source / "bigpkg" / "core.py").write_text(big_module())
-    (source / "bigpkg" / "units.py").write_text(
+    # Two mid-size modules the tests import: each under the size shown whole, together
+    # more than the embedded model's window.
+    for name in ("units", "tables"):
+        (source / "bigpkg" / f"{name}.py").write_text(
+            "".join(filler(n).replace("helper_", f"{name}_") for n in range(15))
+        )
+    (source / "bigpkg" / "extra.py").write_text(
         "def unit_weight(name: str) -> float:\n    return 1.0\n\n\n"
         "class Scale:\n    def weigh(self, thing, *, exact=False):\n        return 0\n"
     )
@@ -129,7 +135,7 @@ def test_the_repo_map_names_the_other_modules_definitions(
 ) -> None:
     root, current = large
     text, _, _ = prompt_text(root, current, "map")
-    assert "bigpkg/units.py:" in text
+    assert "bigpkg/extra.py:" in text
     assert "def weigh(self, thing, *, exact=False)" in text
 
 

@@ -25,7 +25,7 @@ from engine.feedback.test_focus import failing_tests
 from engine.model.local import PROVIDER as LOCAL_PROVIDER
 from engine.model.types import Message
 from engine.project.pins import is_test_file
-from engine.project.reading import project_text
+from engine.project.reading import project_text, shown_file
 from engine.project.strategy import Strategy
 from engine.text.tokens import approximate_tokens
 
@@ -36,7 +36,8 @@ LOCAL_ANSWER_TOKENS = 1024
 MESSAGE_OVERHEAD_TOKENS = 8  # a chat template's role markers, per message
 SCOPE_LINES = 120  # a traced function longer than this is shown as a window around the line
 SCOPE_RADIUS = 12  # the window around a line outside any function, or in a huge one
-CALLED_PER_FAILURE = 4  # functions a failing line calls whose definitions are shown
+CALL_DEPTH = 5  # the functions a failing line calls, and so on down this many calls
+CALLED_LIMIT = 10  # functions shown whole for the calls, in all
 CUT_MARK = "\n[... cut to fit the model's window]"
 _NUMBERED = re.compile(r"^\s{0,6}\d{1,6}  ")
 
@@ -131,44 +132,98 @@ def called_lines(
     root: Path, packet: RepairPacket | None, paths: Sequence[str]
 ) -> dict[str, list[int]]:
     """Per file of `paths`, the first lines of the project functions the failing lines call
-    (the failing frame's line, or the failing assertion), so their excerpts show them whole."""
+    (the failing frame's line, or the failing assertion), those the failing test's own
+    function calls, and those these call or pass on in turn (`CALL_DEPTH` levels,
+    `CALLED_LIMIT` in all), so their excerpts show them whole: a test's failing line names
+    the function it calls, the bug is often calls further. A class named is shown from its
+    `__init__`."""
     if packet is None:
         return {}
-    called: set[str] = set()
+    wanted: set[str] = set()
+    in_tests: set[str] = set()  # what the failing tests call before their failing line
     for failure in packet.failures[:3]:
         statements = [failure.frame.source if failure.frame else "", failure.assertion or ""]
         for statement in statements:
-            called |= _called_names(statement)
-    found: dict[str, list[int]] = {}
-    if not called:
-        return found
+            wanted |= _called_names(statement)
+        if failure.frame is not None and failure.frame.function:
+            wanted.add(failure.frame.function.rsplit(".", 1)[-1])
+        where = failure.frame or failure
+        in_tests |= _called_around(root, where.file, where.line)
+    trees: dict[str, ast.Module] = {}
     for path in paths:
         if is_test_file(path) or not path.endswith(".py"):
             continue
         try:
-            tree = ast.parse(project_text(root, path))
+            trees[path] = ast.parse(project_text(root, path))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
             continue
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and node.name in called
-                and len(found.get(path, [])) < CALLED_PER_FAILURE
-            ):
-                found.setdefault(path, []).append(node.lineno)
+    found: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    count = 0
+    for _ in range(CALL_DEPTH):
+        following: set[str] = set()
+        for path, tree in trees.items():
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                    and node.name in wanted
+                    and count < CALLED_LIMIT
+                ):
+                    line = _init_line(node) if isinstance(node, ast.ClassDef) else node.lineno
+                    found.setdefault(path, []).append(line)
+                    count += 1
+                    if not isinstance(node, ast.ClassDef):
+                        following |= _used_in(node)
+        seen |= wanted
+        wanted, in_tests = (following | in_tests) - seen, set()
     return found
+
+
+def _init_line(klass: ast.ClassDef) -> int:
+    """Where a class named by a call is shown: its `__init__`, else its header."""
+    for node in klass.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            return node.lineno
+    return klass.lineno
+
+
+def _called_around(root: Path, path: str, line: int) -> set[str]:
+    """The names the function around `path:line` calls (the failing test's own function,
+    where the objects its failing line looks at were made)."""
+    if not path.endswith(".py") or line <= 0:
+        return set()
+    try:
+        tree = ast.parse(project_text(root, path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+        return set()
+    around = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return _called_in(max(around, key=lambda n: n.lineno)) if around else set()
+
+
+def _used_in(function: ast.AST) -> set[str]:
+    """The names a function calls or passes on (`map(helper, xs)` uses `helper`)."""
+    names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+    return names | _called_in(function)
+
+
+def _called_in(function: ast.AST) -> set[str]:
+    return {
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+    }
 
 
 def _called_names(statement: str) -> set[str]:
     try:
-        tree = ast.parse(statement.strip())
+        return _called_in(ast.parse(statement.strip()))
     except (SyntaxError, ValueError, RecursionError):
         return set()
-    return {
-        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
-    }
 
 
 def merged_lines(*sources: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
@@ -446,7 +501,8 @@ def repair_prompt(
     if traced:  # the traced files first: the least relevant are cut first
         interest = merged_lines(interest, called_lines(root, packet, paths))
         code = [p for p in paths if p in interest and not is_test_file(p)]
-        paths = [*code, *(p for p in paths if p not in code)]
+        others = [p for p in paths if p not in code and (is_test_file(p) or _small(root, p))]
+        paths = [*code, *others]  # a large file the traces do not reach would show its head only
     chars = prompts.FILES_BUDGET_CHARS
     if budget is not None:  # the files' share: what the rest of the prompt leaves
         rest = approximate_tokens((told or "") + task + "".join(notes)) + 400
@@ -501,6 +557,13 @@ def repair_prompt(
         reply_paths=[f.path for f in shown_files if not f.read_only],
         excerpts=[f.path for f in shown_files if f.excerpt],
     )
+
+
+def _small(root: Path, path: str) -> bool:
+    try:
+        return shown_file(root, path).stat().st_size <= prompts.FILE_CHARS
+    except OSError:
+        return False
 
 
 def _smaller(

@@ -43,9 +43,15 @@ TRACED = (
     '    """The sum of each value times its weight."""\n'
     + "".join(f"    checked_{k} = len(values) + {k}  # bookkeeping {k}\n" for k in range(36))
     + "    total = 0\n"
-    "    for value, weight in zip(values, weights):\n"
+    "    for value, weight in zip(_present(values), weights):\n"
     "        total += value - weight\n"
     "    return total\n"
+)
+# A function the traced one calls, a thousand lines before it: shown whole too.
+CALLED = (
+    "def _present(values):\n"
+    '    """The values that are there."""\n'
+    "    return [value for value in values if value is not None]\n"
 )
 FIXED_TRACED = TRACED.replace("total += value - weight", "total += value * weight")
 TESTS = (
@@ -60,6 +66,7 @@ TESTS = (
 
 def big_module() -> str:
     head = "".join(filler(n) for n in range(FILLERS // 2))
+    head = head.replace("def helper_20(", CALLED + "\n\ndef helper_20(")
     tail = "".join(filler(n) for n in range(FILLERS // 2, FILLERS))
     return '"""A large module."""\n\n\n' + head + TRACED + "\n\n" + tail
 
@@ -102,6 +109,7 @@ def test_the_module_is_large_and_the_traced_line_is_deep_in_its_function() -> No
     start = text.splitlines().index("def weighted_total(values, weights):") + 1
     bug = text.splitlines().index("        total += value - weight") + 1
     assert bug - start > 25  # past today's fixed radius
+    assert start - text.splitlines().index("def _present(values):") > 500
 
 
 @pytest.mark.sandbox
@@ -120,12 +128,15 @@ def test_a_prompt_on_a_3000_line_module_fits_the_embedded_models_window(
 @pytest.mark.sandbox
 @pytest.mark.usefixtures("needs_gvisor")
 @pytest.mark.parametrize("context", ["traces", "map"])
-def test_the_traced_function_is_shown_whole(large: tuple[Path, Verification], context: str) -> None:
+def test_the_traced_function_and_what_it_calls_are_shown_whole(
+    large: tuple[Path, Verification], context: str
+) -> None:
     root, current = large
     text, _, excerpts = prompt_text(root, current, context)
     assert "bigpkg/core.py" in excerpts
     shown = {re.sub(r"^\s*\d+  ", "", line) for line in text.splitlines()}
     assert set(TRACED.splitlines()) <= shown
+    assert set(CALLED.splitlines()) <= shown
 
 
 @pytest.mark.sandbox

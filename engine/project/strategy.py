@@ -100,6 +100,9 @@ class Strategy(BaseModel):
 
 
 LEVERS = tuple(Strategy.model_fields)
+# The levers that were `run` flags before strategies (those flags still work, out of the
+# help); a key added since is set only as a strategy key.
+FLAGGED_LEVERS = tuple(lever for lever in LEVERS if lever != "context")
 
 # Named strategies. `default` is what the benchmarks chose; `levers-off` is the loop with every
 # lever off (the benchmark's `today` arm); `naive` is a naive loop's: the raw test output and

@@ -71,15 +71,15 @@ def big_module() -> str:
     return '"""A large module."""\n\n\n' + head + TRACED + "\n\n" + tail
 
 
-@pytest.fixture(scope="module")
-def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verification]:
-    source = tmp_path_factory.mktemp("source") / "largeproject"
+def large_project(top: Path) -> Path:
+    """The project, committed under `top`: the large module, two mid-size ones its tests
+    import (each under the size shown whole, together more than the embedded model's
+    window), one they do not, and the tests."""
+    source = top / "source" / "largeproject"
     (source / "bigpkg").mkdir(parents=True)
     (source / "tests").mkdir()
     (source / "bigpkg" / "__init__.py").write_text("")
     (source / "bigpkg" / "core.py").write_text(big_module())
-    # Two mid-size modules the tests import: each under the size shown whole, together
-    # more than the embedded model's window.
     for name in ("units", "tables"):
         (source / "bigpkg" / f"{name}.py").write_text(
             "".join(filler(n).replace("helper_", f"{name}_") for n in range(15))
@@ -90,7 +90,13 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verification]
     )
     (source / "tests" / "test_core.py").write_text(TESTS)
     (source / "pyproject.toml").write_text('[project]\nname = "largeproject"\nversion = "0"\n')
-    root = committed_copy(source, tmp_path_factory.mktemp("project"))
+    (top / "project").mkdir()
+    return committed_copy(source, top / "project")
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Verification]:
+    root = large_project(tmp_path_factory.mktemp("large"))
     settings = load_settings(root, {"sandbox": "gvisor"})
     return root, asyncio.run(verify_checkout(root, settings))
 

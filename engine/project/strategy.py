@@ -29,6 +29,9 @@ class Strategy(BaseModel):
         description="what the model is told after a failure: the distilled packet, or the raw "
         "output's tail as a naive loop would",
     )
+    # A repository choosing `map` or `traces` changes which of its own files the prompt shows:
+    # they are read through `project_text` only (no link out of the tree, no `.git`, nothing
+    # over its size cap) and parsed, never run (engine/feedback/context.py, repo_map.py).
     context: Literal["files", "traces", "map"] = Field(
         default="files",
         description="what a prompt shows of the project: files, the traced files with a "

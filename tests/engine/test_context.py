@@ -20,6 +20,7 @@ from engine.feedback.context import (
     prompt_budget,
     scope_excerpt,
 )
+from engine.feedback.context import repair_prompt as context_prompt
 from engine.feedback.tree import Verification
 from engine.model.local import EMBEDDED_MODEL
 from engine.project.settings import load_settings
@@ -211,3 +212,15 @@ def test_a_method_sent_inside_its_class_keeps_the_classs_other_methods(tmp_path:
     proposal = answer_for_excerpts(parse(answer, "whole"), tmp_path, ["box.py"])
     apply(proposal, tmp_path)
     assert (tmp_path / "box.py").read_text() == source.replace("return 3\n\n", "return 2\n\n", 1)
+
+
+def test_a_prompt_whose_failure_report_alone_overflows_the_window_is_cut_to_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "core.py").write_text(big_module())
+    told = "FAILED tests/test_core.py::test_weighted_total\n" + "captured output line\n" * 2000
+    prompt = context_prompt(
+        tmp_path, None, told, ["core.py"], TASK, [], "whole", Strategy(context="traces"), 3072
+    )
+    assert message_tokens(prompt.messages) <= 3072
+    assert "FAILED tests/test_core.py::test_weighted_total" in prompt.messages[1].content

@@ -38,6 +38,7 @@ SCOPE_LINES = 120  # a traced function longer than this is shown as a window aro
 SCOPE_RADIUS = 12  # the window around a line outside any function, or in a huge one
 CALL_DEPTH = 5  # the functions a failing line calls, and so on down this many calls
 CALLED_LIMIT = 10  # functions shown whole for the calls, in all
+GAP = "  ..."  # between two excerpts of a file
 CUT_MARK = "\n[... cut to fit the model's window]"
 _NUMBERED = re.compile(r"^\s{0,6}\d{1,6}  ")
 
@@ -125,7 +126,7 @@ def render_spans(all_lines: Sequence[str], spans: Sequence[tuple[int, int]]) -> 
         "\n".join(f"{n:5d}  {all_lines[n - 1]}" for n in range(start, end + 1))
         for start, end in merged
     ]
-    return "\n  ...\n".join(chunks)
+    return f"\n{GAP}\n".join(chunks)
 
 
 def called_lines(
@@ -338,7 +339,8 @@ def answer_for_excerpts(proposal: Proposal, root: Path, excerpted: Sequence[str]
             except (OSError, UnicodeDecodeError):
                 edits.append(edit)  # a new or unreadable file: nothing to lose
                 continue
-            merged = merge_definitions(original, _unnumbered(edit.content))
+            sent = "\n".join(line for line in edit.content.split("\n") if line != GAP)
+            merged = merge_definitions(original, _unnumbered(sent))
             if isinstance(merged, str):
                 edits.append(edit.model_copy(update={"content": merged}))
             else:

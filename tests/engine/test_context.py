@@ -224,3 +224,16 @@ def test_a_prompt_whose_failure_report_alone_overflows_the_window_is_cut_to_it(
     )
     assert message_tokens(prompt.messages) <= 3072
     assert "FAILED tests/test_core.py::test_weighted_total" in prompt.messages[1].content
+
+
+def test_an_excerpt_sent_back_with_its_numbers_and_gaps_is_read_as_its_functions(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "core.py").write_text(big_module())
+    lines = big_module().splitlines()
+    wanted = [lines.index("def _present(values):") + 1, lines.index(TRACED.splitlines()[0]) + 1]
+    excerpt = scope_excerpt(big_module(), wanted).replace("value - weight", "value * weight")
+    answer = f"fixed\n\ncore.py\n```python\n{excerpt}\n```\n"
+    proposal = answer_for_excerpts(parse(answer, "whole"), tmp_path, ["core.py"])
+    apply(proposal, tmp_path)
+    assert (tmp_path / "core.py").read_text() == big_module().replace(TRACED, FIXED_TRACED)

@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from engine.edits.proposal import EditFormat, Proposal
 from engine.errors import EditFormatError
@@ -40,6 +41,7 @@ CALL_DEPTH = 5  # the functions a failing line calls, and so on down this many c
 CALLED_LIMIT = 10  # functions shown whole for the calls, in all
 GAP = "  ..."  # between two excerpts of a file
 CUT_MARK = "\n[... cut to fit the model's window]"
+F = TypeVar("F")  # a file as a prompt shows it
 _NUMBERED = re.compile(r"^\s{0,6}\d{1,6}  ")
 
 
@@ -239,18 +241,18 @@ def merged_lines(*sources: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
 
 
 def fitted(
-    build: Callable[[Sequence[object], Sequence[str], str | None], list[Message]],
-    files: Sequence[object],
+    build: Callable[[Sequence[F], Sequence[str], str | None], list[Message]],
+    files: Sequence[F],
     extras: Sequence[str],
     told: str | None,
     budget: int | None,
-    shrink: Callable[[object], object | None],
-) -> tuple[list[Message], list[object]]:
+    shrink: Callable[[F], F | None],
+) -> tuple[list[Message], list[F]]:
     """The messages `build(files, extras, told)` makes, cut until they hold at most `budget`
     tokens, least relevant first: the extras from the last (the repo map is last), then the
     files from the last but the first, each first cut smaller by `shrink` (None: cannot be),
     then the first file, then what the model is told of the failure; at worst the user
-    message's tail. Returns the messages and the files they show."""
+    message's head. Returns the messages and the files they show."""
     files, extras = list(files), list(extras)
     messages = build(files, extras, told)
     if budget is None or message_tokens(messages) <= budget:
@@ -534,9 +536,8 @@ def repair_prompt(
             extras.append(text)
 
     def build(
-        kept: Sequence[object], kept_extras: Sequence[str], said: str | None
+        shown_files: Sequence[prompts.PromptFile], kept_extras: Sequence[str], said: str | None
     ) -> list[Message]:
-        shown_files = [f for f in kept if isinstance(f, prompts.PromptFile)]
         cut = [f.path for f in shown_files if f.excerpt and not f.read_only]
         excerpted = [excerpt_note(cut, edit_format)] if cut else []
         return prompts.messages(
@@ -548,12 +549,10 @@ def repair_prompt(
             code_last=strategy.code_last,
         )
 
-    def shrink(file: object) -> object | None:
-        assert isinstance(file, prompts.PromptFile)
+    def shrink(file: prompts.PromptFile) -> prompts.PromptFile | None:
         return _smaller(root, file, interest.get(file.path, []))
 
-    messages, kept = fitted(build, files, extras, told, budget, shrink)
-    shown_files = [f for f in kept if isinstance(f, prompts.PromptFile)]
+    messages, shown_files = fitted(build, files, extras, told, budget, shrink)
     return prompts.Prompt(
         messages=messages,
         reply_paths=[f.path for f in shown_files if not f.read_only],

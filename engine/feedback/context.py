@@ -517,7 +517,6 @@ def repair_prompt(
         lines_of_interest=interest,
         budget_chars=chars,
         failing_tests=failing_tests(packet) if pointers and (focus or traced) else None,
-        file_chars=prompts.FILE_CHARS if budget is None else min(prompts.FILE_CHARS, chars // 2),
         excerpter=scope_excerpt if traced else None,
     )
     whole = set() if strategy.repeat_called else {f.path for f in files if not f.excerpt}

@@ -13,6 +13,7 @@ from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, Proposal
 from engine.errors import EditFormatError
 from engine.feedback import context, prompts
+from engine.feedback.excerpt_answers import answer_for_excerpts
 from engine.feedback.small_prompt import small_prompt
 from engine.feedback.tree import Verification
 from engine.model.types import Message
@@ -120,7 +121,7 @@ class RepairMode:
     def parse(self, text: str) -> Proposal:
         sole = lone_block_file(self.asked_for, self.config.files)
         proposal = parse(text, self.config.edit_format, lone_block_path=sole)
-        proposal = context.answer_for_excerpts(proposal, self.workspace.root, self.excerpts)
+        proposal = answer_for_excerpts(proposal, self.workspace.root, self.excerpts)
         # A shortened copy of a pinned test file is held back anyway: no reason to refuse
         # the fix that came with it.
         held = set() if self.config.allow_test_edits else set(self.workspace.pins.files)

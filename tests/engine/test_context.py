@@ -15,12 +15,12 @@ from engine.edits.parse import parse
 from engine.errors import EditFormatError
 from engine.feedback.checkout import verify_checkout
 from engine.feedback.context import (
-    answer_for_excerpts,
     message_tokens,
     prompt_budget,
     scope_excerpt,
 )
 from engine.feedback.context import repair_prompt as context_prompt
+from engine.feedback.excerpt_answers import answer_for_excerpts
 from engine.feedback.tree import Verification
 from engine.model.local import EMBEDDED_MODEL
 from engine.project.settings import load_settings

@@ -15,7 +15,7 @@ from typing import Any
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
 from engine.errors import ConfigError
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings
-from engine.project.strategy import LEVERS, PRESETS, Strategy
+from engine.project.strategy import FLAGGED_LEVERS, PRESETS, Strategy
 from engine.run.exit_codes import EXIT_USAGE
 from engine.run.headless import headless_settings
 
@@ -175,7 +175,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="change a setting, e.g. strategy.code_noop=false",
     )
-    for lever in LEVERS:  # the levers' old flags: working, out of the help
+    for lever in FLAGGED_LEVERS:  # the levers' old flags: working, out of the help
         flag = f"--{lever.replace('_', '-')}"
         if Strategy.model_fields[lever].annotation is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, help=argparse.SUPPRESS)
@@ -186,7 +186,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def deprecated_lever_flags(args: argparse.Namespace) -> list[str]:
     """One line for each old lever flag given, naming what replaced it."""
     lines = []
-    for lever in LEVERS:
+    for lever in FLAGGED_LEVERS:
         value = getattr(args, lever, None)
         if value is None:
             continue
@@ -288,7 +288,7 @@ def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *LEVERS)}
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *FLAGGED_LEVERS)}
     for line in deprecated_lever_flags(args):
         print(line, file=sys.stderr)
     assigned = assignments(getattr(args, "assignments", None))

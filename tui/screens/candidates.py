@@ -32,6 +32,7 @@ from tui.keymap import CANDIDATES, bindings_for
 from tui.screens.confirm import abort_question
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.editor import EditorFile, EditorScreen
+from tui.screens.hunk_choice import EVERY_HUNK_DROPPED, HunkChoice
 from tui.screens.review import (
     EDITED_BY_YOU,
     REJECTED_BY_YOU,
@@ -100,7 +101,7 @@ def without_git_headers(diff: str) -> str:
     return "".join(kept)
 
 
-class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
+class CandidatesScreen(HunkChoice, DiffKeys, ModalScreen["Choice"]):
     """Dismissed with the person's Choice."""
 
     # A candidate's number (as in the trail: iterations/NN/candidates/K/) selects it; `enter`
@@ -241,15 +242,8 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
                     "bold $text-accent",
                 )
             )
-        dropped = self.dropped_hunks
-        if dropped and self.hunks_choosable():
-            total = self.hunk_total()
-            kept = total - len(dropped)
-            if kept:
-                text = f"{kept} of {total} hunks kept: picking commits only those (A: keep all)"
-            else:
-                text = f"0 of {total} hunks kept: picking asks again (A: keep all)"
-            lines.append(Content.styled(text, "bold $text-accent"))
+        if self.dropped_hunks and self.hunks_choosable():
+            lines.append(self.hunks_kept_notice("picking", "asks again"))
         if self.hunk_problem:
             lines.append(Content.styled(self.hunk_problem, "bold $text-error"))
         note = self.note_text()
@@ -390,21 +384,15 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         after = {f.path: f.after for f in preview.files}
         return keep_hunks(self.candidate.diff, before, after, self.dropped_hunks)
 
-    def action_toggle_hunk(self) -> None:
-        """The hunk being read of the selected candidate dropped, or kept again."""
-        if not self.hunks_choosable():
-            return
-        index = self.active_diff().hunk
-        if index < 0:
-            return
-        self.hunks_dropped[self.candidate.k] = self.dropped_hunks ^ {index}
-        self.hunk_problem = ""
-        self._refresh()
+    @property
+    def chosen_drops(self) -> set[int]:
+        return self.dropped_hunks
 
-    def action_keep_all_hunks(self) -> None:
-        self.hunks_dropped.pop(self.candidate.k, None)
-        self.hunk_problem = ""
-        self._refresh()
+    def set_drops(self, dropped: set[int]) -> None:
+        if dropped:
+            self.hunks_dropped[self.candidate.k] = dropped
+        else:
+            self.hunks_dropped.pop(self.candidate.k, None)
 
     # -- decisions ------------------------------------------------------------------------------
 
@@ -456,18 +444,14 @@ class CandidatesScreen(DiffKeys, ModalScreen["Choice"]):
         )
 
     def _part_chosen(self, comment: str) -> Choice | None:
-        from engine.errors import EditFormatError
         from engine.run.gate import Choice
 
         candidate = self.candidate
-        if len(self.dropped_hunks) >= self.hunk_total():
-            return Choice(decision="reject", why=REJECTED_BY_YOU, comment=comment, by="person")
-        try:
-            part = self.kept_part()
-        except EditFormatError as error:  # said in the notice: a toast would cover the modal
-            self.hunk_problem = f"the kept hunks do not apply: {error}"
-            self._refresh()
+        part = self.kept_hunks()
+        if part is None:
             return None
+        if part == EVERY_HUNK_DROPPED:
+            return Choice(decision="reject", why=REJECTED_BY_YOU, comment=comment, by="person")
         return Choice(
             decision="edit",
             k=candidate.k,

@@ -25,6 +25,7 @@ from tui.keymap import REVIEW, bindings_for
 from tui.screens.confirm import abort_question
 from tui.screens.diff_keys import DIFF_ACTIONS, DiffKeys
 from tui.screens.editor import EditorFile, EditorScreen
+from tui.screens.hunk_choice import EVERY_HUNK_DROPPED, HunkChoice
 from tui.screens.main import PendingDiff
 from tui.widgets.diff import DiffView
 
@@ -43,7 +44,7 @@ NOTE_ACTIONS = frozenset({"reject", "approve_with_note", "close_note"})
 HUNK_ACTIONS = frozenset({"toggle_hunk", "keep_all_hunks"})
 
 
-class ReviewScreen(DiffKeys, ModalScreen["Review"]):
+class ReviewScreen(HunkChoice, DiffKeys, ModalScreen["Review"]):
     """Dismissed with the person's Review; posts `ReviewScreen.Hide` to step aside."""
 
     DIFF_ID = "review-diff"
@@ -207,13 +208,7 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         return Content("\n").join(lines)
 
     def _hunks_notice(self) -> Content:
-        total = self.hunk_total()
-        kept = total - len(self.dropped)
-        if not kept:
-            text = f"0 of {total} hunks kept: approving rejects the proposal (A: keep all)"
-        else:
-            text = f"{kept} of {total} hunks kept: approving commits only those (A: keep all)"
-        return Content.styled(text, "bold $text-accent")
+        return self.hunks_kept_notice("approving", "rejects the proposal")
 
     def _refresh(self) -> None:
         self.query_one("#notice", Static).update(self._notice())
@@ -269,17 +264,13 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
 
     def _part_approved(self, comment: str) -> Review | None:
         """Only the kept hunks, as the person's edit; every hunk dropped: a rejection."""
-        from engine.errors import EditFormatError
         from engine.run.gate import Review
 
-        if len(self.dropped) >= self.hunk_total():
-            return Review(decision="reject", comment=comment, note=REJECTED_BY_YOU, by="person")
-        try:
-            part = self.kept_part()
-        except EditFormatError as error:  # said in the notice: a toast would cover the modal
-            self.hunk_problem = f"the kept hunks do not apply: {error}"
-            self._refresh()
+        part = self.kept_hunks()
+        if part is None:
             return None
+        if part == EVERY_HUNK_DROPPED:
+            return Review(decision="reject", comment=comment, note=REJECTED_BY_YOU, by="person")
         proposal = edited_proposal(part.texts, self.request.proposal.format)
         return Review(
             decision="edit",
@@ -303,23 +294,12 @@ class ReviewScreen(DiffKeys, ModalScreen["Review"]):
         texts = {path: text for path, text in part.texts.items() if path not in held}
         return PartialEdit(texts=texts, dropped=part.dropped)
 
-    def action_toggle_hunk(self) -> None:
-        """The hunk being read dropped, or kept again."""
-        if not self.hunks_choosable():
-            return
-        index = self.active_diff().hunk
-        if index < 0:
-            return
-        self.dropped ^= {index}
-        self.hunk_problem = ""
-        self._refresh()
+    @property
+    def chosen_drops(self) -> set[int]:
+        return self.dropped
 
-    def action_keep_all_hunks(self) -> None:
-        if not self.hunks_choosable():
-            return
-        self.dropped.clear()
-        self.hunk_problem = ""
-        self._refresh()
+    def set_drops(self, dropped: set[int]) -> None:
+        self.dropped = dropped
 
     def _approval(self, comment: str = "") -> Review | None:
         from engine.run.gate import Review

@@ -246,6 +246,7 @@ def test_a_search_not_found_is_named_with_the_closest_lines_then_lands(
         ("reasoning_then_json", FRACTION_BUG, {MONEY_PY: "M"}),
         ("several_edits_one_file", SIGN_BUG, {MONEY_PY: "M"}),
         ("new_file_under_src", FORMAT_BUG, {MONEY_PY: "M", "src/ledgerkit/rounding.py": "A"}),
+        ("edits_in_separate_fences", FRACTION_BUG | LEDGER_BUG, {MONEY_PY: "M", LEDGER_PY: "M"}),
     ],
 )
 def test_a_strong_models_answer_shape_lands_in_one_iteration(

@@ -1,5 +1,6 @@
 """Finding a search text in a file, and replacing it: exactly if it occurs once, else line by
-line ignoring trailing whitespace and a constant shift of indentation. Pure.
+line ignoring trailing whitespace and a constant shift of indentation, else also reading a tab
+as 4 (then 8) spaces. Pure.
 
 A search that is missing or ambiguous is an `EditFormatError` that shows the model where to look.
 """
@@ -14,21 +15,48 @@ from engine.errors import EditFormatError
 
 _CLOSEST_LINES_SHOWN = 8
 _CLOSEST_MIN_RATIO = 0.5
+_FIRST_LINE_CHARS = 60
+# How wide a tab is read when the file and the search indent differently (one with tabs, the
+# other with spaces, as models re-indent the code they quote): an editor's 4, then Python's 8.
+_TAB_WIDTHS = (4, 8)
 
 
 @dataclass(frozen=True)
 class _Shift:
     """How much deeper (`add`) or shallower (`remove` characters) the file's block is indented
-    than the model's search text; the replacement is re-indented the same way."""
+    than the model's search text; the replacement is re-indented the same way. With a
+    `tab_width`, indentation is compared with tabs read as that many spaces, and `retab`
+    writes the replacement's indentation back as tabs, the file's style."""
 
     add: str = ""
     remove: int = 0
+    tab_width: int = 0
+    retab: bool = False
 
     def apply(self, line: str) -> str:
         if not line.strip():
             return ""
+        if self.tab_width:
+            line = _expand_indent(line, self.tab_width)
         indent = len(line) - len(line.lstrip())
-        return self.add + line[min(self.remove, indent) :]
+        shifted = self.add + line[min(self.remove, indent) :]
+        return _tab_indent(shifted, self.tab_width) if self.retab else shifted
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _expand_indent(line: str, width: int) -> str:
+    """`line` with the tabs of its indentation read as `width` columns."""
+    indent = _indent_of(line)
+    return indent.expandtabs(width) + line[len(indent) :]
+
+
+def _tab_indent(line: str, width: int) -> str:
+    """`line` (indented with spaces) indented with a tab per `width` spaces, as the file is."""
+    columns = len(_indent_of(line))
+    return "\t" * (columns // width) + " " * (columns % width) + line[columns:]
 
 
 def replace_once(path: str, text: str, search: str, replace: str, newline: str) -> str:
@@ -54,10 +82,27 @@ def replace_once(path: str, text: str, search: str, replace: str, newline: str) 
         raise EditFormatError([_not_found(path, lines, search_lines)])
     start, shift = matches[0]
     end = start + len(search_lines)
-    block = [shift.apply(line) + newline for line in replace_lines]
+    block = _replacement(lines[start:end], search_lines, replace_lines, shift, newline)
     if block and not lines[end - 1].endswith("\n"):
         block[-1] = block[-1].removesuffix(newline)  # the file ended without a newline
     return "".join(lines[:start] + block + lines[end:])
+
+
+def _replacement(
+    window: list[str], search: list[str], replace: list[str], shift: _Shift, newline: str
+) -> list[str]:
+    """The lines that take the matched `window`'s place: where the replacement repeats a line
+    of the search unchanged (context a model quotes around its change), the file's own line,
+    its trailing spaces and tabs kept; the rest re-indented by `shift`. The commit then
+    holds the change the model made, not a rewrite of what it quoted."""
+    matcher = difflib.SequenceMatcher(a=search, b=replace, autojunk=False)
+    block: list[str] = []
+    for tag, first, last, start, end in matcher.get_opcodes():
+        if tag == "equal":
+            block += window[first:last]
+        else:
+            block += [shift.apply(line) + newline for line in replace[start:end]]
+    return block
 
 
 def _lines(text: str) -> list[str]:
@@ -93,38 +138,55 @@ def _trim_blank_edges(search: list[str], replace: list[str]) -> tuple[list[str],
 
 def _tolerant_matches(lines: list[str], search: list[str]) -> list[tuple[int, _Shift]]:
     """Where `search` matches whole lines, ignoring trailing whitespace and a constant shift
-    of indentation: (0-based first line, the shift)."""
+    of indentation: (0-based first line, the shift). Only when nothing matches so, tabs
+    against spaces: a tab read as 4 columns, and only if that finds nothing, as 8."""
     if not search:
         return []
-    found: list[tuple[int, _Shift]] = []
-    for start in range(len(lines) - len(search) + 1):
-        shift = _match_at(lines[start : start + len(search)], search)
-        if shift is not None:
-            found.append((start, shift))
-    return found
+    for tab_width in (0, *_TAB_WIDTHS):
+        if tab_width and not _mixes_tabs_and_spaces(lines, search):
+            break
+        found: list[tuple[int, _Shift]] = []
+        for start in range(len(lines) - len(search) + 1):
+            shift = _match_at(lines[start : start + len(search)], search, tab_width)
+            if shift is not None:
+                found.append((start, shift))
+        if found:
+            return found
+    return []
 
 
-def _match_at(window: list[str], search: list[str]) -> _Shift | None:
+def _mixes_tabs_and_spaces(lines: list[str], search: list[str]) -> bool:
+    """Whether one side indents with tabs where the other does not: else reading a tab as
+    spaces cannot find what the exact comparison missed."""
+    file_tabs = any("\t" in _indent_of(line) for line in lines)
+    search_tabs = any("\t" in _indent_of(line) for line in search)
+    search_spaces = any(" " in _indent_of(line) for line in search)
+    return (file_tabs and search_spaces) or search_tabs
+
+
+def _match_at(window: list[str], search: list[str], tab_width: int = 0) -> _Shift | None:
     shift: _Shift | None = None
     for actual, wanted in zip(window, search, strict=True):
         if not actual.strip() or not wanted.strip():
             if actual.strip() or wanted.strip():
                 return None
             continue
-        shift = shift or _shift_between(actual, wanted)
+        shift = shift or _shift_between(actual, wanted, tab_width)
         if shift is None or shift.apply(wanted).rstrip() != actual.rstrip():
             return None
     return shift
 
 
-def _shift_between(actual: str, wanted: str) -> _Shift | None:
-    have = actual[: len(actual) - len(actual.lstrip())]
-    want = wanted[: len(wanted) - len(wanted.lstrip())]
+def _shift_between(actual: str, wanted: str, tab_width: int = 0) -> _Shift | None:
+    retab = bool(tab_width) and "\t" in _indent_of(actual)
+    if tab_width:
+        actual, wanted = _expand_indent(actual, tab_width), _expand_indent(wanted, tab_width)
+    have, want = _indent_of(actual), _indent_of(wanted)
     if have.startswith(want):
-        return _Shift(add=have[len(want) :])
+        return _Shift(add=have[len(want) :], tab_width=tab_width, retab=retab)
     if want.startswith(have):
-        return _Shift(remove=len(want) - len(have))
-    return None  # tabs against spaces: not the same block
+        return _Shift(remove=len(want) - len(have), tab_width=tab_width, retab=retab)
+    return None  # tabs against spaces: not the same block unless a tab is read as spaces
 
 
 def _ambiguous(path: str, line_numbers: list[int]) -> EditFormatError:
@@ -140,16 +202,24 @@ def _ambiguous(path: str, line_numbers: list[int]) -> EditFormatError:
 def _not_found(path: str, lines: list[str], search: list[str]) -> str:
     """The miss, with the file's lines most like the search (Aider's "did you mean")."""
     closest = _closest_lines([line.rstrip("\r\n") for line in lines], search)
+    which = f'the "search" that begins {_first_line(search)}'
     if closest is None:
         return (
-            f'{path}: "search" was not found, and nothing in the file looks like it; quote '
+            f"{path}: {which} was not found, and nothing in the file looks like it; quote "
             'lines that are in the file now, or send the whole file as "content"'
         )
     return (
-        f'{path}: "search" was not found. The closest lines in the file are (line numbers are '
+        f"{path}: {which} was not found. The closest lines in the file are (line numbers are "
         f"not part of the file):\n{closest}\nCopy the lines exactly as they are now into "
         '"search".'
     )
+
+
+def _first_line(search: list[str]) -> str:
+    """The search's first line, quoted and cut short: which of several edits to one file
+    missed, in the model's own words."""
+    line = next((line.strip() for line in search if line.strip()), "")
+    return repr(line if len(line) <= _FIRST_LINE_CHARS else line[:_FIRST_LINE_CHARS] + "...")
 
 
 def _closest_lines(lines: list[str], search: list[str]) -> str | None:

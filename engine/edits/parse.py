@@ -40,7 +40,7 @@ def _parse_json_or_whole(text: str) -> Proposal:
     found: dict[str, Any] | None = None
     try:
         found = _find_json_object(text)
-        return _json_proposal(found)
+        return _json_proposal(_with_the_other_edit_objects(found, text))
     except EditFormatError:
         if _answers_in_json(text, found) or (whole := _whole_or_none(text)) is None:
             raise
@@ -61,6 +61,37 @@ def _whole_or_none(text: str) -> Proposal | None:
         return _parse_whole(text)
     except EditFormatError:
         return None
+
+
+def _with_the_other_edit_objects(found: dict[str, Any], text: str) -> dict[str, Any]:
+    """`found` and the answer's other edit objects as one: strong models send several
+    fences, an object each ("First change: ```json {...}``` Second change: ..."), and every
+    one of them is meant. Their edits in order, each once (a repeated object is one object);
+    the explanation the first that has one. Only when `found` is itself one of the answer's
+    top-level objects: else it is the one answer there is."""
+    others = [value for value in _json_values(text) if _is_edit_object(value)]
+    if found not in others or len(others) < 2:
+        return found
+    edits: dict[str, Any] = {}
+    for value in others:
+        listed = value.get("edits", [value])
+        for raw in listed if isinstance(listed, list) else [listed]:
+            edits.setdefault(json.dumps(raw, sort_keys=True), raw)
+    explanations = [v.get("explanation") for v in others if v.get("explanation")]
+    return {"explanation": explanations[0] if explanations else "", "edits": list(edits.values())}
+
+
+def _is_edit_object(value: Any) -> bool:
+    return isinstance(value, dict) and ("edits" in value or "path" in value)
+
+
+def _json_values(text: str) -> Iterator[Any]:
+    """Each top-level {...} span of `text` that parses, as its value."""
+    for candidate in _balanced_objects(text):
+        try:
+            yield valid_unicode_data(json.loads(candidate, strict=False))
+        except json.JSONDecodeError:
+            continue
 
 
 def _json_proposal(answer: dict[str, Any]) -> Proposal:

@@ -170,3 +170,42 @@ def test_search_on_a_missing_file_suggests_content(tmp_path: Path) -> None:
 
     assert "stats/new.py does not exist" in str(caught.value)
     assert '"content"' in str(caught.value)
+
+
+def test_search_indented_with_spaces_matches_a_block_indented_with_tabs(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": "def f(xs):\n\tfor x in xs:\n\t\tif x:\n\t\t\tyield x\n"})
+    search = "    for x in xs:\n        if x:\n            yield x\n"
+    new = "    for x in xs:\n        if x:\n            yield x.strip()\n"
+
+    apply(proposal(replace("a.py", search, new)), tmp_path)
+
+    assert (tmp_path / "a.py").read_text() == (
+        "def f(xs):\n\tfor x in xs:\n\t\tif x:\n\t\t\tyield x.strip()\n"
+    )
+
+
+def test_a_tab_is_read_as_eight_columns_when_four_find_nothing(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": "def f(x):\n\tif x:\n\t\treturn 1\n"})
+    search = "        if x:\n                return 1\n"  # tabs as 8 spaces, as Python reads them
+
+    apply(proposal(replace("a.py", search, "        if x:\n                return 2\n")), tmp_path)
+
+    assert (tmp_path / "a.py").read_text() == "def f(x):\n\tif x:\n\t\treturn 2\n"
+
+
+def test_lines_a_search_quotes_unchanged_keep_the_files_trailing_spaces(tmp_path: Path) -> None:
+    write(tmp_path, {"a.py": "x = 1   \ny = 2\nz = 3  \n"})
+
+    apply(proposal(replace("a.py", "x = 1\ny = 2\nz = 3\n", "x = 1\ny = 20\nz = 3\n")), tmp_path)
+
+    assert (tmp_path / "a.py").read_text() == "x = 1   \ny = 20\nz = 3  \n"
+
+
+def test_a_missing_search_is_named_by_its_first_line(tmp_path: Path) -> None:
+    write(tmp_path, {"stats/core.py": STATS})
+    search = "\ndef mean(values):\n    return sum(values) // len(values)\n"
+
+    with pytest.raises(EditFormatError) as caught:
+        apply(proposal(replace("stats/core.py", search, "pass\n")), tmp_path)
+
+    assert "the \"search\" that begins 'def mean(values):' was not found" in str(caught.value)

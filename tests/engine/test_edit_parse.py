@@ -390,3 +390,24 @@ def test_unfenced_text_that_is_not_the_file_asked_for_is_still_unusable(
 ) -> None:
     with pytest.raises(EditFormatError, match="there is no fenced code block"):
         parse(answer, "whole", lone_block_path=asked)
+
+
+def test_edit_objects_in_separate_fences_are_all_read_in_order() -> None:
+    first = '{"path": "a.py", "search": "1", "replace": "2"}'
+    second = '{"explanation": "x", "edits": [{"path": "b.py", "search": "3", "replace": "4"}]}'
+    answer = f"First:\n```json\n{first}\n```\nThen:\n```json\n{second}\n```"
+
+    assert parse(answer, "json") == Proposal(
+        explanation="x",
+        edits=[
+            Edit(path="a.py", search="1", replace="2"),
+            Edit(path="b.py", search="3", replace="4"),
+        ],
+        format="json",
+    )
+
+
+def test_an_edit_object_sent_twice_is_read_once() -> None:
+    answer = f"```json\n{JSON_ANSWER}\n```\nAgain, in full:\n```json\n{JSON_ANSWER}\n```"
+
+    assert parse(answer, "json").edits == JSON_EDITS

@@ -14,10 +14,10 @@ from typing import Any
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
 from engine.errors import ConfigError
-from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings, load_settings
 from engine.project.strategy import LEVERS, PRESETS, Strategy
+from engine.project.trust import RepoTrust
 from engine.run.exit_codes import EXIT_USAGE
-from engine.run.headless import headless_settings
 
 # The settings `run` and `watch` take as flags (the strategy's levers too: LEVERS).
 RUN_FLAGS = (
@@ -255,7 +255,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
         return prepared
     project, flags = prepared
     try:
-        return project, headless_settings(project, flags)
+        return project, project_settings(project, flags)
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -274,13 +274,32 @@ def app_settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings, st
     refusal = None
     try:
         try:
-            return project, headless_settings(project, flags), None
+            return project, project_settings(project, flags), None
         except UntrustedSettings as exc:
             refusal = str(exc)
-        return project, headless_settings(project, flags, drop_untrusted=True), refusal
+        return project, project_settings(project, flags, drop_untrusted=True), refusal
     except ConfigError as exc:
         print(f"fixloop-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def project_settings(
+    project: Path,
+    flags: dict[str, Any],
+    trust: RepoTrust | None = None,
+    *,
+    drop_untrusted: bool = False,
+) -> Settings:
+    """Every settings layer over `project`, `flags` the highest (engine/project/settings.py,
+    `load_settings`: UntrustedSettings for a restricted key nobody trusted, or with
+    `drop_untrusted` those keys left out). A named spec is checked and gives the task; only then
+    is the run's machinery imported, which the app's first frame needs none of."""
+    settings = load_settings(project, flags, trust=trust, drop_untrusted=drop_untrusted)
+    if settings.spec is None:
+        return settings
+    from engine.run.start import with_spec
+
+    return with_spec(project, settings)
 
 
 def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:

@@ -45,10 +45,9 @@ from engine.run.events import (
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
 from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunInterrupted, stop_message
-from engine.run.headless import result_json, run_headless
 from engine.run.no_change import held_back_summary
-from engine.run.outcome import RunResult
-from engine.run.start import resume_run
+from engine.run.outcome import RunResult, result_json
+from engine.run.start import resume_run, run_headless
 from engine.text.durations import said_duration
 from engine.text.redact import redact
 from engine.text.untrusted import printable

@@ -95,3 +95,43 @@ class RunResult(BaseModel):
     tokens: int
     cost_usd: float
     duration_s: float
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """The run's result as `--json` prints it (ARCHITECTURE.md, "Guards and endings").
+    `duration_s` is the wall time from the run's start to its verdict, `time_per_iteration_s`
+    the mean of its iterations' (None before the first)."""
+    durations = [record.duration_s for record in result.iterations]
+    return {
+        "run_id": result.run_id,
+        "status": result.status.value,
+        "reason": result.reason,
+        "accepted_suspicious": result.accepted_suspicious,
+        "iterations": [
+            {
+                "n": record.n,
+                "status": record.status,
+                "tests": (
+                    record.tests.model_dump(
+                        include={"collected", "passed", "failed", "errors", "skipped"}
+                    )
+                    if record.tests
+                    else None
+                ),
+                "error_class": record.error_class,
+                "commit": record.commit,
+                "duration_s": round(record.duration_s, 3),
+                "tokens": record.tokens,
+                "cost_usd": record.cost_usd,
+            }
+            for record in result.iterations
+        ],
+        "branch": result.branch,
+        "final_commit": result.final_commit,
+        "run_dir": result.run_dir,
+        "report": result.report,
+        "tokens": result.tokens,
+        "cost_usd": result.cost_usd,
+        "duration_s": result.duration_s,
+        "time_per_iteration_s": round(sum(durations) / len(durations), 3) if durations else None,
+    }

@@ -24,7 +24,7 @@ from engine.project.paths import project_python, run_path
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink, RunResumed
-from engine.run.gate import Gate
+from engine.run.gate import Gate, PolicyGate
 from engine.run.guards import Budget
 from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
@@ -78,6 +78,15 @@ def resolve_spec(project: Path, settings: Settings, spec: Spec | None = None) ->
     if spec is not None:
         check_new_files(spec, project)
     return spec
+
+
+def with_spec(project: Path, settings: Settings) -> Settings:
+    """A spec run's settings: its spec checked here, so a bad one stops the run before
+    anything is written, and its task the spec's. Other settings are returned as they are."""
+    spec = resolve_spec(project, settings)
+    if spec is None:
+        return settings
+    return settings.model_copy(update={"task": spec.task})
 
 
 def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunConfig:
@@ -152,6 +161,15 @@ def runsc_version() -> str | None:
     except SandboxUnavailable:
         return None
     return line.removeprefix("runsc version ").strip()
+
+
+async def run_headless(
+    project: Path, settings: Settings, sinks: Sequence[EventSink] = ()
+) -> RunResult:
+    """A run with no person at the screen (`run --headless`, each task of `batch`): every
+    proposal approved by the policy gate, so a batch task runs exactly as the command would."""
+    gate = PolicyGate(accept_suspicious=settings.accept_suspicious)
+    return await start_run(project, settings, gate=gate, sinks=sinks)
 
 
 async def start_run(

@@ -23,7 +23,7 @@ from engine.feedback.tree import Verification
 from engine.project.modules import project_modules
 from engine.project.settings import load_settings
 from engine.project.strategy import Strategy
-from engine.run.modes import repair_prompt
+from engine.run.answers import repair_prompt
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import classify
 from engine.verify.execute import parse_stage

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from engine.errors import ConfigError, ModelError, ResumeError, WorkspaceError
 from engine.project.pins import pinned_role
+from engine.project.settings import Settings
 from engine.run.events import (
     AnswerReasked,
     BaseEvent,
@@ -51,7 +52,6 @@ from engine.run.start import resume_run, run_headless
 from engine.text.durations import said_duration
 from engine.text.redact import redact
 from engine.text.untrusted import printable
-from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,
     formatted_line,
@@ -166,11 +166,8 @@ class ProgressPrinter:
         return None
 
 
-def run_headless_command(args: argparse.Namespace) -> int:
-    prepared = settings_from_args(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, settings = prepared
+def run_headless_command(args: argparse.Namespace, project: Path, settings: Settings) -> int:
+    """`run --headless` over `project` with `settings` (tui/cli.py, `settings_from_args`)."""
     printer = ProgressPrinter(sys.stderr)
     return _complete(args, project, printer, run_headless(project, settings, [printer]))
 

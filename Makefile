@@ -66,6 +66,8 @@ lint: setup
 
 # Two processes, a test file each at a time (its module fixtures are built once).
 TEST_WORKERS ?= 2
+JUNIT ?= /tmp/fixloop-test-report.xml
 test: test-system test-engines lint
-	@# the 40 slowest tests are listed at the end: where CI's time goes
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40
+	@# where CI's time goes: the 40 slowest tests, then the time of each test file
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40 --junitxml=$(JUNIT)
+	@$(BIN)/python .ci/durations.py $(JUNIT)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
-from engine.project.strategy import LEVERS, PRESETS, Strategy
+from engine.project.strategy import FLAGGED_LEVERS, PRESETS, Strategy
 
 # The settings `run` and `watch` take as flags (the strategy's levers too: LEVERS).
 RUN_FLAGS = (
@@ -170,7 +170,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="change a setting, e.g. strategy.code_noop=false",
     )
-    for lever in LEVERS:  # the levers' old flags: working, out of the help
+    for lever in FLAGGED_LEVERS:  # the levers' old flags: working, out of the help
         flag = f"--{lever.replace('_', '-')}"
         if Strategy.model_fields[lever].annotation is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, help=argparse.SUPPRESS)

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.errors import ConfigError
 from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings, load_settings
-from engine.project.strategy import LEVERS
+from engine.project.strategy import FLAGGED_LEVERS
 from engine.project.trust import RepoTrust
 from engine.run.exit_codes import (
     EXIT_INFRA,
@@ -440,7 +440,7 @@ def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
     if not project.is_dir():
         print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
         return EXIT_USAGE
-    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *LEVERS)}
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *FLAGGED_LEVERS)}
     for line in deprecated_lever_flags(args):
         print(line, file=sys.stderr)
     assigned = assignments(getattr(args, "assignments", None))
@@ -468,7 +468,7 @@ def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
 def deprecated_lever_flags(args: argparse.Namespace) -> list[str]:
     """One line for each old lever flag given, naming what replaced it."""
     lines = []
-    for lever in LEVERS:
+    for lever in FLAGGED_LEVERS:
         value = getattr(args, lever, None)
         if value is None:
             continue

@@ -19,6 +19,7 @@ class ArmOptions(BaseModel):
 
     feedback: Literal["packet", "raw"] | None = None
     candidates: int | None = None
+    context: Literal["files", "traces", "map"] | None = None
     prompt_profile: Literal["auto", "small", "full"] | None = None
     runtime_values: bool | None = None
     test_focus: bool | None = None
@@ -69,6 +70,7 @@ ARMS: dict[str, ArmOptions] = {
     "restart": _today_with(restart_on_stall=True),
     "all": ArmOptions(
         feedback="packet",
+        context="files",
         candidates=3,
         prompt_profile="small",
         runtime_values=True,
@@ -116,6 +118,10 @@ ARMS: dict[str, ArmOptions] = {
     "no-code-noop": _one_answer(code_noop=False),
     # ... and a stall with the code still at the baseline uses no restart: asked on.
     "keep-asking": _one_answer(code_noop=True, keep_asking=True),
+    # The defaults with large files cut to the traced functions (and what they call), test
+    # files to their failing tests; and that with the map of the other modules.
+    "traces": ArmOptions(context="traces"),
+    "repo-map": ArmOptions(context="map"),
 }
 DEFAULT_ARMS = ("today",)
 # `--feedback`, the flag arms replaced, still names its old choices.
@@ -176,6 +182,7 @@ def arm_levers(name: str, model: str) -> dict[str, Any]:
 # Options added after ledger lines began to record theirs, each with what the loop did before
 # it existed: what a line that does not name it measured.
 LEVERS_ADDED_LATER: dict[str, Any] = {
+    "context": "files",
     "repeat_called": True,
     "called_code": False,
     "code_last": False,
@@ -237,6 +244,8 @@ _WORDS = {
 def _said(key: str, value: object) -> str:
     if key == "feedback":
         return f"{value} feedback"
+    if key == "context":
+        return f"{value} context"
     if key == "candidates":
         return f"{value} candidate{'s' if value != 1 else ''}"
     return f"{value} prompt"

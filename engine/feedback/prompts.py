@@ -9,7 +9,7 @@ failing tests and the project modules they import, and the last edit's files.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -38,6 +38,7 @@ class Prompt(BaseModel):
 
     messages: list[Message]
     reply_paths: list[str]
+    excerpts: list[str] = []  # files shown only in excerpts: an answer to one is merged
 
 
 class PromptFile(BaseModel):
@@ -232,9 +233,13 @@ def load_files(
     lines_of_interest: dict[str, list[int]] | None = None,
     budget_chars: int = FILES_BUDGET_CHARS,
     failing_tests: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    file_chars: int = FILE_CHARS,
+    excerpter: Callable[[str, Sequence[int]], str] | None = None,
 ) -> list[PromptFile]:
-    """The files' text within a total budget; a large file becomes excerpts, and a test
-    file named in `failing_tests` (test_focus.failing_tests) only its failing tests."""
+    """The files' text within a total budget; a file over `file_chars` becomes excerpts (by
+    `excerpter`, default `excerpt_of`), and a test file named in `failing_tests`
+    (test_focus.failing_tests) only its failing tests."""
+    excerpter = excerpter or excerpt_of
     result = []
     left = budget_chars
     for path in paths:
@@ -246,8 +251,8 @@ def load_files(
         tests = (failing_tests or {}).get(path)
         if tests and is_test_file(path) and (cut := focus(text, tests)) is not None:
             text, focused = cut, True
-        if not focused and len(text) > min(FILE_CHARS, left):
-            text = excerpt_of(text, (lines_of_interest or {}).get(path, []))
+        if not focused and len(text) > min(file_chars, left):
+            text = excerpter(text, (lines_of_interest or {}).get(path, []))
             excerpt = True
         if len(text) > left:
             break

@@ -65,7 +65,8 @@ def small_prompt(
         Message(role="system", content=SYSTEM),
         Message(role="user", content="\n\n".join(parts)),
     ]
-    return prompts.Prompt(messages=messages, reply_paths=editable)
+    excerpts = [f.path for f in files if f.excerpt]
+    return prompts.Prompt(messages=messages, reply_paths=editable, excerpts=excerpts)
 
 
 def code_paths(root: Path, paths: Sequence[str], named: Sequence[str]) -> list[str]:

@@ -29,6 +29,17 @@ class Strategy(BaseModel):
         description="what the model is told after a failure: the distilled packet, or the raw "
         "output's tail as a naive loop would",
     )
+    # A repository choosing `map` or `traces` changes which of its own files the prompt shows:
+    # they are read through `project_text` only (no link out of the tree, no `.git`, nothing
+    # over its size cap) and parsed, never run (engine/feedback/context.py, repo_map.py).
+    context: Literal["files", "traces", "map"] = Field(
+        default="files",
+        description="what a prompt shows of the project: files, the traced files with a "
+        "large one cut to fixed windows; traces, a large file cut to the traced functions and "
+        "those the failing lines call, whole, and test files to their failing tests; map, "
+        "traces and a map of the other modules' definitions. Every prompt is cut to the "
+        "model's window either way",
+    )
     prompt_profile: Literal["auto", "small", "full"] = Field(
         default="auto",
         description="small: the file under repair and the failure first; full: the test files "
@@ -92,6 +103,9 @@ class Strategy(BaseModel):
 
 
 LEVERS = tuple(Strategy.model_fields)
+# The levers that were `run` flags before strategies (those flags still work, out of the
+# help); a key added since is set only as a strategy key.
+FLAGGED_LEVERS = tuple(lever for lever in LEVERS if lever != "context")
 
 # Named strategies. `default` is what the benchmarks chose; `levers-off` is the loop with every
 # lever off (the benchmark's `today` arm); `naive` is a naive loop's: the raw test output and
@@ -109,6 +123,8 @@ PRESETS: dict[str, Strategy] = {
     "small-prompt": Strategy(prompt_profile="small"),
     "levers-off": Strategy(**_OFF),
     "naive": Strategy(feedback="raw", **_OFF),
+    "traces": Strategy(context="traces"),
+    "repo-map": Strategy(context="map"),
 }
 DEFAULT_STRATEGY = PRESETS["default"]
 

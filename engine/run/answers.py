@@ -16,9 +16,9 @@ from engine.edits.apply import dropped_definitions
 from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat, Proposal
 from engine.errors import EditFormatError, ModelError
-from engine.feedback import prompts
+from engine.feedback import context, prompts
+from engine.feedback.excerpt_answers import answer_for_excerpts
 from engine.feedback.small_prompt import small_prompt
-from engine.feedback.test_focus import failing_tests
 from engine.feedback.tree import Verification
 from engine.model.types import Completion, Message, ModelClient
 from engine.project.pins import pinned_why
@@ -437,6 +437,7 @@ class RepairMode:
         self.config = config
         self.workspace = workspace
         self.asked_for: list[str] = []  # the files the last prompt let the model change
+        self.excerpts: list[str] = []  # the files it showed only in excerpts
 
     async def begin(self, checker: IterationChecker) -> Verification:
         return await checker.baseline()
@@ -469,13 +470,15 @@ class RepairMode:
                 named,
                 config.edit_format,
                 strategy=config.strategy,
+                window=context.prompt_budget(config.model),
             )
-        self.asked_for = prompt.reply_paths
+        self.asked_for, self.excerpts = prompt.reply_paths, prompt.excerpts
         return prompt.messages
 
     def parse(self, text: str) -> Proposal:
         sole = lone_block_file(self.asked_for, self.config.files)
         proposal = parse(text, self.config.edit_format, lone_block_path=sole)
+        proposal = answer_for_excerpts(proposal, self.workspace.root, self.excerpts)
         # A shortened copy of a pinned test file is held back anyway: no reason to refuse
         # the fix that came with it.
         held = set() if self.config.allow_test_edits else set(self.workspace.pins.files)
@@ -515,6 +518,7 @@ def repair_prompt(
     shown: Callable[[list[str]], list[str]] = list,
     *,
     strategy: Strategy = DEFAULT_STRATEGY,
+    window: int | None = None,
 ) -> prompts.Prompt:
     """A repair prompt: the task, the files the packet points at (those `shown` keeps), the
     packet (or the raw feedback in its place), and the notes. With packet feedback also the
@@ -522,29 +526,20 @@ def repair_prompt(
     else only those cut to excerpts or left out; with `called_code` without their
     docstrings), and with `test_focus` test files cut to their failing tests; raw feedback
     shows them whole, as a naive loop would. With `code_last` the code to fix comes after the
-    packet."""
-    pointers = strategy.feedback == "packet"  # raw feedback: nothing distilled
-    focus, repeat_called = strategy.test_focus, strategy.repeat_called
-    called_code, code_last = strategy.called_code, strategy.code_last
-    packet = current.packet
-    paths = shown(prompts.relevant_paths(root, packet, named=list(named)))
-    files = prompts.load_files(
+    packet. The strategy's `context` says how a large file is cut; the whole prompt holds at
+    most `window` tokens (engine/feedback/context.py)."""
+    paths = shown(prompts.relevant_paths(root, current.packet, named=list(named)))
+    return context.repair_prompt(
         root,
+        current.packet,
+        current.packet_text,
         paths,
-        lines_of_interest=prompts.lines_of_interest(packet),
-        failing_tests=failing_tests(packet) if pointers and focus else None,
+        task,
+        notes,
+        edit_format,
+        strategy,
+        window,
     )
-    whole = set() if repeat_called else {f.path for f in files if not f.excerpt}
-    unseen = [path for path in paths if path not in whole]  # cut to excerpts, or not shown
-    called = (
-        prompts.called_definitions(root, packet, unseen, docstrings=not called_code)
-        if pointers
-        else []
-    )
-    messages = prompts.messages(
-        task, files, current.packet_text, edit_format, [*called, *notes], code_last=code_last
-    )
-    return prompts.Prompt(messages=messages, reply_paths=[f.path for f in files if not f.read_only])
 
 
 def lone_block_file(shown: Sequence[str], named: Sequence[str]) -> str | None:

@@ -649,6 +649,30 @@ PROBES: list[Probe] = [
         flags=("--max-iters", "1"),
         expect=Outcome(never=("ok",), exit=1),
     ),
+    # 14. The repo map reads the repository's Python through the tree only, bounded (a link
+    # out of the tree or a looping one ends the run before any prompt: the map's own refusal
+    # of those is tests/engine/test_repo_map.py): a module linked to another, one over the
+    # size cap, one that does not parse. The map shows the readable module, the run goes on.
+    Probe(
+        "repo-map-over-hostile-files",
+        config='strategy = { preset = "repo-map" }',
+        files={
+            "again.py": Link("helpers.py"),
+            "huge.py": "def huge_module(): pass\n" + "x = 1\n" * 450_000,
+            "broken.py": "def broken(:\n",
+            "helpers.py": "def double_it(value):\n    return value * 2\n",
+        },
+        answers=(
+            answer(
+                "multiply", {"path": "calc.py", "search": "return a - b", "replace": "return a * b"}
+            ),
+            answer("add", {"path": "calc.py", "search": "return a * b", "replace": "return a + b"}),
+        ),
+        flags=("--max-iters", "2"),
+        expect=Outcome(
+            exit=0, status="ok", never=(), within=300, prompt_says=("def double_it(value)",)
+        ),
+    ),
 ]
 
 

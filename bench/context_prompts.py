@@ -38,7 +38,7 @@ from engine.feedback.context import message_tokens, prompt_budget  # noqa: E402
 from engine.model.local import EMBEDDED_MODEL  # noqa: E402
 from engine.project.settings import load_settings  # noqa: E402
 from engine.project.strategy import Strategy  # noqa: E402
-from engine.run.modes import repair_prompt  # noqa: E402
+from engine.run.answers import repair_prompt  # noqa: E402
 
 CHOICES = ("before", "files", "traces", "map")
 _NUMBER = re.compile(r"^\s*\d+  ")

@@ -36,7 +36,7 @@ from engine.edits.proposal import Proposal  # noqa: E402
 from engine.errors import EditFormatError  # noqa: E402
 from engine.feedback.tree import examine_tree  # noqa: E402
 from engine.project.pins import is_test_file  # noqa: E402
-from engine.run.modes import lone_block_file  # noqa: E402
+from engine.run.answers import lone_block_file  # noqa: E402
 from engine.verify.execute import Verifier  # noqa: E402
 from engine.verify.results import StageKind  # noqa: E402
 from engine.verify.stages import Stage  # noqa: E402

@@ -40,12 +40,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# Runs in the child process: the app as `fixloop-tui PATH` builds it (tui/cli.py's parser,
-# tui/interactive.py's settings and app), exiting once the task screen first goes out.
+# Runs in the child process: the app as `fixloop-tui PATH` builds it (tui/cli.py's parser and
+# settings, tui/interactive.py's app), exiting once the task screen first goes out.
 CHILD = """
 import sys, time
-from tui.cli import build_parser
-from tui.interactive import FixloopApp, app_settings_from_args
+from tui.cli import app_settings_from_args, build_parser
+from tui.interactive import FixloopApp
 from tui.screens.task import TaskScreen
 
 class FirstFrame(FixloopApp):

@@ -16,8 +16,6 @@ import typing
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 MAP = REPO / "ARCHITECTURE.md"
 PACKAGES = ("engine", "sandbox", "tui", "bench")
@@ -85,11 +83,6 @@ def test_the_reading_order_names_existing_files_each_once_in_sequence() -> None:
     assert numbers == list(range(1, len(steps) + 1)), f"steps numbered {numbers}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="one iteration is read in more files than the target; merge or move files, then "
-    "drop this mark",
-)
 def test_one_iteration_reads_in_at_most_the_target_number_of_files() -> None:
     assert len(reading_order()) <= READING_TARGET
 

@@ -7,17 +7,12 @@ and settings before its first frame.
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from bench.suite.arms import ARMS, DEFAULT_ARMS, FEEDBACK_ARMS, describe
-from engine.errors import ConfigError
-from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
 from engine.project.strategy import FLAGGED_LEVERS, PRESETS, Strategy
-from engine.run.exit_codes import EXIT_USAGE
-from engine.run.headless import headless_settings
 
 # The settings `run` and `watch` take as flags (the strategy's levers too: LEVERS).
 RUN_FLAGS = (
@@ -183,42 +178,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, help=argparse.SUPPRESS)
 
 
-def deprecated_lever_flags(args: argparse.Namespace) -> list[str]:
-    """One line for each old lever flag given, naming what replaced it."""
-    lines = []
-    for lever in FLAGGED_LEVERS:
-        value = getattr(args, lever, None)
-        if value is None:
-            continue
-        flag = lever.replace("_", "-")
-        given = (
-            f"--{flag} {value}"
-            if not isinstance(value, bool)
-            else (f"--{flag}" if value else f"--no-{flag}")
-        )
-        said = str(value).lower()
-        lines.append(f"fixloop-tui: {given} is now --set strategy.{lever}={said} (it still works)")
-    return lines
-
-
-def assignments(pairs: list[str] | None) -> dict[str, Any] | str:
-    """`--set KEY=VALUE` pairs as settings: `strategy.KEY` into the strategy, any other KEY a
-    setting by its name; or the one-line error for a pair that is not KEY=VALUE."""
-    values: dict[str, Any] = {}
-    strategy: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, equals, value = pair.partition("=")
-        if not equals or not key:
-            return f"--set {pair}: write KEY=VALUE, e.g. strategy.code_noop=false"
-        if key.startswith("strategy."):
-            strategy[key.removeprefix("strategy.")] = value
-        else:
-            values[key] = value
-    if strategy:
-        values["strategy"] = strategy
-    return values
-
-
 # The app's own themes (themes/: dark, light, high contrast), as `--theme` takes them.
 THEME_CHOICES = ("dark", "light", "high-contrast")
 
@@ -245,72 +204,6 @@ def add_docker_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGro
         const=True,
         help="let docker jobs run NOT under gVisor (warns)",
     )
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
-    """(project, settings) for `run`, headless or not; or the usage exit code, said why. A
-    project config's untrusted security settings refuse the run (UntrustedSettings)."""
-    prepared = _run_flags(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, flags = prepared
-    try:
-        return project, headless_settings(project, flags)
-    except ConfigError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def app_settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings, str | None] | int:
-    """As `settings_from_args`, for the app: a project config's untrusted security settings
-    are left out instead, and the refusal returned third, for the task screen to show (the
-    person is there to read it; a headless run has no one, so it refuses)."""
-    from engine.errors import UntrustedSettings
-
-    prepared = _run_flags(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, flags = prepared
-    refusal = None
-    try:
-        try:
-            return project, headless_settings(project, flags), None
-        except UntrustedSettings as exc:
-            refusal = str(exc)
-        return project, headless_settings(project, flags, drop_untrusted=True), refusal
-    except ConfigError as exc:
-        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
-    project: Path = args.path.resolve()
-    if not project.is_dir():
-        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
-        return EXIT_USAGE
-    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *FLAGGED_LEVERS)}
-    for line in deprecated_lever_flags(args):
-        print(line, file=sys.stderr)
-    assigned = assignments(getattr(args, "assignments", None))
-    if isinstance(assigned, str):
-        print(f"fixloop-tui: error: {assigned}", file=sys.stderr)
-        return EXIT_USAGE
-    if "strategy" in assigned:  # --set strategy.KEY=VALUE over --strategy NAME
-        preset = {"preset": flags["strategy"]} if flags.get("strategy") else {}
-        assigned["strategy"] = {**preset, **assigned["strategy"]}
-    flags.update(assigned)
-    if args.spec is not None:
-        if args.task is not None or args.task_file is not None:
-            print("fixloop-tui: error: --spec takes no --task or --task-file", file=sys.stderr)
-            return EXIT_USAGE
-        flags["spec"] = args.spec.resolve()  # relative to where the command runs
-    if args.task_file is not None:
-        try:
-            flags["task"] = args.task_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
-            return EXIT_USAGE
-    return project, flags
 
 
 DEFAULT_OUT = Path("fixloop-batch")

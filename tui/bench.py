@@ -40,10 +40,9 @@ from engine.errors import ConfigError
 from engine.feedback.checkout import open_configured_sandbox
 from engine.model.litellm_module import load_litellm
 from engine.model.types import ModelClient
-from engine.project.settings import Settings
+from engine.project.settings import Settings, load_settings
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE
-from engine.run.headless import headless_settings
-from engine.run.start import make_client, resolve_model
+from engine.run.start import make_client, resolve_model, with_spec
 from sandbox import FixloopError, choose_backend
 from tui.batch import ray_options, ray_problem
 from tui.signals import Terminated, run_stoppable
@@ -315,7 +314,8 @@ def project_bench_command(args: argparse.Namespace) -> int:
         if repo is not None:
             if not repo.is_dir():
                 return _fail(f"--repo {args.repo}: not a directory")
-            settings = headless_settings(repo, {k: v for k, v in flags.items() if v is not None})
+            given = {k: v for k, v in flags.items() if v is not None}
+            settings = with_spec(repo, load_settings(repo, given))
         else:
             settings = Settings(**flags)
         model = resolve_model(settings)

@@ -1,7 +1,7 @@
-"""The `fixloop-tui` command line: the parser and the dispatch; each command's work lives in
-its own module (headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image,
-clean, model, app), imported once the command is known; the flags of the heavy ones are in
-tui/arguments.py.
+"""The `fixloop-tui` command line: the parser, the run's flags made into its settings
+(`settings_from_args`), and the dispatch; each command's work lives in its own module
+(headless, verify, doctor, sandbox_run, trail, demo, bench, batch, build_image, clean, model,
+app), imported once the command is known; the flags of the heavy ones are in tui/arguments.py.
 
 Every failure the user can cause ends as one line on stderr and an exit code
 from engine/run/exit_codes.py (ARCHITECTURE.md, "Guards and endings"); no traceback.
@@ -16,8 +16,12 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
-from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS
+from engine.errors import ConfigError
+from engine.project.settings import DEFAULT_TEST_CMD, DEFAULTS, Settings, load_settings
+from engine.project.strategy import FLAGGED_LEVERS
+from engine.project.trust import RepoTrust
 from engine.run.exit_codes import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
@@ -25,6 +29,7 @@ from engine.run.exit_codes import (
 )
 from sandbox import FixloopError
 from tui.arguments import (
+    RUN_FLAGS,
     add_batch_arguments,
     add_bench_arguments,
     add_docker_arguments,
@@ -375,6 +380,127 @@ COMMANDS = (
 )
 
 
+def settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings] | int:
+    """(project, settings) for `run`, headless or not; or the usage exit code, said why. A
+    project config's untrusted security settings refuse the run (UntrustedSettings)."""
+    prepared = _run_flags(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, flags = prepared
+    try:
+        return project, project_settings(project, flags)
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def app_settings_from_args(args: argparse.Namespace) -> tuple[Path, Settings, str | None] | int:
+    """As `settings_from_args`, for the app: a project config's untrusted security settings
+    are left out instead, and the refusal returned third, for the task screen to show (the
+    person is there to read it; a headless run has no one, so it refuses)."""
+    from engine.errors import UntrustedSettings
+
+    prepared = _run_flags(args)
+    if isinstance(prepared, int):
+        return prepared
+    project, flags = prepared
+    refusal = None
+    try:
+        try:
+            return project, project_settings(project, flags), None
+        except UntrustedSettings as exc:
+            refusal = str(exc)
+        return project, project_settings(project, flags, drop_untrusted=True), refusal
+    except ConfigError as exc:
+        print(f"fixloop-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def project_settings(
+    project: Path,
+    flags: dict[str, Any],
+    trust: RepoTrust | None = None,
+    *,
+    drop_untrusted: bool = False,
+) -> Settings:
+    """Every settings layer over `project`, `flags` the highest (engine/project/settings.py,
+    `load_settings`: UntrustedSettings for a restricted key nobody trusted, or with
+    `drop_untrusted` those keys left out). A named spec is checked and gives the task; only then
+    is the run's machinery imported, which the app's first frame needs none of."""
+    settings = load_settings(project, flags, trust=trust, drop_untrusted=drop_untrusted)
+    if settings.spec is None:
+        return settings
+    from engine.run.start import with_spec
+
+    return with_spec(project, settings)
+
+
+def _run_flags(args: argparse.Namespace) -> tuple[Path, dict[str, Any]] | int:
+    project: Path = args.path.resolve()
+    if not project.is_dir():
+        print(f"fixloop-tui: error: {args.path} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    flags: dict[str, Any] = {key: getattr(args, key, None) for key in (*RUN_FLAGS, *FLAGGED_LEVERS)}
+    for line in deprecated_lever_flags(args):
+        print(line, file=sys.stderr)
+    assigned = assignments(getattr(args, "assignments", None))
+    if isinstance(assigned, str):
+        print(f"fixloop-tui: error: {assigned}", file=sys.stderr)
+        return EXIT_USAGE
+    if "strategy" in assigned:  # --set strategy.KEY=VALUE over --strategy NAME
+        preset = {"preset": flags["strategy"]} if flags.get("strategy") else {}
+        assigned["strategy"] = {**preset, **assigned["strategy"]}
+    flags.update(assigned)
+    if args.spec is not None:
+        if args.task is not None or args.task_file is not None:
+            print("fixloop-tui: error: --spec takes no --task or --task-file", file=sys.stderr)
+            return EXIT_USAGE
+        flags["spec"] = args.spec.resolve()  # relative to where the command runs
+    if args.task_file is not None:
+        try:
+            flags["task"] = args.task_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"fixloop-tui: error: --task-file: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+    return project, flags
+
+
+def deprecated_lever_flags(args: argparse.Namespace) -> list[str]:
+    """One line for each old lever flag given, naming what replaced it."""
+    lines = []
+    for lever in FLAGGED_LEVERS:
+        value = getattr(args, lever, None)
+        if value is None:
+            continue
+        flag = lever.replace("_", "-")
+        given = (
+            f"--{flag} {value}"
+            if not isinstance(value, bool)
+            else (f"--{flag}" if value else f"--no-{flag}")
+        )
+        said = str(value).lower()
+        lines.append(f"fixloop-tui: {given} is now --set strategy.{lever}={said} (it still works)")
+    return lines
+
+
+def assignments(pairs: list[str] | None) -> dict[str, Any] | str:
+    """`--set KEY=VALUE` pairs as settings: `strategy.KEY` into the strategy, any other KEY a
+    setting by its name; or the one-line error for a pair that is not KEY=VALUE."""
+    values: dict[str, Any] = {}
+    strategy: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            return f"--set {pair}: write KEY=VALUE, e.g. strategy.code_noop=false"
+        if key.startswith("strategy."):
+            strategy[key.removeprefix("strategy.")] = value
+        else:
+            values[key] = value
+    if strategy:
+        values["strategy"] = strategy
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     """The entry point. A reader that stops early (`fixloop-tui runs --json | head -1`) ends
     the command quietly, exit 141 as a shell reports SIGPIPE, with no traceback."""
@@ -428,18 +554,20 @@ def _main(argv: list[str] | None) -> int:
             from tui.build_image import build_image_command
 
             return build_image_command(args, parser)
-        if args.command == "run":
-            if not args.headless:
-                from tui.interactive import run_app
-
-                return run_app(args)
-            from tui.headless import run_headless_command
-
-            return run_headless_command(args)
-        if args.command == "watch":
+        if args.command == "watch" or (args.command == "run" and not args.headless):
+            for_app = app_settings_from_args(args)
+            if isinstance(for_app, int):
+                return for_app
             from tui.interactive import run_app
 
-            return run_app(args, watch=True)
+            return run_app(*for_app, watch=args.command == "watch")
+        if args.command == "run":
+            prepared = settings_from_args(args)
+            if isinstance(prepared, int):
+                return prepared
+            from tui.headless import run_headless_command
+
+            return run_headless_command(args, *prepared)
         if args.command == "demo":
             from tui.demo import run_demo
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from engine.errors import ConfigError, ModelError, ResumeError, WorkspaceError
 from engine.project.pins import pinned_role
+from engine.project.settings import Settings
 from engine.run.events import (
     AnswerReasked,
     BaseEvent,
@@ -45,14 +46,12 @@ from engine.run.events import (
 from engine.run.exit_codes import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_CODES
 from engine.run.gate import PolicyGate
 from engine.run.guards import SIGHUP_HUNG_UP, ModelUnreachable, RunInterrupted, stop_message
-from engine.run.headless import result_json, run_headless
 from engine.run.no_change import held_back_summary
-from engine.run.outcome import RunResult
-from engine.run.start import resume_run
+from engine.run.outcome import RunResult, result_json
+from engine.run.start import resume_run, run_headless
 from engine.text.durations import said_duration
 from engine.text.redact import redact
 from engine.text.untrusted import printable
-from tui.arguments import settings_from_args
 from tui.lever_lines import (
     chosen_line,
     formatted_line,
@@ -167,11 +166,8 @@ class ProgressPrinter:
         return None
 
 
-def run_headless_command(args: argparse.Namespace) -> int:
-    prepared = settings_from_args(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, settings = prepared
+def run_headless_command(args: argparse.Namespace, project: Path, settings: Settings) -> int:
+    """`run --headless` over `project` with `settings` (tui/cli.py, `settings_from_args`)."""
     printer = ProgressPrinter(sys.stderr)
     return _complete(args, project, printer, run_headless(project, settings, [printer]))
 

@@ -9,19 +9,17 @@ import contextlib
 import sys
 from pathlib import Path
 
+from engine.project.settings import Settings
 from engine.run.exit_codes import EXIT_USAGE
 from tui.app import FixloopApp
-from tui.arguments import app_settings_from_args
 from tui.screens.outage import OutageChoice
 from tui.screens.quit import resume_command
 
 
-def run_app(args: argparse.Namespace, *, watch: bool = False) -> int:
-    """The app over the project and settings `args` name; its exit code."""
-    prepared = app_settings_from_args(args)
-    if isinstance(prepared, int):
-        return prepared
-    project, settings, refused = prepared
+def run_app(project: Path, settings: Settings, refused: str | None, *, watch: bool = False) -> int:
+    """The app over `project` with `settings` (tui/cli.py, `app_settings_from_args`;
+    `refused`: the project config's untrusted settings, left out and said on the task
+    screen); its exit code."""
     app = FixloopApp(project, settings, task=settings.task, watch=watch, config_refused=refused)
     app.run()
     return _closed(app, project)

@@ -1,6 +1,6 @@
 """One batch task, wherever it runs: clone the repo into a scratch directory, run the loop there
-exactly as `run --headless` would (engine/run/headless.py), and pack what comes back — the run
-directory and the run's branch as a git bundle — into the task's outcome."""
+exactly as `run --headless` would (engine/run/start.py, `run_headless`), and pack what comes
+back — the run directory and the run's branch as a git bundle — into the task's outcome."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from engine.batch.task_outcome import Attempt, TaskOutcome, pack
 from engine.errors import CloneError, ConfigError, ResumeError, WorkspaceError
 from engine.project.git_plumbing import git_ok, host_git_env
 from engine.project.paths import run_path
+from engine.project.settings import load_settings
 from engine.project.trust import RepoTrust, Trusted, Untrusted
 from engine.run.exit_codes import EXIT_INFRA, EXIT_USAGE, RUN_EXIT_CODES
-from engine.run.headless import headless_settings, result_json, run_headless
-from engine.run.outcome import RunResult
+from engine.run.outcome import RunResult, result_json
+from engine.run.start import run_headless, with_spec
 from engine.text.redact import redact
 
 BUNDLE = "branch.bundle"
@@ -40,9 +41,8 @@ def run_task(task: BatchTask, defaults: Mapping[str, Any], attempt: Attempt) -> 
         clone_dir = Path(scratch) / "repo"
         try:
             clone(task, clone_dir)
-            settings = headless_settings(
-                clone_dir, {**defaults, **task.settings}, trust=repo_trust(task)
-            )
+            flags = {**defaults, **task.settings}
+            settings = with_spec(clone_dir, load_settings(clone_dir, flags, trust=repo_trust(task)))
             result = asyncio.run(run_headless(clone_dir, settings))
         except (ConfigError, WorkspaceError, ResumeError) as exc:
             return _failed(task, attempt, str(exc), EXIT_USAGE, started)

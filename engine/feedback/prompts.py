@@ -32,7 +32,7 @@ CALLED_LINES = 15  # of a called function's source shown after the packet
 
 class Prompt(BaseModel):
     """A prompt's messages, and the files it lets the model change (among which a lone answer
-    block without its path line is placed: `engine/run/modes.py`'s `lone_block_file`)."""
+    block without its path line is placed: `engine/run/answers.py`'s `lone_block_file`)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.feedback.distill import distill
-from engine.feedback.packet import DEFAULT_CAP, RepairPacket
+from engine.feedback.packet import DEFAULT_CAP, RepairPacket, distill
+from engine.feedback.raw import raw_feedback
 from engine.project.git_plumbing import open_repo
 from engine.project.modules import modules_of, project_modules
 from engine.project.pins import (
@@ -240,6 +240,35 @@ def rendered(
             "packet_text": text,
             "packet_tokens": count_tokens(text, model) if text else 0,
         }
+    )
+
+
+def packet_for(
+    examined: Verification,
+    *,
+    cap: int,
+    model: str,
+    raw: bool = False,
+    runtime_values: bool = True,
+    repeat_note: str | None = None,
+    notes: Sequence[str] = (),
+) -> Verification:
+    """What the model is told of `examined`: its packet `rendered` with the repeat note and
+    `notes`, or with `raw` the stages' output in its place, under the same cap (the packet
+    stays in the verification, for the trail)."""
+    result = rendered(
+        examined,
+        cap=cap,
+        model=model,
+        repeat_note=repeat_note,
+        notes=notes,
+        runtime_values=runtime_values,
+    )
+    if not raw or result.packet is None:
+        return result
+    text = raw_feedback(result.stages, cap, lambda t: count_tokens(t, model), notes)
+    return result.model_copy(
+        update={"packet_text": text, "packet_tokens": count_tokens(text, model)}
     )
 
 

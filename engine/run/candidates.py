@@ -23,7 +23,6 @@ from engine.project.workspace import Workspace
 from engine.run.events import CandidateVerified, ModelGivenUp, ModelRequested
 from engine.run.gate import CandidateView, apply_pinning, split_test_edits
 from engine.run.journal import Journal
-from engine.run.modes import RunMode
 from engine.run.no_change import (
     NO_FILE,
     ONLY_HELD_BACK,
@@ -144,10 +143,10 @@ class Candidates:
         config: RunConfig,
         workspace: Workspace,
         journal: Journal,
-        mode: RunMode,
+        parse: Callable[[str], Proposal],
         verify: Verify,
     ) -> None:
-        self.config, self.workspace, self.journal, self.mode = config, workspace, journal, mode
+        self.config, self.workspace, self.journal, self.parse = config, workspace, journal, parse
         self.verify = verify
 
     async def ask(
@@ -279,7 +278,7 @@ class Candidates:
             return Candidate(k, None, dropped=f"no answer: {completion.cause}")
         candidate = Candidate(k, completion)
         try:
-            proposal = self.mode.parse(completion.text)
+            proposal = self.parse(completion.text)
         except EditFormatError as exc:
             return replace(candidate, dropped=f"unusable: {exc.problems[0]}", problem=exc)
         root = self.workspace.root

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from engine.feedback.raw import raw_feedback
-from engine.feedback.tree import Baseline, Verification, examine_tree, rendered
+from engine.feedback.tree import Baseline, Verification, examine_tree, packet_for
 from engine.project.workspace import Workspace
 from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
@@ -19,7 +18,6 @@ from engine.run.guards import Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
 from engine.run.outcome import RunConfig
 from engine.run.steps import Checked
-from engine.text.tokens import count_tokens
 from engine.verify.baseline_tests import BaselineTests, no_tests_reason
 from engine.verify.execute import StageCallback, Verifier
 from engine.verify.fix import FixRun, run_fix
@@ -304,21 +302,15 @@ class IterationChecker:
         notes: Sequence[str] = (),
     ) -> Verification:
         """The verification with its packet rendered, once, and written to the trail."""
-        cap, model = self.config.packet_cap, self.config.model
-        result = rendered(
+        result = packet_for(
             examined,
-            cap=cap,
-            model=model,
+            cap=self.config.packet_cap,
+            model=self.config.model,
+            raw=self.config.strategy.feedback == "raw",
+            runtime_values=self.config.strategy.runtime_values,
             repeat_note=repeat_note,
             notes=notes,
-            runtime_values=self.config.strategy.runtime_values,
         )
-        if self.config.strategy.feedback == "raw" and result.packet is not None:
-            # The packet stays in the trail; the model is told the output instead.
-            text = raw_feedback(result.stages, cap, lambda t: count_tokens(t, model), notes)
-            result = result.model_copy(
-                update={"packet_text": text, "packet_tokens": count_tokens(text, model)}
-            )
         self.journal.packet(n, result)
         return result
 

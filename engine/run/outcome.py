@@ -11,15 +11,18 @@ from engine.edits.proposal import EditFormat
 from engine.feedback.packet import DEFAULT_CAP
 from engine.feedback.prompts import DEFAULT_TASK
 from engine.feedback.tree import Verification
-from engine.project.settings import DEFAULTS
-from engine.project.strategy import DEFAULT_STRATEGY, Strategy, fold_levers
+from engine.project.settings import DEFAULTS, MAX_CANDIDATES, Settings
+from engine.project.strategy import Strategy, fold_levers
 from engine.run.guards import Budget, RunStatus
 from engine.spec.definition import Spec
 from engine.verify.results import TestCounts
 
 
 class RunConfig(BaseModel):
-    """The loop's own settings, resolved from every configuration source."""
+    """The loop's part of the run's settings, copied from them once (`from_settings`) and
+    kept in the run record. Its defaults are `Settings`' own (or, where a setting is decided
+    per model, what a record written before that field existed ran with): they read old
+    records, never a new run's settings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -35,15 +38,40 @@ class RunConfig(BaseModel):
     no_progress_limit: int = Field(default=DEFAULTS.no_progress, ge=1)
     budget: Budget = Field(default_factory=Budget)
     files: list[str] = Field(default_factory=list)
-    allow_test_edits: bool = False
+    allow_test_edits: bool = DEFAULTS.allow_test_edits
     packet_cap: int = DEFAULT_CAP
-    candidates: int = Field(
-        default=1, ge=1, le=8
-    )  # answers per iteration (engine/run/candidates.py)
+    # Answers per iteration (engine/run/candidates.py); a record from before candidates: one.
+    candidates: int = Field(default=1, ge=1, le=MAX_CANDIDATES)
     # How the loop repairs, its prompt profile decided (never `auto`).
-    strategy: Strategy = DEFAULT_STRATEGY
-    escalate_model: str | None = None  # takes over after a stall and for the last iteration
+    strategy: Strategy = DEFAULTS.strategy
+    escalate_model: str | None = DEFAULTS.escalate_model  # after a stall, the last iteration
     spec: Spec | None = None  # spec mode: build this module and its tests (engine/run/spec_mode.py)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, spec: Spec | None = None) -> RunConfig:
+        """Every field from its setting, as engine/run/start.py decided them (`decided`); the
+        settings must be decided (a ValueError otherwise: none is defaulted here)."""
+        model, edit_format, candidates = settings.model, settings.edit_format, settings.candidates
+        if model is None or edit_format is None or candidates is None or settings.task is None:
+            raise ValueError("undecided settings: build them with engine/run/start.py's decided")
+        return cls(
+            task=settings.task,
+            model=model,
+            edit_format=edit_format,
+            max_iterations=settings.max_iters,
+            no_progress_limit=settings.no_progress,
+            budget=Budget(
+                max_tokens=settings.max_tokens,
+                max_cost_usd=settings.max_cost,
+                wall_clock_s=settings.wall_clock,
+            ),
+            files=list(settings.files or []),
+            allow_test_edits=settings.allow_test_edits,
+            candidates=candidates,
+            strategy=settings.strategy,
+            escalate_model=settings.escalate_model,
+            spec=spec,
+        )
 
 
 NO_CHANGE = "the proposal changed no file"  # a no_change iteration's summary
@@ -95,3 +123,43 @@ class RunResult(BaseModel):
     tokens: int
     cost_usd: float
     duration_s: float
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """The run's result as `--json` prints it (ARCHITECTURE.md, "Guards and endings").
+    `duration_s` is the wall time from the run's start to its verdict, `time_per_iteration_s`
+    the mean of its iterations' (None before the first)."""
+    durations = [record.duration_s for record in result.iterations]
+    return {
+        "run_id": result.run_id,
+        "status": result.status.value,
+        "reason": result.reason,
+        "accepted_suspicious": result.accepted_suspicious,
+        "iterations": [
+            {
+                "n": record.n,
+                "status": record.status,
+                "tests": (
+                    record.tests.model_dump(
+                        include={"collected", "passed", "failed", "errors", "skipped"}
+                    )
+                    if record.tests
+                    else None
+                ),
+                "error_class": record.error_class,
+                "commit": record.commit,
+                "duration_s": round(record.duration_s, 3),
+                "tokens": record.tokens,
+                "cost_usd": record.cost_usd,
+            }
+            for record in result.iterations
+        ],
+        "branch": result.branch,
+        "final_commit": result.final_commit,
+        "run_dir": result.run_dir,
+        "report": result.report,
+        "tokens": result.tokens,
+        "cost_usd": result.cost_usd,
+        "duration_s": result.duration_s,
+        "time_per_iteration_s": round(sum(durations) / len(durations), 3) if durations else None,
+    }

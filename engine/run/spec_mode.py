@@ -18,6 +18,7 @@ from engine.feedback.tree import Verification
 from engine.model.types import Message
 from engine.project.pins import TestPins, is_test_file, pinned_role
 from engine.project.workspace import Workspace
+from engine.run.answers import RepairMode, RunMode, refuse_dropped_definitions, repair_prompt
 from engine.run.checker import IterationChecker
 from engine.run.events import (
     BaseEvent,
@@ -28,7 +29,6 @@ from engine.run.events import (
     TestsLatched,
 )
 from engine.run.gate import Review, TestEditSplit
-from engine.run.modes import RepairMode, RunMode, refuse_dropped_definitions, repair_prompt
 from engine.run.outcome import RunConfig
 from engine.run.run_directory import RunDirectory
 from engine.spec.definition import Spec

@@ -15,6 +15,7 @@ from typing import Literal
 
 from engine.errors import ConfigError
 from engine.feedback.checkout import configured_verifier, open_configured_sandbox
+from engine.feedback.prompts import DEFAULT_TASK
 from engine.model.client import LiteLLMClient
 from engine.model.litellm_module import load_litellm
 from engine.model.local import EMBEDDED_MODEL
@@ -24,8 +25,7 @@ from engine.project.paths import project_python, run_path
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace
 from engine.run.events import EventSink, RunResumed
-from engine.run.gate import Gate
-from engine.run.guards import Budget
+from engine.run.gate import Gate, PolicyGate
 from engine.run.loop import Deps, FixLoop
 from engine.run.model_retries import with_retry_events
 from engine.run.outcome import RunConfig, RunResult
@@ -80,26 +80,52 @@ def resolve_spec(project: Path, settings: Settings, spec: Spec | None = None) ->
     return spec
 
 
-def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunConfig:
+def with_spec(project: Path, settings: Settings) -> Settings:
+    """A spec run's settings: its spec checked here, so a bad one stops the run before
+    anything is written, and its task the spec's. Other settings are returned as they are."""
+    spec = resolve_spec(project, settings)
+    if spec is None:
+        return settings
+    return settings.model_copy(update={"task": spec.task})
+
+
+def decided(settings: Settings, model: str, spec: Spec | None = None) -> Settings:
+    """`settings` with what depends on the model decided, a value the person configured
+    standing: the model itself, the edit format (`whole` for a `local/` model, else `json`),
+    the answers per iteration (`default_candidates`), the prompt profile (`prompt_profile`);
+    and the task: the spec's, the configured one, or the default."""
     edit_format = settings.edit_format or ("whole" if model.startswith("local/") else "json")
-    return RunConfig(
-        task=spec.task if spec else settings.task or RunConfig.model_fields["task"].default,
-        model=model,
-        edit_format=edit_format,
-        max_iterations=settings.max_iters,
-        no_progress_limit=settings.no_progress,
-        budget=Budget(
-            max_tokens=settings.max_tokens,
-            max_cost_usd=settings.max_cost,
-            wall_clock_s=settings.wall_clock,
-        ),
-        files=list(settings.files or []),
-        allow_test_edits=settings.allow_test_edits,
-        candidates=settings.candidates or default_candidates(model),
-        strategy=settings.strategy.model_copy(update={"prompt_profile": prompt_profile(settings)}),
-        escalate_model=settings.escalate_model,
-        spec=spec,
+    profile = prompt_profile(settings)
+    return settings.model_copy(
+        update={
+            "model": model,
+            "edit_format": edit_format,
+            "candidates": settings.candidates or default_candidates(model),
+            "strategy": settings.strategy.model_copy(update={"prompt_profile": profile}),
+            "task": spec.task if spec else settings.task or DEFAULT_TASK,
+        }
     )
+
+
+def resolved_settings(project: Path, settings: Settings, spec: Spec | None = None) -> Settings:
+    """The one settings value a run starts with, built once from the layered settings
+    (engine/project/settings.py): the model resolved and what depends on it `decided`, the
+    project's Python found, the named files checked (`checked_files`: a spec run's may be the
+    ones it is to write). Nothing below re-derives a default: the loop's `RunConfig` is copied
+    from this value, and the run record keeps it."""
+    settings = decided(settings, resolve_model(settings), spec)
+    files = list(settings.files or [])
+    return settings.model_copy(
+        update={
+            "files": files if spec is not None else checked_files(project, files),
+            "python": settings.python or project_python(project),
+        }
+    )
+
+
+def run_config(settings: Settings, model: str, spec: Spec | None = None) -> RunConfig:
+    """The loop's part of `settings` asked of `model` (the bench's arms, without a project)."""
+    return RunConfig.from_settings(decided(settings, model, spec), spec)
 
 
 def prompt_profile(settings: Settings) -> Literal["small", "full"]:
@@ -154,6 +180,15 @@ def runsc_version() -> str | None:
     return line.removeprefix("runsc version ").strip()
 
 
+async def run_headless(
+    project: Path, settings: Settings, sinks: Sequence[EventSink] = ()
+) -> RunResult:
+    """A run with no person at the screen (`run --headless`, each task of `batch`): every
+    proposal approved by the policy gate, so a batch task runs exactly as the command would."""
+    gate = PolicyGate(accept_suspicious=settings.accept_suspicious)
+    return await start_run(project, settings, gate=gate, sinks=sinks)
+
+
 async def start_run(
     project: Path,
     settings: Settings,
@@ -169,19 +204,19 @@ async def start_run(
     """One whole run; with a spec (given, or `settings.spec`), in spec mode. Configuration
     problems raise before anything is created: a named file (`--file`) the model may not be
     shown too (`checked_files`). `talk`: what the person says while it runs (the app)."""
-    model = resolve_model(settings)
-    config = run_config(settings, model, resolve_spec(project, settings, spec))
-    if config.spec is None:  # a spec run's named files may be the ones it is to write
-        config = config.model_copy(update={"files": checked_files(project, config.files)})
+    spec = resolve_spec(project, settings, spec)
+    settings = resolved_settings(project, settings, spec)
+    config = RunConfig.from_settings(settings, spec)
     if model_client is None:  # a missing key or unknown provider stops here, not 25 s later
-        await require_usable_model(model, settings.api_base)
+        await require_usable_model(config.model, settings.api_base)
     escalation = await escalation_client(config, settings, model_client)
     # Stage commands come from the user's checkout, never from the run's worktree:
     # the model must not be able to rewrite how it is judged.
     stages = configured_stages(settings)
     backend = _backend(settings, sandbox)
-    python = settings.python or project_python(project)
-    client = model_client or make_client(model, settings)
+    python = settings.python
+    assert python is not None  # resolved_settings found it
+    client = model_client or make_client(config.model, settings)
     run_id = new_run_id()
     workspace = Workspace.create(project, run_id)
     run_dir = RunDirectory.create(project, run_id)

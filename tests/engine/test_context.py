@@ -25,7 +25,7 @@ from engine.feedback.tree import Verification
 from engine.model.local import EMBEDDED_MODEL
 from engine.project.settings import load_settings
 from engine.project.strategy import Strategy
-from engine.run.modes import repair_prompt
+from engine.run.answers import repair_prompt
 from tests.projects import committed_copy
 
 TASK = "Make the failing tests pass."

@@ -11,7 +11,7 @@ from engine.edits.instructions import FOCUSED_TEST_FILE_LABEL, TEST_FILE_LABEL, 
 from engine.edits.parse import parse
 from engine.edits.proposal import Edit, Proposal
 from engine.errors import EditFormatError
-from engine.run.modes import refuse_dropped_definitions
+from engine.run.answers import refuse_dropped_definitions
 
 # --- parsing json ----------------------------------------------------------------------------
 

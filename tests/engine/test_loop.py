@@ -665,6 +665,57 @@ async def test_a_run_behind_the_policy_gate_records_auto_approval(tmp_path: Path
     assert events(result)[0]["mode"] == "auto"
 
 
+async def test_the_run_record_keeps_the_settings_the_run_decided(tmp_path: Path) -> None:
+    """What run.json says the run was configured with is what the loop ran with: the defaults
+    decided per model and per project are in its settings, equal to its loop config's."""
+    root = project(tmp_path)
+    settings = load_settings(root, {"model": "openai/scripted"})
+    model = ScriptedModel(answer(("app.py", FIXED)))
+    result = await start_run(
+        root, settings, gate=PolicyGate(), model_client=model, sandbox=TreeSandbox()
+    )
+    record = RunDirectory(Path(result.run_dir)).record()
+    kept, config = record.settings, record.config
+    assert (kept.edit_format, kept.candidates, kept.strategy.prompt_profile) == ("json", 1, "full")
+    assert (kept.python, kept.task) == (record.python, config.task)
+    assert config == RunConfig.from_settings(kept)
+
+
+def test_every_run_config_field_that_mirrors_a_setting_is_copied_from_it() -> None:
+    settings = Settings(
+        task="make it pass",
+        model="openai/x",
+        edit_format="whole",
+        max_iters=7,
+        no_progress=5,
+        max_tokens=1234,
+        max_cost=0.5,
+        wall_clock=60.0,
+        files=["app.py"],
+        allow_test_edits=True,
+        candidates=2,
+        strategy={"preset": "default", "prompt_profile": "small", "noop_retry": False},
+        escalate_model="openai/y",
+    )
+    config = RunConfig.from_settings(settings)
+    copied = {
+        "task": settings.task,
+        "model": settings.model,
+        "edit_format": settings.edit_format,
+        "max_iterations": settings.max_iters,
+        "no_progress_limit": settings.no_progress,
+        "budget": Budget(max_tokens=1234, max_cost_usd=0.5, wall_clock_s=60.0),
+        "files": settings.files,
+        "allow_test_edits": settings.allow_test_edits,
+        "candidates": settings.candidates,
+        "strategy": settings.strategy,
+        "escalate_model": settings.escalate_model,
+    }
+    the_loops_own = {"packet_cap", "spec"}
+    assert set(RunConfig.model_fields) == set(copied) | the_loops_own
+    assert {name: getattr(config, name) for name in copied} == copied
+
+
 def test_the_embedded_model_asks_three_candidates_by_default_and_others_one() -> None:
     embedded = run_config(Settings(), EMBEDDED_MODEL)
     assert embedded.candidates == 3

@@ -15,15 +15,14 @@ from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat
 from engine.errors import EditFormatError
 from engine.feedback.checkout import verify_checkout
-from engine.feedback.distill import distill
-from engine.feedback.packet import Failure, RepairPacket
+from engine.feedback.packet import Failure, RepairPacket, distill
 from engine.feedback.raw import raw_feedback
 from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_prompt
 from engine.feedback.tree import Verification
 from engine.project.modules import project_modules
 from engine.project.settings import load_settings
 from engine.project.strategy import Strategy
-from engine.run.modes import repair_prompt
+from engine.run.answers import repair_prompt
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import classify
 from engine.verify.execute import parse_stage

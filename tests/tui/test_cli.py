@@ -10,8 +10,7 @@ import pytest
 
 from engine.project.paths import runs_dir
 from engine.run.start import run_config
-from tui.arguments import settings_from_args
-from tui.cli import build_parser
+from tui.cli import build_parser, settings_from_args
 
 
 def fixloop(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -229,7 +228,7 @@ def test_report_of_a_run_without_one_says_why_and_how_to_go_on(tmp_path: Path) -
 
 
 def test_an_old_lever_flag_works_and_says_what_replaced_it(tmp_path: Path) -> None:
-    from tui.arguments import deprecated_lever_flags
+    from tui.cli import deprecated_lever_flags
 
     args = build_parser().parse_args(["run", str(tmp_path), "--no-code-noop", "--model", "m"])
     assert deprecated_lever_flags(args) == [

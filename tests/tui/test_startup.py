@@ -79,8 +79,8 @@ def test_the_command_line_builds_the_app_without_the_engine(tmp_path: Path) -> N
     """As `fixloop-tui PATH` does up to `app.run()`: the parser, the flags' settings, the app."""
     build = """
 import sys
-from tui.cli import build_parser
-from tui.interactive import FixloopApp, app_settings_from_args
+from tui.cli import app_settings_from_args, build_parser
+from tui.interactive import FixloopApp
 args = build_parser().parse_args(["run", sys.argv[1], "--model", "openai/scripted"])
 project, settings, _ = app_settings_from_args(args)
 app = FixloopApp(project, settings, task=settings.task)

@@ -12,7 +12,6 @@ import pytest
 
 from engine.model.client import LiteLLMClient
 from engine.model.local import provider, server
-from engine.model.local.server import Slots
 from engine.model.types import Completion, Message
 from tests.engine.test_local_model import qwen  # noqa: F401 - the loaded model, once
 
@@ -44,7 +43,7 @@ def test_a_request_never_asks_for_more_answers_than_the_model_has_slots() -> Non
 
 
 def test_a_request_for_several_answers_waits_until_as_many_slots_are_free() -> None:
-    slots = Slots(count=4)
+    slots = server.Slots(count=4)
     took_three = threading.Event()
     with slots.taken(2):
 
@@ -110,3 +109,8 @@ async def test_sampled_answers_asked_together_read_their_prompt_once(qwen: str) 
     assert len(set(texts)) >= 2  # sampled, not one answer three times
     assert len(generations) == 1
     assert generations[0].answers == 3
+
+
+async def test_with_the_cache_on_the_embedded_model_asks_for_sampled_answers_together() -> None:
+    client = LiteLLMClient("local/qwen2.5-coder-1.5b", max_tokens=8)
+    assert await client.samples_together()

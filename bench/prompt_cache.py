@@ -7,7 +7,9 @@ sandbox, once per arm, the model loaded once for both:
 - off: every prompt is decoded afresh (`cache_prompt` false) and each of an iteration's
   candidates is its own request, so its prompt is decoded once per candidate;
 - on:  a request continues from the longest prefix its slot already decoded, and the sampled
-  candidates are one request whose answers continue one decoded prompt (`n_cmpl`).
+  candidates are one request whose answers continue one decoded prompt (`n_cmpl`);
+- prefix (with `--arms on,prefix,off`): the prefix reused, each candidate its own request
+  (what the embedded model did before its candidates shared a prompt).
 
 For each task the "on" arm runs first, so it never starts from a prompt the "off" arm left
 decoded. Per arm it prints llama.cpp's own numbers, summed over every generation: prompt
@@ -50,7 +52,7 @@ TASKS = {
     "exception_in_code": PROJECTS / "exception_in_code",
     "arity_error": PROJECTS / "arity_error",
 }
-ARMS = ("on", "off")
+ARMS = ("on", "prefix", "off")
 
 
 @dataclass
@@ -76,7 +78,7 @@ async def one_run(
     task: str, arm: str, scratch: Path, max_iters: int, candidates: int | None
 ) -> ArmResult:
     root = committed_copy(TASKS[task], scratch)
-    local_provider.set_prompt_cache(arm == "on")
+    local_provider.set_prompt_cache(arm != "off", answers_together=arm == "on")
     flags: dict[str, Any] = {"model": EMBEDDED_MODEL, "sandbox": "gvisor", "max_iters": max_iters}
     if candidates is not None:
         flags["candidates"] = candidates
@@ -117,13 +119,15 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task names")
     parser.add_argument("--max-iters", type=int, default=2)
     parser.add_argument("--candidates", type=int, default=None, help="default: the model's")
+    parser.add_argument("--arms", default="on,off", help=f"of {','.join(ARMS)}, in this order")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    arms = [arm for arm in args.arms.split(",") if arm in ARMS]
     local_provider.ensure_registered(EMBEDDED_MODEL)
     load_s = local_provider.preload(EMBEDDED_MODEL)
     rows: list[ArmResult] = []
     for task in args.tasks.split(","):
-        for arm in ARMS:
+        for arm in arms:
             with tempfile.TemporaryDirectory() as scratch:
                 row = asyncio.run(
                     one_run(task, arm, Path(scratch), args.max_iters, args.candidates)
@@ -135,7 +139,7 @@ def main() -> None:
         out = {
             "load_s": load_s,
             "rows": [asdict(r) for r in rows],
-            "totals": {a: totals(rows, a) for a in ARMS},
+            "totals": {a: totals(rows, a) for a in arms},
         }
         print(json.dumps(out, indent=1))
         return
@@ -148,7 +152,7 @@ def main() -> None:
             f"{r.read_tokens:5d} {r.reused_tokens:6d} {r.prompt_read_s:6.1f} "
             f"{model_per:10.1f} {r.per_iteration_s:5.1f}"
         )
-    for arm in ARMS:
+    for arm in arms:
         t = totals(rows, arm)
         print(
             f"all cache {arm:3}: {t['iterations']:.0f} iterations, {t['read_tokens']:.0f} prompt "

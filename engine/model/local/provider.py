@@ -28,25 +28,28 @@ _models: dict[str, Path] = {}  # "qwen2.5-coder-1.5b" -> GGUF path
 _registry_lock = threading.Lock()
 _model_path_override: Path | None = None
 _prompt_cache = True
+_answers_together = True
 
 
-def set_prompt_cache(on: bool) -> None:
+def set_prompt_cache(on: bool, *, answers_together: bool | None = None) -> None:
     """Reuse what was decoded (the default), or read every prompt afresh (the bench's "off"
     arm, bench/prompt_cache.py).
 
     On: each slot keeps its last prompt decoded and a request continues from the longest
     prefix it shares with it (llama.cpp's `cache_prompt`; the prompt's stable part, system
     prompt and files, comes first), and a request's `n` answers come from one decoded prompt
-    (`n_cmpl`). Only the prompt's own tokens are reused: a hostile repository or answer can
-    put nothing in the cache that the same prompt read afresh would not, and nothing of it
-    leaves the process."""
-    global _prompt_cache
+    (`n_cmpl`; `answers_together=False` asks each on its own, to measure that part alone).
+    This is no setting a project or a person can change: only the prompt's own tokens are
+    reused, so a hostile repository or answer can put nothing in the cache that the same
+    prompt read afresh would not, and nothing of it leaves the process."""
+    global _prompt_cache, _answers_together
     _prompt_cache = on
+    _answers_together = on if answers_together is None else answers_together and on
 
 
 def shares_prompts() -> bool:
     """Whether a request for `n` answers decodes its prompt once for all of them."""
-    return _prompt_cache
+    return _answers_together
 
 
 def default_model() -> str | None:
@@ -153,7 +156,7 @@ def _request(messages: list[Any], optional_params: dict[str, Any]) -> dict[str, 
         "cache_prompt": _prompt_cache,
     }
     answers = int(optional_params.get("n") or 1)
-    if answers > 1 and _prompt_cache:  # fewer than asked: the client asks for the rest
+    if answers > 1 and _answers_together:  # fewer than asked: the client asks for the rest
         request["n_cmpl"] = min(answers, server.SLOTS)
     request.update(_sampling(optional_params))
     if optional_params.get("stop") is not None:

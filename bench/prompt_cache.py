@@ -19,7 +19,12 @@ sampled candidates are drawn differently (one request against one per seed), so 
 fixed may differ; the time per iteration is the measure.
 
     flock /tmp/fixloop-heavy.lock .venv/bin/python bench/prompt_cache.py [--tasks a,b]
-        [--max-iters 2] [--candidates N] [--json]
+        [--max-iters 2] [--candidates N] [--arms on,prefix,off] [--json]
+
+`--order` asks no model: the three tasks of bench/prompt_profiles.py run through the loop with
+the scripted model (a wrong answer, then the right one), once with the code first (the
+default) and once with `code_last`, and it prints how much of each iteration's prompt repeats
+the one before it word for word: the most a prefix cache can reuse across iterations.
 """
 
 from __future__ import annotations
@@ -114,6 +119,55 @@ def totals(rows: list[ArmResult], arm: str) -> dict[str, float]:
     }
 
 
+def shared_prefix_tokens(before: str, after: str) -> int:
+    """Tokens of the longest common prefix of two prompts (the embedded model's count)."""
+    from engine.text.tokens import count_tokens
+
+    same = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        same += 1
+    return count_tokens(before[:same], EMBEDDED_MODEL) if same else 0
+
+
+def prompt_order() -> None:
+    """Per task and order: each later iteration's prompt tokens and how many repeat the
+    previous prompt's opening."""
+    from bench.prompt_profiles import CASES, whole_answers
+    from engine.run.gate import PolicyGate
+    from engine.text.tokens import count_tokens
+    from tests.model_server import ScriptedModelServer, reply
+
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
+    print("task               order      iter tokens shared")
+    for case, (source, path, steps) in CASES.items():
+        for order, code_last in (("code first", False), ("code last", True)):
+            model = ScriptedModelServer().start()
+            try:
+                model.script(*(reply(text) for text in whole_answers(source, path, steps)))
+                flags = {
+                    "model": "openai/scripted",
+                    "api_base": model.base_url,
+                    "sandbox": "gvisor",
+                    "edit_format": "whole",
+                    "code_last": code_last,
+                }
+                with tempfile.TemporaryDirectory() as scratch:
+                    root = committed_copy(source, Path(scratch))
+                    asyncio.run(start_run(root, load_settings(root, flags), gate=PolicyGate()))
+            finally:
+                model.stop()
+            texts = [
+                "\n".join(m["content"] for m in request.body["messages"])
+                for request in model.requests
+            ]
+            for n in range(1, len(texts)):
+                tokens = count_tokens(texts[n], EMBEDDED_MODEL)
+                shared = shared_prefix_tokens(texts[n - 1], texts[n])
+                print(f"{case:18} {order:10} {n + 1:4d} {tokens:6d} {shared:6d}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task names")
@@ -121,7 +175,11 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=None, help="default: the model's")
     parser.add_argument("--arms", default="on,off", help=f"of {','.join(ARMS)}, in this order")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--order", action="store_true", help="the prompt order, no model asked")
     args = parser.parse_args()
+    if args.order:
+        prompt_order()
+        return
     arms = [arm for arm in args.arms.split(",") if arm in ARMS]
     local_provider.ensure_registered(EMBEDDED_MODEL)
     load_s = local_provider.preload(EMBEDDED_MODEL)
@@ -133,7 +191,7 @@ def main() -> None:
                     one_run(task, arm, Path(scratch), args.max_iters, args.candidates)
                 )
             rows.append(row)
-            print(f"# {task} cache {arm}: {row.status} in {row.iterations} iterations", flush=True)
+            print(f"# {json.dumps(asdict(row))}", flush=True)
     local_provider.set_prompt_cache(True)
     if args.json:
         out = {

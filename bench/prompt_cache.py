@@ -61,7 +61,7 @@ ARMS = ("on", "prefix", "off")
 
 
 @dataclass
-class ArmResult:
+class CacheArmRun:
     task: str
     arm: str
     status: str
@@ -81,7 +81,7 @@ class ArmResult:
 
 async def one_run(
     task: str, arm: str, scratch: Path, max_iters: int, candidates: int | None
-) -> ArmResult:
+) -> CacheArmRun:
     root = committed_copy(TASKS[task], scratch)
     local_provider.set_prompt_cache(arm != "off", answers_together=arm == "on")
     flags: dict[str, Any] = {"model": EMBEDDED_MODEL, "sandbox": "gvisor", "max_iters": max_iters}
@@ -90,7 +90,7 @@ async def one_run(
     seen = len(local_server.timings_log())
     result = await start_run(root, load_settings(root, flags), gate=PolicyGate())
     timings = local_server.timings_log()[seen:]
-    return ArmResult(
+    return CacheArmRun(
         task=task,
         arm=arm,
         status=result.status.value,
@@ -105,7 +105,7 @@ async def one_run(
     )
 
 
-def totals(rows: list[ArmResult], arm: str) -> dict[str, float]:
+def totals(rows: list[CacheArmRun], arm: str) -> dict[str, float]:
     mine = [r for r in rows if r.arm == arm]
     iterations = sum(r.iterations for r in mine) or 1
     return {
@@ -183,7 +183,7 @@ def main() -> None:
     arms = [arm for arm in args.arms.split(",") if arm in ARMS]
     local_provider.ensure_registered(EMBEDDED_MODEL)
     load_s = local_provider.preload(EMBEDDED_MODEL)
-    rows: list[ArmResult] = []
+    rows: list[CacheArmRun] = []
     for task in args.tasks.split(","):
         for arm in arms:
             with tempfile.TemporaryDirectory() as scratch:

@@ -4,12 +4,14 @@ request's answers continue one decoded prompt (engine/model/local/). Tests marke
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from engine.errors import ModelError
 from engine.model.client import LiteLLMClient
 from engine.model.local import provider, server
 from engine.model.types import Completion, Message
@@ -83,25 +85,30 @@ def repair(packet: str) -> list[Message]:
 @pytest.mark.local_model
 async def test_a_prompt_sharing_the_last_ones_files_reads_only_what_is_new(qwen: str) -> None:  # noqa: F811
     client = LiteLLMClient(qwen, max_tokens=4, timeout_s=300, max_attempts=1)
-    await client.complete(repair("Verification failed: test_f3 expected 5, got -1."))
+    # Cut at the 4 tokens asked for (an error to the client): the prompt was read all the same.
+    with contextlib.suppress(ModelError):
+        await client.complete(repair("Verification failed: test_f3 expected 5, got -1."))
     first = server.last_timings()
-    await client.complete(repair("Verification failed: test_f7 expected 9, got 1."))
+    with contextlib.suppress(ModelError):
+        await client.complete(repair("Verification failed: test_f7 expected 9, got 1."))
     second = server.last_timings()
     assert first is not None
     assert second is not None
     print(f"\n[local model] first {first}\n[local model] second {second}")
     assert second.cached_prompt_tokens > second.prompt_tokens * 0.8
-    assert second.read_prompt_tokens < first.read_prompt_tokens / 4
+    assert second.read_prompt_tokens < second.prompt_tokens / 4
 
 
 @pytest.mark.local_model
 async def test_sampled_answers_asked_together_read_their_prompt_once(qwen: str) -> None:  # noqa: F811
-    client = LiteLLMClient(qwen, max_tokens=24, timeout_s=300, max_attempts=1)
+    client = LiteLLMClient(qwen, max_tokens=32, timeout_s=300, max_attempts=1)
     assert await client.samples_together()
     seen = len(server.timings_log())
-    answers = await client.sample(
-        repair("Verification failed: test_f11 expected 3, got -1."), 3, temperature=0.8, seed=4
-    )
+    name_one = [
+        Message(role="system", content="Answer with one word only."),
+        Message(role="user", content=f"{FILE}\nInvent a name for a Python library of these."),
+    ]
+    answers = await client.sample(name_one, 3, temperature=0.8, seed=4)
     generations = server.timings_log()[seen:]
     texts = [a.text for a in answers if isinstance(a, Completion)]
     print(f"\n[local model] {generations}\n[local model] answers {texts}")

@@ -195,10 +195,14 @@ class LiteLLMClient:
 
     async def samples_together(self) -> bool:
         """Whether `sample` may ask this model for several answers in one request: litellm
-        says its provider takes `n`, it is not the embedded model (llama.cpp has no `n`), and
-        its server has not answered such a request with one answer."""
-        if self.model.startswith("local/") or self._ignores_n:
+        says its provider takes `n` (an in-process model: its prompt cache is on, so the
+        answers continue one decoded prompt), and its server has not answered such a request
+        with fewer answers."""
+        if self._ignores_n:
             return False
+        if self.model.startswith("local/"):
+            local_provider = importlib.import_module("engine.model.local.provider")
+            return bool(local_provider.shares_prompts())
         litellm = await load_litellm()
         try:
             return "n" in (litellm.get_supported_openai_params(model=self.model) or ())

@@ -14,7 +14,7 @@ from engine.feedback.tree import Baseline, Verification, examine_tree, packet_fo
 from engine.project.workspace import Workspace
 from engine.run.events import Committed, Formatted, ReviewRequested, ReviewResolved
 from engine.run.gate import Gate, rejected_pass_note
-from engine.run.guards import Guards, RunEnded, RunStatus, Trip
+from engine.run.guards import FailurePoint, Guards, RunEnded, RunStatus, Trip
 from engine.run.journal import Journal
 from engine.run.outcome import RunConfig
 from engine.run.steps import Checked
@@ -85,7 +85,8 @@ class IterationChecker:
         if self.baseline_tests is not None:  # for a resume
             self.journal.json(0, BASELINE_TESTS, self.baseline_tests)
         self.allow_baseline_times()
-        self.guards.start(judgement.signature, tests.passed if tests else None)
+        passed = tests.passed if tests else None
+        self.guards.start(judgement.signature, passed, FailurePoint.of(current.packet))
         return current
 
     def restore(self, baseline_collected: int | None) -> None:
@@ -150,7 +151,8 @@ class IterationChecker:
         verdict = judgement.verdict
         if verdict not in (Verdict.OK, Verdict.ENV_FAILURE, Verdict.SUSPICIOUS_PASS):
             passed = judgement.tests.passed if judgement.tests else None
-            trip = self.guards.after_edit(judgement.signature, touched, passed)
+            front = FailurePoint.of(examined.packet)
+            trip = self.guards.after_edit(judgement.signature, touched, passed, front)
             if self.guards.changes_approach(trip, n):
                 assert trip is not None
                 verification = self.with_packet(n, examined)  # its packet first, as for any trip

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.feedback.packet import RepairPacket
 from engine.text.durations import said_duration
 
 
@@ -204,25 +205,79 @@ class StallDetector:
         )
 
 
+@dataclass(frozen=True)
+class FailurePoint:
+    """How far the first failing test got: its id, the line of the test it stopped at, and
+    whether an assertion stopped it there (the call returned, its value was wrong) or an
+    exception (the code did not get that far). A later line, or an assertion where an
+    exception was, is a test that ran further: progress a one-test task can make while its
+    passed count stays 0."""
+
+    test: str
+    line: int
+    asserted: bool
+
+    @property
+    def depth(self) -> tuple[int, int]:
+        return (self.line, int(self.asserted))
+
+    @classmethod
+    def of(cls, packet: RepairPacket | None) -> FailurePoint | None:
+        """The packet's first failing test, where it stopped; None when the first failure is
+        no test that ran (a collection error, a timeout, a failed command): breaking the
+        code so that the tests cannot run is never a test that got further."""
+        if packet is None or not packet.failures:
+            return None
+        first = packet.failures[0]
+        if first.kind != "failed" or not first.line:
+            return None
+        exception = first.exception or ""
+        asserted = not exception or exception.startswith("AssertionError")
+        return cls(first.test, first.line, asserted)
+
+
 @dataclass
 class ProgressTracker:
-    """No progress: the passed-test count has not risen for `limit` iterations in a row."""
+    """No progress: for `limit` iterations in a row the passed-test count has not risen and
+    the first failing test got no further (`FailurePoint`) than it, or its test, ever did.
+
+    A test failing first that had not failed first before counts as moving on, while no
+    test that passed at the best count is lost; one seen before counts only past the
+    furthest point it reached, so two failures taking turns are not progress."""
 
     limit: int = 2
     best: int | None = None
     streak: int = 0
+    furthest: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def start(self, passed: int | None) -> None:
+    def start(self, passed: int | None, front: FailurePoint | None = None) -> None:
         self.best = passed
+        self.furthest = {}
+        self._moved_on(front)
 
-    def observe(self, passed: int | None) -> bool:
+    def observe(self, passed: int | None, front: FailurePoint | None = None) -> bool:
         """Record one verification after an edit; True when the run makes no progress."""
+        kept = passed is None or self.best is None or passed >= self.best
+        moved = self._moved_on(front) and kept
         if passed is not None and (self.best is None or passed > self.best):
             self.best = passed
             self.streak = 0
             return False
+        if moved:
+            self.streak = 0
+            return False
         self.streak += 1
         return self.streak >= self.limit
+
+    def _moved_on(self, front: FailurePoint | None) -> bool:
+        """Record `front`; True when its test fails first for the first time, or further."""
+        if front is None:
+            return False
+        reached = self.furthest.get(front.test)
+        if reached is not None and front.depth <= reached:
+            return False
+        self.furthest[front.test] = front.depth
+        return True
 
 
 @dataclass(frozen=True)
@@ -258,26 +313,43 @@ class Guards:
             and (self.last_iteration is None or n < self.last_iteration)
         )
 
-    def restarted(self, signature: str, passed: int | None, *, spent: bool = True) -> None:
+    def restarted(
+        self,
+        signature: str,
+        passed: int | None,
+        *,
+        spent: bool = True,
+        front: FailurePoint | None = None,
+    ) -> None:
         """The run changed its approach after a stall: the guards start over from `signature`;
         `spent`: it used one of the run's changes of approach (`keep_asking` spends none)."""
         self.restarts -= int(spent)
         self.stall = StallDetector(last_signature=signature)
         self.progress = ProgressTracker(limit=self.progress.limit)
-        self.progress.start(passed)
+        self.progress.start(passed, front)
 
-    def start(self, signature: str, passed: int | None) -> None:
+    def start(self, signature: str, passed: int | None, front: FailurePoint | None = None) -> None:
         """The run's first verification: what the model was asked to fix."""
         self.stall.last_signature = signature
-        self.progress.start(passed)
+        self.progress.start(passed, front)
 
-    def after_edit(self, signature: str, touched: Sequence[str], passed: int | None) -> Trip | None:
-        """A verification after a committed edit; a trip when the run should end."""
+    def after_edit(
+        self,
+        signature: str,
+        touched: Sequence[str],
+        passed: int | None,
+        front: FailurePoint | None = None,
+    ) -> Trip | None:
+        """A verification after a committed edit (`front`: how far its first failing test
+        got); a trip when the run should end."""
         if self.stall.observe(signature, touched):
             detail = f"the same error {self.stall.repeats} times in a row"
             return Trip("stalled", RunStatus.STALLED, detail)
-        if self.progress.observe(passed):
-            detail = f"the passed-test count has not risen for {self.progress.limit} iterations"
+        if self.progress.observe(passed, front):
+            detail = (
+                f"for {self.progress.limit} iterations the passed-test count has not risen "
+                "and the first failing test got no further"
+            )
             return Trip("no_progress", RunStatus.NO_PROGRESS, detail)
         return None
 

@@ -14,7 +14,7 @@ from engine.project.workspace import Workspace
 from engine.run.answers import Answers
 from engine.run.checker import IterationChecker
 from engine.run.events import Committed, StrategyChanged
-from engine.run.guards import Guards
+from engine.run.guards import FailurePoint, Guards
 from engine.run.journal import Journal
 from engine.run.outcome import RunConfig
 
@@ -64,7 +64,8 @@ class ApproachChange:
         """After a change of approach the guards count from `verification` afresh."""
         judgement = verification.judgement
         passed = judgement.tests.passed if judgement.tests else None
-        self.guards.restarted(judgement.signature, passed, spent=spent)
+        front = FailurePoint.of(verification.packet)
+        self.guards.restarted(judgement.signature, passed, spent=spent, front=front)
 
     def escalate(self, n: int, why: str) -> None:
         """The escalation model answers from here on (once a run)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+from engine.feedback.packet import Failure, RepairPacket
 from engine.run.guards import (
     STOP,
     TERMINATED,
+    FailurePoint,
     Guards,
     RunStatus,
     Trip,
@@ -58,6 +60,71 @@ def test_no_rise_in_passed_tests_for_the_limit_is_no_progress() -> None:
     trip = guards.after_edit("E3", ["b.py"], passed=2)
     assert trip is not None
     assert (trip.guard, trip.status) == ("no_progress", RunStatus.NO_PROGRESS)
+
+
+def failed_at(line: int, exception: str | None = None, test: str = "t.py::test_one") -> Failure:
+    return Failure(test=test, file="t.py", line=line, exception=exception)
+
+
+def front(*failures: Failure) -> FailurePoint | None:
+    packet = RepairPacket(summary="1 failed", error_class="assertion", failures=list(failures))
+    return FailurePoint.of(packet)
+
+
+def test_a_first_failure_further_down_its_test_is_progress() -> None:
+    guards = Guards(no_progress_limit=2)
+    guards.start("E1", passed=0, front=front(failed_at(6)))
+    assert guards.after_edit("E2", ["a.py"], passed=0, front=front(failed_at(7))) is None
+    assert guards.after_edit("E3", ["a.py"], passed=0, front=front(failed_at(8))) is None
+    assert guards.after_edit("E4", ["a.py"], passed=0, front=front(failed_at(9))) is None
+
+
+def test_a_first_failure_stuck_on_its_line_is_no_progress() -> None:
+    guards = Guards(no_progress_limit=2)
+    guards.start("E1", passed=0, front=front(failed_at(6)))
+    assert guards.after_edit("E2", ["a.py"], passed=0, front=front(failed_at(6))) is None
+    trip = guards.after_edit("E3", ["a.py"], passed=0, front=front(failed_at(6)))
+    assert trip is not None
+    assert (trip.guard, trip.status) == ("no_progress", RunStatus.NO_PROGRESS)
+
+
+def test_a_first_failure_moving_back_up_its_test_is_no_progress() -> None:
+    guards = Guards(no_progress_limit=2)
+    guards.start("E1", passed=0, front=front(failed_at(8)))
+    assert guards.after_edit("E2", ["a.py"], passed=0, front=front(failed_at(7))) is None
+    assert guards.after_edit("E3", ["a.py"], passed=0, front=front(failed_at(6))) is not None
+
+
+def test_an_assertion_where_an_exception_was_raised_is_progress() -> None:
+    guards = Guards(no_progress_limit=1)
+    guards.start("E1", passed=0, front=front(failed_at(6, "TypeError: unsupported operand")))
+    assert guards.after_edit("E2", ["a.py"], passed=0, front=front(failed_at(6))) is None
+    assert guards.after_edit("E3", ["a.py"], passed=0, front=front(failed_at(6))) is not None
+
+
+def test_another_test_failing_first_is_progress_but_two_taking_turns_are_not() -> None:
+    one, two = failed_at(6, test="t.py::test_one"), failed_at(12, test="t.py::test_two")
+    guards = Guards(no_progress_limit=2)
+    guards.start("E1", passed=3, front=front(one))
+    assert guards.after_edit("E2", ["a.py"], passed=3, front=front(two)) is None
+    assert guards.after_edit("E3", ["a.py"], passed=3, front=front(one)) is None
+    assert guards.after_edit("E4", ["a.py"], passed=3, front=front(two)) is not None
+
+
+def test_another_test_failing_first_while_a_passing_one_broke_is_no_progress() -> None:
+    one, two = failed_at(6, test="t.py::test_one"), failed_at(12, test="t.py::test_two")
+    guards = Guards(no_progress_limit=1)
+    guards.start("E1", passed=3, front=front(one))
+    assert guards.after_edit("E2", ["a.py"], passed=2, front=front(two)) is not None
+
+
+def test_a_collection_error_is_no_test_that_got_further() -> None:
+    broken = Failure(test="collecting t.py", kind="collection error", exception="SyntaxError")
+    assert front(broken) is None
+    assert front() is None
+    guards = Guards(no_progress_limit=1)
+    guards.start("E1", passed=0, front=front(failed_at(6)))
+    assert guards.after_edit("E2", ["a.py"], passed=0, front=front(broken)) is not None
 
 
 def test_a_stall_changes_the_approach_only_with_a_restart_and_an_iteration_left() -> None:

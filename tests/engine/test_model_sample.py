@@ -111,7 +111,6 @@ async def test_a_key_is_never_in_a_failed_requests_error(model_server: ScriptedM
 @pytest.mark.parametrize(
     "model",
     [
-        "local/qwen2.5-coder-1.5b",  # the embedded llama.cpp has no n
         "anthropic/claude-3-5-sonnet-20240620",  # litellm: the provider takes no n
         "ollama/qwen2.5-coder",
     ],

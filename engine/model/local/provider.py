@@ -27,6 +27,29 @@ TOP_P = 0.95
 _models: dict[str, Path] = {}  # "qwen2.5-coder-1.5b" -> GGUF path
 _registry_lock = threading.Lock()
 _model_path_override: Path | None = None
+_prompt_cache = True
+_answers_together = True
+
+
+def set_prompt_cache(on: bool, *, answers_together: bool | None = None) -> None:
+    """Reuse what was decoded (the default), or read every prompt afresh (the bench's "off"
+    arm, bench/prompt_cache.py).
+
+    On: each slot keeps its last prompt decoded and a request continues from the longest
+    prefix it shares with it (llama.cpp's `cache_prompt`; the prompt's stable part, system
+    prompt and files, comes first), and a request's `n` answers come from one decoded prompt
+    (`n_cmpl`; `answers_together=False` asks each on its own, to measure that part alone).
+    This is no setting a project or a person can change: only the prompt's own tokens are
+    reused, so a hostile repository or answer can put nothing in the cache that the same
+    prompt read afresh would not, and nothing of it leaves the process."""
+    global _prompt_cache, _answers_together
+    _prompt_cache = on
+    _answers_together = on if answers_together is None else answers_together and on
+
+
+def shares_prompts() -> bool:
+    """Whether a request for `n` answers decodes its prompt once for all of them."""
+    return _answers_together
 
 
 def default_model() -> str | None:
@@ -130,7 +153,11 @@ def _request(messages: list[Any], optional_params: dict[str, Any]) -> dict[str, 
         or DEFAULT_MAX_TOKENS,
         "stream": True,
         "stream_options": {"include_usage": True},
+        "cache_prompt": _prompt_cache,
     }
+    answers = int(optional_params.get("n") or 1)
+    if answers > 1 and _answers_together:  # fewer than asked: the client asks for the rest
+        request["n_cmpl"] = min(answers, server.SLOTS)
     request.update(_sampling(optional_params))
     if optional_params.get("stop") is not None:
         request["stop"] = optional_params["stop"]
@@ -175,25 +202,41 @@ def _achunks(name: str, request: dict[str, Any], timeout: Any) -> AsyncIterator[
 
 @dataclass
 class _GatheredAnswer:
-    """A whole answer gathered from stream chunks, for the non-streaming call."""
+    """Whole answers gathered from stream chunks, for the non-streaming call: one per choice
+    index (several when the request asked for `n`)."""
 
-    pieces: list[str] = field(default_factory=list)
-    finish_reason: str | None = None
+    pieces: dict[int, list[str]] = field(default_factory=dict)
+    finish_reasons: dict[int, str] = field(default_factory=dict)
     usage: ChatCompletionUsageBlock | None = None
 
     def add(self, chunk: dict[str, Any]) -> None:
-        piece = _stream_chunk(chunk)
-        if piece is not None:
-            self.pieces.append(piece["text"])
-            self.finish_reason = piece["finish_reason"] or self.finish_reason
+        for choice in chunk.get("choices") or [{}]:
+            piece = _stream_chunk({"choices": [choice]})
+            if piece is not None:
+                index = int(choice.get("index") or 0)
+                self.pieces.setdefault(index, []).append(piece["text"])
+                if piece["finish_reason"]:
+                    self.finish_reasons[index] = piece["finish_reason"]
+        if chunk.get("usage") and (piece := _stream_chunk({"usage": chunk["usage"]})):
             self.usage = piece["usage"] or self.usage
 
     def fill(self, model_response: Any, name: str) -> Any:
-        model_response.choices[0].message.content = "".join(self.pieces)
-        model_response.choices[0].finish_reason = self.finish_reason or "stop"
+        litellm = import_litellm()
+        indexes = sorted(self.pieces) or [0]
+        first = model_response.choices[0]
+        first.message.content = "".join(self.pieces.get(indexes[0], []))
+        first.finish_reason = self.finish_reasons.get(indexes[0], "stop")
+        for index in indexes[1:]:
+            model_response.choices.append(
+                litellm.Choices(
+                    index=index,
+                    message=litellm.Message(content="".join(self.pieces[index]), role="assistant"),
+                    finish_reason=self.finish_reasons.get(index, "stop"),
+                )
+            )
         model_response.model = f"{PROVIDER}/{name}"
         if self.usage is not None:
-            model_response.usage = import_litellm().Usage(**self.usage)
+            model_response.usage = litellm.Usage(**self.usage)
         return model_response
 
 

@@ -10,7 +10,7 @@ import collections
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ N_CTX = 4096  # each generation's own context window (a slot's)
 SLOTS = 4  # generations decoded together: one batch reads the weights once for all of them
 N_THREADS = 2
 ABANDON_AFTER = 10.0  # seconds of unread chunks after which a generation stops
+TIMINGS_KEPT = 512  # generations whose timings `timings_log` remembers
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,34 @@ class Timings:
     completion_tokens: int
     completion_tokens_per_second: float
     wall_seconds: float
+    read_prompt_tokens: int = 0  # decoded for this generation: not reused (prompt_n)
+    prompt_read_seconds: float = 0.0  # decoding them (llama.cpp's prompt_ms)
+    answers: int = 1  # completions from this one read of the prompt (a request's `n`)
+
+
+class Slots:
+    """The model's `SLOTS` slots, taken several at a time: a request for `n` answers decodes
+    its prompt once and continues it in `n` slots (llama.cpp's `n_cmpl`), so it waits until
+    `n` are free at once; taking them one by one could leave two such requests each holding
+    part of what it needs, forever."""
+
+    def __init__(self, count: int = SLOTS) -> None:
+        self.count = count
+        self.free = count
+        self.changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def taken(self, n: int = 1) -> Iterator[None]:
+        n = min(max(n, 1), self.count)
+        with self.changed:
+            self.changed.wait_for(lambda: self.free >= n)
+            self.free -= n
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.free += n
+                self.changed.notify_all()
 
 
 @dataclass
@@ -47,9 +76,7 @@ class LoadedModel:
 
     path: Path
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards `server`
-    slots: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(SLOTS)
-    )
+    slots: Slots = field(default_factory=Slots)
     server: Any = None
     load_seconds: float = 0.0
 
@@ -126,6 +153,7 @@ def _new_server(path: Path) -> Any:
 _loaded: dict[Path, LoadedModel] = {}
 _loaded_lock = threading.Lock()
 _last_timings: Timings | None = None
+_timings_log: collections.deque[Timings] = collections.deque(maxlen=TIMINGS_KEPT)
 
 
 def loaded_model(path: Path) -> LoadedModel:
@@ -151,6 +179,12 @@ def unload_all() -> None:
 def last_timings() -> Timings | None:
     """Timings of the most recent finished local generation in this process."""
     return _last_timings
+
+
+def timings_log() -> list[Timings]:
+    """The timings of this process's most recent local generations (up to TIMINGS_KEPT),
+    oldest first: what the bench sums into prompt-reading seconds and reused tokens."""
+    return list(_timings_log)
 
 
 # --- one generation ------------------------------------------------------------------------------
@@ -202,7 +236,7 @@ def _generate(model: LoadedModel, request: dict[str, Any], handoff: _Handoff) ->
     """
     global _last_timings
     try:
-        with model.slots:
+        with model.slots.taken(answers_asked(request)):
             if handoff.stop.is_set():
                 return
             with model.lock:
@@ -211,25 +245,33 @@ def _generate(model: LoadedModel, request: dict[str, Any], handoff: _Handoff) ->
             handoff.emit(_STARTED)
             started = time.monotonic()
             last: dict[str, Any] = {}
+            answers: set[int] = set()
 
             def on_chunk(chunk: Any) -> bool:
-                if isinstance(chunk, dict) and "timings" in chunk:
-                    last.update(chunk)
+                if isinstance(chunk, dict):
+                    if "timings" in chunk:
+                        last.update(chunk)
+                    answers.update(int(c.get("index") or 0) for c in chunk.get("choices") or ())
                 handoff.emit(chunk)
                 return handoff.abandoned()
 
             server.handle_chat_completions(request, on_chunk)
             if last:
-                _last_timings = _timings(
-                    last, 0.0 if was_loaded else model.load_seconds, time.monotonic() - started
-                )
+                load = 0.0 if was_loaded else model.load_seconds
+                _last_timings = _timings(last, load, time.monotonic() - started, len(answers))
+                _timings_log.append(_last_timings)
     except BaseException as exc:
         handoff.emit(exc)
     finally:
         handoff.emit(_DONE)
 
 
-def _timings(chunk: dict[str, Any], load_seconds: float, wall: float) -> Timings:
+def answers_asked(request: dict[str, Any]) -> int:
+    """How many answers (slots) a request asks for: its `n_cmpl`, at most SLOTS."""
+    return min(max(int(request.get("n_cmpl") or 1), 1), SLOTS)
+
+
+def _timings(chunk: dict[str, Any], load_seconds: float, wall: float, answers: int = 1) -> Timings:
     t = chunk.get("timings") or {}
     usage = chunk.get("usage") or {}
     return Timings(
@@ -240,6 +282,9 @@ def _timings(chunk: dict[str, Any], load_seconds: float, wall: float) -> Timings
         completion_tokens=int(usage.get("completion_tokens", t.get("predicted_n", 0))),
         completion_tokens_per_second=float(t.get("predicted_per_second", 0.0)),
         wall_seconds=wall,
+        read_prompt_tokens=int(t.get("prompt_n", 0)),
+        prompt_read_seconds=float(t.get("prompt_ms", 0.0)) / 1000.0,
+        answers=max(answers, 1),
     )
 
 

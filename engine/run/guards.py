@@ -9,11 +9,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.feedback.packet import RepairPacket
 from engine.text.durations import said_duration
+
+# The exit codes import RunStatus from here before the app's first frame: the packet (and the
+# verifier's modules under it) is only named in annotations.
+if TYPE_CHECKING:
+    from engine.feedback.packet import RepairPacket
 
 
 class RunStatus(StrEnum):

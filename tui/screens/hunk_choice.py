@@ -12,6 +12,7 @@ from textual.content import Content
 
 if TYPE_CHECKING:
     from engine.edits.hunks import PartialEdit
+    from tui.widgets.diff import DiffView
 
 EVERY_HUNK_DROPPED: Literal["every hunk dropped"] = "every hunk dropped"
 
@@ -21,34 +22,29 @@ class HunkChoice:
 
     hunk_problem: str  # why the kept hunks could not be taken, said in the notice
 
-    # -- what the screen says -----------------------------------------------------------------
+    # What the screen says: declared for the type checker only; each screen defines them.
+    if TYPE_CHECKING:
 
-    def hunks_choosable(self) -> bool:
-        raise NotImplementedError
+        def hunks_choosable(self) -> bool: ...
 
-    def hunk_total(self) -> int:
-        raise NotImplementedError
+        def hunk_total(self) -> int: ...
 
-    def kept_part(self) -> PartialEdit:
-        raise NotImplementedError
+        def kept_part(self) -> PartialEdit: ...
 
-    @property
-    def chosen_drops(self) -> set[int]:
-        raise NotImplementedError
+        @property
+        def chosen_drops(self) -> set[int]: ...
 
-    def set_drops(self, dropped: set[int]) -> None:
-        raise NotImplementedError
+        def set_drops(self, dropped: set[int]) -> None: ...
 
-    def _refresh(self) -> None:
-        raise NotImplementedError
+        def _refresh(self) -> None: ...
 
-    # -- shared -------------------------------------------------------------------------------
+        def active_diff(self) -> DiffView: ...
 
     def action_toggle_hunk(self) -> None:
         """The hunk being read dropped, or kept again."""
         if not self.hunks_choosable():
             return
-        index = self.active_diff().hunk  # type: ignore[attr-defined]
+        index = self.active_diff().hunk
         if index < 0:
             return
         self.set_drops(self.chosen_drops ^ {index})

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from engine.feedback.packet import distill  # noqa: E402
+from engine.feedback.distill import distill  # noqa: E402
 from engine.project.modules import project_modules  # noqa: E402
 from engine.text.tokens import approximate_tokens  # noqa: E402
 from engine.verify.classify import classify  # noqa: E402

@@ -19,7 +19,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from bench.suite.tasks import BenchTask
-from engine.feedback.packet import summarise
+from engine.feedback.distill import summarise
 from engine.feedback.tree import examine_tree
 from engine.project.git_plumbing import git_bytes
 from engine.verify.execute import Verifier

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.feedback.packet import DEFAULT_CAP, RepairPacket, distill
+from engine.feedback.distill import distill
+from engine.feedback.packet import DEFAULT_CAP, RepairPacket
 from engine.feedback.raw import raw_feedback
 from engine.project.git_plumbing import open_repo
 from engine.project.modules import modules_of, project_modules

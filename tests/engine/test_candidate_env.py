@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.results import StageKind, StageResult
 from engine.verify.verdict import Verdict, judge

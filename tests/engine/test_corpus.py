@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.project.modules import project_modules
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass, classify, signature

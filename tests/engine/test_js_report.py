@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.verify.baseline_tests import (
     NO_TESTS,
     BaselineTests,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.verify.classify import ErrorClass, classify
 from engine.verify.execute import junit_reports
 from engine.verify.junit_report import MAX_XML, parse_junit

@@ -5,13 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from engine.feedback.packet import (
-    Failure,
-    RepairPacket,
-    anchor_from_diff,
-    distill,
-    progress_between,
-)
+from engine.feedback.distill import anchor_from_diff, distill, progress_between
+from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.tree import Verification, rendered, shown_again
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.feedback.tree import Verification, rendered
 from engine.text.tokens import approximate_tokens
 from engine.verify.classify import Classification, ErrorClass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.feedback.packet import distill, summarise
+from engine.feedback.distill import distill, summarise
 from engine.verify.classify import Classification, ErrorClass, classify
 from engine.verify.execute import PLUGIN_DIR, per_test_limit, stage_env
 from engine.verify.results import StageKind, StageResult

@@ -16,7 +16,7 @@ from pathlib import Path
 import git
 import pytest
 
-from engine.feedback.packet import progress_between
+from engine.feedback.distill import progress_between
 from engine.project.paths import run_path
 from engine.project.settings import Settings
 from engine.project.workspace import Workspace, iteration_message

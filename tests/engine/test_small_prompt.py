@@ -15,7 +15,8 @@ from engine.edits.parse import parse
 from engine.edits.proposal import EditFormat
 from engine.errors import EditFormatError
 from engine.feedback.checkout import verify_checkout
-from engine.feedback.packet import Failure, RepairPacket, distill
+from engine.feedback.distill import distill
+from engine.feedback.packet import Failure, RepairPacket
 from engine.feedback.raw import raw_feedback
 from engine.feedback.small_prompt import SYSTEM, TEST_LINES, small_prompt
 from engine.feedback.tree import Verification

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from engine.edits.proposal import Edit, Proposal
-from engine.feedback.packet import distill
+from engine.feedback.distill import distill
 from engine.feedback.tree import Verification
 from engine.project.paths import run_path
 from engine.project.settings import Settings
